@@ -1,0 +1,182 @@
+"""The import service: parsed files into Documents, Paragraphs and Sentences, atomically per file.
+
+A file either goes in whole or not at all; the other files of the same import
+still go in. Re-importing identical content is a no-op (the content hash is
+unique per corpus), and new documents are paired with the other levels of
+their article at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import IntegrityError, transaction
+
+from alignment.importing.cleaning import ImportFormatError
+from alignment.importing.readers import FILE_SUFFIXES, ImportOptions, ParsedDocument, read_file
+from alignment.importing.segment import DocumentLayout, layout_from_paragraphs, layout_from_sentences
+from alignment.models import Corpus, Document, Paragraph, Sentence
+from alignment.services import document_pairs_sync
+
+
+@dataclass
+class FileImportResult:
+    file: str
+    documents_created: int = 0
+    documents_unchanged: int = 0
+    sentences_created: int = 0
+    control_characters_removed: int = 0
+    punctuation_repaired: int = 0
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class ImportReport:
+    files: list[FileImportResult] = field(default_factory=list)
+    pairs_created: int = 0
+
+    @property
+    def errors(self) -> list[FileImportResult]:
+        return [f for f in self.files if not f.ok]
+
+    @property
+    def documents_created(self) -> int:
+        return sum(f.documents_created for f in self.files)
+
+    @property
+    def documents_unchanged(self) -> int:
+        return sum(f.documents_unchanged for f in self.files)
+
+    @property
+    def sentences_created(self) -> int:
+        return sum(f.sentences_created for f in self.files)
+
+    @property
+    def control_characters_removed(self) -> int:
+        return sum(f.control_characters_removed for f in self.files)
+
+    @property
+    def punctuation_repaired(self) -> int:
+        return sum(f.punctuation_repaired for f in self.files)
+
+
+def import_paths(path: Path, options: ImportOptions) -> list[Path]:
+    """The files an import of ``path`` reads: the file itself, or the folder's files of the format, sorted."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    suffixes = FILE_SUFFIXES[options.format]
+    return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in suffixes)
+
+
+def corpus_import_files(
+    *,
+    corpus: Corpus,
+    files: Iterable[tuple[str, bytes]],
+    options: ImportOptions,
+    on_file_done: Callable[[FileImportResult], None] | None = None,
+) -> ImportReport:
+    """Import ``(name, bytes)`` files into ``corpus``; one failing file does not stop the others."""
+    report = ImportReport()
+    for name, data in files:
+        result = _import_one_file(corpus=corpus, name=name, data=data, options=options)
+        report.files.append(result)
+        if on_file_done:
+            on_file_done(result)
+    report.pairs_created = document_pairs_sync(corpus=corpus)
+    return report
+
+
+def _import_one_file(*, corpus: Corpus, name: str, data: bytes, options: ImportOptions) -> FileImportResult:
+    result = FileImportResult(file=name)
+    try:
+        parsed = read_file(name, data, options)
+        laid_out = [(document, _layout(document, options)) for document in parsed]
+        with transaction.atomic():
+            for document, layout in laid_out:
+                _store_document(corpus, document, layout, result)
+    except ImportFormatError as exc:
+        return FileImportResult(file=name, error=str(exc))
+    except IntegrityError as exc:  # a concurrent import stored the same document first
+        return FileImportResult(file=name, error=f"{name}: conflicts with a document stored meanwhile ({exc.__cause__ or exc})")
+    for document in parsed:
+        result.control_characters_removed += document.cleaning.control_characters_removed
+        result.punctuation_repaired += document.cleaning.punctuation_repaired
+    return result
+
+
+def _layout(document: ParsedDocument, options: ImportOptions) -> DocumentLayout:
+    if document.sentences is not None:
+        layout = layout_from_sentences(document.sentences)
+    else:
+        layout = layout_from_paragraphs(document.paragraphs or [], language=options.language)
+    if layout.sentence_count == 0:
+        raise ImportFormatError(
+            f"document {document.external_id!r} ({document.level}) has no sentences", file=document.file, line=document.line
+        )
+    return layout
+
+
+def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayout, result: FileImportResult) -> None:
+    content_hash = layout.content_hash()
+    existing = Document.objects.filter(corpus=corpus, content_hash=content_hash).first()
+    if existing is not None:
+        if (existing.external_id, existing.level) != (parsed.external_id, parsed.level):
+            raise ImportFormatError(
+                f"same content as document {existing.external_id!r} ({existing.level}) already in the corpus",
+                file=parsed.file,
+                line=parsed.line,
+            )
+        result.documents_unchanged += 1
+        return
+    if Document.objects.filter(corpus=corpus, external_id=parsed.external_id, level=parsed.level).exists():
+        raise ImportFormatError(
+            f"document {parsed.external_id!r} level {parsed.level!r} is already in the corpus with different content; "
+            "delete it first or give the new version another id",
+            file=parsed.file,
+            line=parsed.line,
+        )
+    document = Document.objects.create(
+        corpus=corpus,
+        external_id=parsed.external_id,
+        title=parsed.title or parsed.external_id,
+        level=parsed.level,
+        raw_text=layout.raw_text,
+        content_hash=content_hash,
+        source={
+            "file": parsed.file,
+            "line": parsed.line,
+            "encoding": parsed.cleaning.encoding,
+            "had_bom": parsed.cleaning.had_bom,
+            "control_characters_removed": parsed.cleaning.control_characters_removed,
+            "punctuation_repaired": parsed.cleaning.punctuation_repaired,
+        },
+    )
+    paragraphs = Paragraph.objects.bulk_create(
+        Paragraph(document=document, index=i, char_start=p.char_start, char_end=p.char_end)
+        for i, p in enumerate(layout.paragraphs)
+    )
+    sentences = []
+    for paragraph, paragraph_layout in zip(paragraphs, layout.paragraphs):
+        for j, s in enumerate(paragraph_layout.sentences):
+            sentences.append(
+                Sentence(
+                    document=document,
+                    paragraph=paragraph,
+                    index=len(sentences),
+                    index_in_paragraph=j,
+                    text=s.text,
+                    char_start=s.char_start,
+                    char_end=s.char_end,
+                )
+            )
+    Sentence.objects.bulk_create(sentences, batch_size=2000)
+    result.documents_created += 1
+    result.sentences_created += len(sentences)

@@ -1,0 +1,197 @@
+"""Corpora, documents and their structure, document pairs, embeddings and embedding runs.
+
+The text hierarchy is stored explicitly (Document → Paragraph → Sentence) with
+character spans into the document's cleaned text, so every later stage
+(alignment, annotation, export) refers to the same sentence ids and can show
+a sentence in its original context.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from pgvector.django import VectorField
+
+
+class Corpus(models.Model):
+    """A collection of documents in one language, usually several reading levels per article."""
+
+    class Pairing(models.TextChoices):
+        ALL = "all", "every pair of levels"
+        ADJACENT = "adjacent", "adjacent levels only"
+
+    name = models.CharField(max_length=200, unique=True)
+    language = models.CharField(max_length=16, help_text="ISO 639-1 code, e.g. en or de.")
+    description = models.TextField(blank=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="corpora")
+    is_shared = models.BooleanField(default=False, help_text="Visible to every signed-in user, not only the owner.")
+    level_order = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Levels from most complex to simplest, e.g. [\"adv\", \"int\", \"ele\"]. Decides which document of a pair is the complex one.",
+    )
+    pairing = models.CharField(max_length=16, choices=Pairing.choices, default=Pairing.ALL)
+    metadata = models.JSONField(default=dict, blank=True, help_text="Licence, source and similar facts for dataset cards.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "corpora"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Document(models.Model):
+    """One version (level) of one article. ``raw_text`` is the cleaned text that spans point into."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="documents")
+    external_id = models.CharField(max_length=300, help_text="Article id shared by all levels of the same article.")
+    title = models.CharField(max_length=500, blank=True)
+    level = models.CharField(max_length=32, help_text="Readability label such as adv or ele, or a number.")
+    source = models.JSONField(default=dict, blank=True, help_text="File, line, detected encoding and cleaning report.")
+    raw_text = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["external_id", "level"]
+        constraints = [
+            models.UniqueConstraint(fields=["corpus", "content_hash"], name="document_unique_content_per_corpus"),
+            models.UniqueConstraint(fields=["corpus", "external_id", "level"], name="document_unique_level_per_article"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.external_id} [{self.level}]"
+
+
+class Paragraph(models.Model):
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="paragraphs")
+    index = models.PositiveIntegerField()
+    char_start = models.PositiveIntegerField()
+    char_end = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["document", "index"]
+        constraints = [models.UniqueConstraint(fields=["document", "index"], name="paragraph_unique_index")]
+
+    def __str__(self) -> str:
+        return f"{self.document} ¶{self.index}"
+
+
+class Sentence(models.Model):
+    """A sentence with its position in the document and in its paragraph, and its span in ``raw_text``."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="sentences")
+    paragraph = models.ForeignKey(Paragraph, on_delete=models.CASCADE, related_name="sentences")
+    index = models.PositiveIntegerField(help_text="0-based position in the document.")
+    index_in_paragraph = models.PositiveIntegerField()
+    text = models.TextField()
+    char_start = models.PositiveIntegerField()
+    char_end = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["document", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "index"], name="sentence_unique_index"),
+            models.CheckConstraint(condition=Q(char_end__gt=F("char_start")), name="sentence_span_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document} #{self.index}"
+
+
+class DocumentPair(models.Model):
+    """A complex document and a simpler version of the same article: the unit that gets aligned."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="pairs")
+    complex_document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pairs_as_complex")
+    simple_document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pairs_as_simple")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["complex_document__external_id", "complex_document__level", "simple_document__level"]
+        constraints = [
+            models.UniqueConstraint(fields=["complex_document", "simple_document"], name="pair_unique"),
+            models.CheckConstraint(condition=~Q(complex_document=F("simple_document")), name="pair_two_documents"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.complex_document} → {self.simple_document.level}"
+
+
+class Encoder(models.Model):
+    """A sentence encoder whose vectors are stored. Vectors of two encoders are never compared.
+
+    Each encoder gets its own partial HNSW index over its rows (created by
+    :func:`alignment.services.encoder_get_or_create`), because pgvector indexes
+    need one fixed dimension and models differ in theirs.
+    """
+
+    name = models.CharField(max_length=300, unique=True)
+    dimensions = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.dimensions}d)"
+
+    @property
+    def index_name(self) -> str:
+        return f"sentence_embedding_hnsw_{self.pk}"
+
+
+class SentenceEmbedding(models.Model):
+    sentence = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="embeddings")
+    encoder = models.ForeignKey(Encoder, on_delete=models.CASCADE, related_name="embeddings")
+    vector = VectorField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["sentence", "encoder"], name="embedding_unique_per_encoder")]
+
+
+class EmbeddingRun(models.Model):
+    """One request to embed a corpus with one encoder, and its progress as the worker sees it.
+
+    The task is idempotent: it embeds only sentences that have no vector for the
+    encoder yet and commits each batch with its progress, so a killed worker
+    loses at most the batch in flight and a retry continues where it stopped.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="embedding_runs")
+    encoder_name = models.CharField(max_length=300)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    total_sentences = models.PositiveIntegerField(default=0)
+    already_embedded = models.PositiveIntegerField(default=0, help_text="Sentences that had a vector when the run (re)started.")
+    embedded_sentences = models.PositiveIntegerField(default=0, help_text="Sentences with a vector so far, counting those already there.")
+    batches_done = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    procrastinate_job_id = models.BigIntegerField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"embed {self.corpus} with {self.encoder_name}: {self.status}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def percent(self) -> int:
+        if not self.total_sentences:
+            return 100 if self.status == self.Status.SUCCEEDED else 0
+        return min(100, round(100 * self.embedded_sentences / self.total_sentences))

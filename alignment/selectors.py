@@ -1,0 +1,86 @@
+"""Reads: what a user may see, and the queries pages and jobs need."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Count, Q, QuerySet
+from django.shortcuts import get_object_or_404
+from pgvector.django import CosineDistance
+
+from alignment.models import Corpus, DocumentPair, EmbeddingRun, Encoder, Paragraph, Sentence, SentenceEmbedding
+from django.db.models.functions import Cast
+from pgvector.django import VectorField
+
+
+def corpora_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Corpus]:
+    """Staff see every corpus; others see the ones they own and the shared ones."""
+    if not user.is_authenticated:
+        return Corpus.objects.none()
+    if user.is_staff:
+        return Corpus.objects.all()
+    return Corpus.objects.filter(Q(owner=user) | Q(is_shared=True))
+
+
+def corpus_list_with_counts(user: AbstractBaseUser) -> QuerySet[Corpus]:
+    return corpora_visible_to(user).annotate(
+        document_count=Count("documents", distinct=True),
+        pair_count=Count("pairs", distinct=True),
+    ).select_related("owner")
+
+
+def corpus_get_for_user(user: AbstractBaseUser, corpus_id: int) -> Corpus:
+    """The corpus, or 404 when it does not exist *or* the user may not see it (no existence leak)."""
+    return get_object_or_404(corpora_visible_to(user), pk=corpus_id)
+
+
+def pair_get_for_user(user: AbstractBaseUser, pair_id: int) -> DocumentPair:
+    return get_object_or_404(
+        DocumentPair.objects.filter(corpus__in=corpora_visible_to(user)).select_related(
+            "corpus", "complex_document", "simple_document"
+        ),
+        pk=pair_id,
+    )
+
+
+def embedding_run_get_for_user(user: AbstractBaseUser, run_id: int) -> EmbeddingRun:
+    return get_object_or_404(EmbeddingRun.objects.filter(corpus__in=corpora_visible_to(user)), pk=run_id)
+
+
+def corpus_sentence_count(corpus: Corpus) -> int:
+    return Sentence.objects.filter(document__corpus=corpus).count()
+
+
+def corpus_embedding_counts(corpus: Corpus) -> list[dict]:
+    """Per encoder, how many of the corpus's sentences have a vector."""
+    return list(
+        SentenceEmbedding.objects.filter(sentence__document__corpus=corpus)
+        .values("encoder__name")
+        .annotate(vectors=Count("id"))
+        .order_by("encoder__name")
+    )
+
+
+def document_paragraphs(document_id: int) -> list[tuple[Paragraph, list[Sentence]]]:
+    """The document's paragraphs with their sentences, in two queries."""
+    paragraphs = list(Paragraph.objects.filter(document_id=document_id).order_by("index"))
+    by_paragraph: dict[int, list[Sentence]] = {p.pk: [] for p in paragraphs}
+    for sentence in Sentence.objects.filter(document_id=document_id).order_by("index"):
+        by_paragraph[sentence.paragraph_id].append(sentence)
+    return [(p, by_paragraph[p.pk]) for p in paragraphs]
+
+
+def sentence_nearest(*, encoder: Encoder, vector, limit: int = 10, corpus: Corpus | None = None) -> QuerySet[SentenceEmbedding]:
+    """The ``limit`` stored sentences closest (cosine) to ``vector`` among ``encoder``'s vectors.
+
+    The cast and the ``encoder`` filter match the encoder's partial HNSW index,
+    so PostgreSQL can answer from the index instead of scanning every vector.
+    """
+    typed = Cast("vector", VectorField(dimensions=encoder.dimensions))
+    queryset = SentenceEmbedding.objects.filter(encoder=encoder)
+    if corpus is not None:
+        queryset = queryset.filter(sentence__document__corpus=corpus)
+    return (
+        queryset.annotate(distance=CosineDistance(typed, vector))
+        .order_by("distance")
+        .select_related("sentence")[:limit]
+    )

@@ -1,0 +1,230 @@
+"""Writes for corpora, pairs, encoders and embedding runs. Views, commands and tasks call these.
+
+Each service validates, writes inside a transaction and enqueues background
+work only once that transaction has committed, so a worker never sees a job
+whose rows are not there yet.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+from collections import defaultdict
+from collections.abc import Callable
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.db.models import Exists, F, OuterRef
+from django.utils import timezone
+
+from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun, Encoder, Sentence, SentenceEmbedding
+from models_ml.encoders import SentenceEncoder
+
+logger = logging.getLogger(__name__)
+
+# Known readability labels, most complex first. Numbers sort ascending, as in
+# Newsela, where level 0 is the original. A corpus can override with level_order.
+_KNOWN_LEVEL_RANK = {
+    "original": 0, "complex": 0, "orig": 0,
+    "advanced": 1, "adv": 1,
+    "intermediate": 2, "int": 2,
+    "elementary": 3, "ele": 3, "beginner": 4,
+    "simple": 5, "plain": 5, "easy": 5,
+}
+
+
+def corpus_get_or_create(
+    *,
+    name: str,
+    language: str,
+    owner: AbstractBaseUser,
+    description: str = "",
+    pairing: str = Corpus.Pairing.ALL,
+    level_order: list[str] | None = None,
+    is_shared: bool = False,
+) -> tuple[Corpus, bool]:
+    """The corpus called ``name``, created with these settings if it does not exist yet.
+
+    An existing corpus keeps its settings, except that a different language is
+    refused: sentence splitting and encoders depend on it.
+    """
+    if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", language):
+        raise ValueError(f"language {language!r} is not an ISO 639 code such as 'en' or 'de'")
+    if pairing not in Corpus.Pairing.values:
+        raise ValueError(f"pairing {pairing!r} must be one of {', '.join(Corpus.Pairing.values)}")
+    corpus, created = Corpus.objects.get_or_create(
+        name=name,
+        defaults={
+            "language": language,
+            "owner": owner,
+            "description": description,
+            "pairing": pairing,
+            "level_order": level_order or [],
+            "is_shared": is_shared,
+        },
+    )
+    if not created and corpus.language != language:
+        raise ValueError(f"corpus {name!r} exists with language {corpus.language!r}, not {language!r}")
+    return corpus, created
+
+
+def level_sort_key(corpus: Corpus) -> Callable[[str], tuple]:
+    """Sort key putting the most complex level first, following ``corpus.level_order`` when set."""
+    explicit = {level: i for i, level in enumerate(corpus.level_order or [])}
+
+    def key(level: str) -> tuple:
+        if level in explicit:
+            return (0, explicit[level], "")
+        if level.lower() in _KNOWN_LEVEL_RANK:
+            return (1, _KNOWN_LEVEL_RANK[level.lower()], "")
+        try:
+            return (2, float(level), "")
+        except ValueError:
+            return (3, 0, level)
+
+    return key
+
+
+@transaction.atomic
+def document_pairs_sync(*, corpus: Corpus) -> int:
+    """Create the missing complex→simple pairs among each article's levels. Returns how many were created.
+
+    ``Corpus.pairing`` chooses every pair of levels (adv→int, adv→ele, int→ele)
+    or adjacent levels only (adv→int, int→ele).
+    """
+    by_article: dict[str, list[Document]] = defaultdict(list)
+    for document in Document.objects.filter(corpus=corpus).only("id", "external_id", "level"):
+        by_article[document.external_id].append(document)
+    key = level_sort_key(corpus)
+    wanted = []
+    for documents in by_article.values():
+        documents.sort(key=lambda d: key(d.level))
+        if corpus.pairing == Corpus.Pairing.ADJACENT:
+            combos = zip(documents, documents[1:])
+        else:
+            combos = itertools.combinations(documents, 2)
+        wanted.extend(DocumentPair(corpus=corpus, complex_document=c, simple_document=s) for c, s in combos)
+    before = DocumentPair.objects.filter(corpus=corpus).count()
+    DocumentPair.objects.bulk_create(wanted, ignore_conflicts=True)
+    return DocumentPair.objects.filter(corpus=corpus).count() - before
+
+
+def encoder_get_or_create(*, name: str, dimensions: int) -> Encoder:
+    """The Encoder row for ``name``, with its own partial HNSW (cosine) index over its vectors.
+
+    The index casts the dimension-less column to this encoder's dimension and
+    covers only this encoder's rows; nearest-neighbour queries use the same
+    expression and filter (see :func:`alignment.selectors.sentence_nearest`).
+    """
+    encoder, created = Encoder.objects.get_or_create(name=name, defaults={"dimensions": dimensions})
+    if encoder.dimensions != dimensions:
+        raise ValueError(f"encoder {name!r} is registered with {encoder.dimensions} dimensions, the model gives {dimensions}")
+    if created or not _index_exists(encoder.index_name):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"CREATE INDEX IF NOT EXISTS {encoder.index_name} ON {SentenceEmbedding._meta.db_table} "
+                f"USING hnsw ((vector::vector({int(dimensions)})) vector_cosine_ops) WHERE encoder_id = {int(encoder.pk)}"
+            )
+    return encoder
+
+
+def _index_exists(name: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [name])
+        return cursor.fetchone() is not None
+
+
+def embedding_run_create(*, corpus: Corpus, encoder_name: str, created_by: AbstractBaseUser | None = None) -> EmbeddingRun:
+    """Queue embedding of every sentence of ``corpus`` that has no vector from ``encoder_name`` yet.
+
+    If a run for the same corpus and encoder is already queued or running, that
+    run is returned instead of starting a second one.
+    """
+    with transaction.atomic():
+        Corpus.objects.select_for_update().get(pk=corpus.pk)  # serialise concurrent requests per corpus
+        active = EmbeddingRun.objects.filter(
+            corpus=corpus, encoder_name=encoder_name, status__in=[EmbeddingRun.Status.QUEUED, EmbeddingRun.Status.RUNNING]
+        ).first()
+        if active is not None:
+            return active
+        run = EmbeddingRun.objects.create(corpus=corpus, encoder_name=encoder_name, created_by=created_by)
+        transaction.on_commit(lambda: _enqueue_embedding(run.pk))
+    return run
+
+
+def embedding_run_retry(*, run: EmbeddingRun) -> EmbeddingRun:
+    """Queue a failed run again; it continues from the batches that were already stored."""
+    if run.status != EmbeddingRun.Status.FAILED:
+        raise ValueError(f"only a failed run can be retried; run {run.pk} is {run.status}")
+    with transaction.atomic():
+        EmbeddingRun.objects.filter(pk=run.pk).update(status=EmbeddingRun.Status.QUEUED, error="", finished_at=None)
+        transaction.on_commit(lambda: _enqueue_embedding(run.pk))
+    run.refresh_from_db()
+    return run
+
+
+def _enqueue_embedding(run_id: int) -> None:
+    from alignment.tasks import embed_corpus
+
+    job_id = embed_corpus.defer(run_id=run_id)
+    EmbeddingRun.objects.filter(pk=run_id).update(procrastinate_job_id=job_id)
+
+
+def sentences_missing_embedding(*, corpus: Corpus, encoder: Encoder):
+    """Sentences of ``corpus`` that have no vector from ``encoder``, in id order."""
+    has_vector = SentenceEmbedding.objects.filter(sentence=OuterRef("pk"), encoder=encoder)
+    return Sentence.objects.filter(document__corpus=corpus).filter(~Exists(has_vector)).order_by("pk")
+
+
+def embedding_run_execute(
+    *, run_id: int, load_encoder: Callable[[str], SentenceEncoder], batch_size: int
+) -> EmbeddingRun:
+    """Embed the missing sentences of the run's corpus, one committed batch at a time.
+
+    Each batch's vectors and the run's progress are written in one
+    transaction, so progress never counts a vector that is not stored. Any
+    error marks the run failed with the message and re-raises.
+    """
+    run = EmbeddingRun.objects.select_related("corpus").get(pk=run_id)
+    if run.status == EmbeddingRun.Status.SUCCEEDED:
+        return run
+    try:
+        encoder = load_encoder(run.encoder_name)
+        encoder_row = encoder_get_or_create(name=run.encoder_name, dimensions=encoder.dimensions)
+        total = Sentence.objects.filter(document__corpus=run.corpus).count()
+        already = SentenceEmbedding.objects.filter(sentence__document__corpus=run.corpus, encoder=encoder_row).count()
+        EmbeddingRun.objects.filter(pk=run_id).update(
+            status=EmbeddingRun.Status.RUNNING,
+            total_sentences=total,
+            already_embedded=already,
+            embedded_sentences=already,
+            attempts=run.attempts + 1,
+            started_at=timezone.now(),
+            error="",
+        )
+        missing = sentences_missing_embedding(corpus=run.corpus, encoder=encoder_row)
+        last_id = 0
+        while True:
+            batch = list(missing.filter(pk__gt=last_id).values_list("pk", "text")[:batch_size])
+            if not batch:
+                break
+            last_id = batch[-1][0]
+            vectors = encoder.encode([text for _, text in batch], batch_size=batch_size)  # (len(batch), dim)
+            with transaction.atomic():
+                SentenceEmbedding.objects.bulk_create(
+                    [SentenceEmbedding(sentence_id=pk, encoder=encoder_row, vector=v) for (pk, _), v in zip(batch, vectors)],
+                    ignore_conflicts=True,
+                )
+                EmbeddingRun.objects.filter(pk=run_id).update(
+                    embedded_sentences=F("embedded_sentences") + len(batch), batches_done=F("batches_done") + 1
+                )
+            logger.debug("run %s: stored a batch of %s vectors", run_id, len(batch))
+    except Exception as exc:
+        EmbeddingRun.objects.filter(pk=run_id).update(
+            status=EmbeddingRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
+        )
+        raise
+    EmbeddingRun.objects.filter(pk=run_id).update(status=EmbeddingRun.Status.SUCCEEDED, finished_at=timezone.now())
+    run.refresh_from_db()
+    return run

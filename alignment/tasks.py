@@ -1,0 +1,23 @@
+"""Background tasks. Thin: they take ids, load what they need and call a service."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from django.conf import settings
+from procrastinate.contrib.django import app
+
+from alignment import services
+from models_ml.encoders import load_sentence_encoder
+
+
+@app.task(queue="embedding", name="alignment.embed_corpus")
+def embed_corpus(*, run_id: int) -> None:
+    """Embed the missing sentences of an EmbeddingRun's corpus (idempotent, resumable)."""
+    services.embedding_run_execute(
+        run_id=run_id,
+        load_encoder=partial(
+            load_sentence_encoder, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD
+        ),
+        batch_size=settings.EMBEDDING_BATCH_SIZE,
+    )

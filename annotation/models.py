@@ -1,0 +1,1 @@
+"""Annotation projects, roles and label events arrive with the annotation workflow."""

@@ -1,0 +1,1 @@
+"""Alignment models and algorithms in plain Python, NumPy and PyTorch. Never imports Django."""

@@ -1,0 +1,55 @@
+"""Shared fixtures: user personas and small corpora written for the tests."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from alignment.importing.readers import ImportOptions
+from alignment.importing.service import corpus_import_files
+from alignment.services import corpus_get_or_create
+
+SAMPLE_ADV = (
+    "The city council approved a new tram line on Tuesday. It will connect the harbour with the university.\n"
+    "\n"
+    "Construction begins in spring and is expected to last three years. Residents welcomed the decision.\n"
+    "\n"
+    "Critics argue that the cost, estimated at 400 million euros, is too high.\n"
+)
+SAMPLE_ELE = (
+    "The city will build a new tram line. It will go from the harbour to the university.\n"
+    "\n"
+    "Work starts in spring. It will take three years.\n"
+    "\n"
+    "Some people think it costs too much.\n"
+)
+
+
+@pytest.fixture
+def owner(db):
+    return get_user_model().objects.create_user("owner", password="owner-pass-123")
+
+
+@pytest.fixture
+def outsider(db):
+    return get_user_model().objects.create_user("outsider", password="outsider-pass-123")
+
+
+@pytest.fixture
+def staff(db):
+    return get_user_model().objects.create_user("staff", password="staff-pass-123", is_staff=True)
+
+
+@pytest.fixture
+def corpus(owner):
+    corpus, _ = corpus_get_or_create(name="Trams", language="en", owner=owner)
+    return corpus
+
+
+@pytest.fixture
+def tram_corpus(corpus):
+    """A two-level article imported from the text format: two documents, one pair."""
+    files = [("Tram-adv.txt", SAMPLE_ADV.encode()), ("Tram-ele.txt", SAMPLE_ELE.encode())]
+    report = corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="text"))
+    assert not report.errors, report.errors
+    return corpus

