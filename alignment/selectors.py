@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
-from pgvector.django import CosineDistance
+from pgvector.django import CosineDistance, VectorField
 
 from alignment.models import Corpus, DocumentPair, EmbeddingRun, Encoder, Paragraph, Sentence, SentenceEmbedding
-from django.db.models.functions import Cast
-from pgvector.django import VectorField
 
 
 def corpora_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Corpus]:
@@ -31,6 +30,16 @@ def corpus_list_with_counts(user: AbstractBaseUser) -> QuerySet[Corpus]:
 def corpus_get_for_user(user: AbstractBaseUser, corpus_id: int) -> Corpus:
     """The corpus, or 404 when it does not exist *or* the user may not see it (no existence leak)."""
     return get_object_or_404(corpora_visible_to(user), pk=corpus_id)
+
+
+def corpus_for_import(user: AbstractBaseUser, name: str) -> Corpus | None:
+    """The corpus called ``name`` if the user may add to it; raises ValueError if it exists but is not theirs."""
+    corpus = Corpus.objects.filter(name=name).first()
+    if corpus is None:
+        return None
+    if corpus.owner_id != user.pk and not user.is_staff:
+        raise ValueError(f"a corpus called {name!r} exists and belongs to someone else; choose another name")
+    return corpus
 
 
 def pair_get_for_user(user: AbstractBaseUser, pair_id: int) -> DocumentPair:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun, Encoder, Sentence, SentenceEmbedding
@@ -88,26 +88,35 @@ def level_sort_key(corpus: Corpus) -> Callable[[str], tuple]:
 
 @transaction.atomic
 def document_pairs_sync(*, corpus: Corpus) -> int:
-    """Create the missing complex→simple pairs among each article's levels. Returns how many were created.
+    """Make the corpus's pairs exactly the complex→simple pairs its pairing asks for. Returns how many were created.
 
     ``Corpus.pairing`` chooses every pair of levels (adv→int, adv→ele, int→ele)
-    or adjacent levels only (adv→int, int→ele).
+    or adjacent levels only (adv→int, int→ele). When a middle level arrives in
+    a later import, the adjacent pairing's old adv→ele pair is removed.
     """
     by_article: dict[str, list[Document]] = defaultdict(list)
     for document in Document.objects.filter(corpus=corpus).only("id", "external_id", "level"):
         by_article[document.external_id].append(document)
     key = level_sort_key(corpus)
-    wanted = []
+    wanted: set[tuple[int, int]] = set()
     for documents in by_article.values():
         documents.sort(key=lambda d: key(d.level))
         if corpus.pairing == Corpus.Pairing.ADJACENT:
             combos = zip(documents, documents[1:])
         else:
             combos = itertools.combinations(documents, 2)
-        wanted.extend(DocumentPair(corpus=corpus, complex_document=c, simple_document=s) for c, s in combos)
-    before = DocumentPair.objects.filter(corpus=corpus).count()
-    DocumentPair.objects.bulk_create(wanted, ignore_conflicts=True)
-    return DocumentPair.objects.filter(corpus=corpus).count() - before
+        wanted.update((c.pk, s.pk) for c, s in combos)
+    existing = set(DocumentPair.objects.filter(corpus=corpus).values_list("complex_document_id", "simple_document_id"))
+    stale = existing - wanted
+    if stale:
+        stale_filter = Q()
+        for complex_id, simple_id in stale:
+            stale_filter |= Q(complex_document_id=complex_id, simple_document_id=simple_id)
+        DocumentPair.objects.filter(corpus=corpus).filter(stale_filter).delete()
+    DocumentPair.objects.bulk_create(
+        [DocumentPair(corpus=corpus, complex_document_id=c, simple_document_id=s) for c, s in sorted(wanted - existing)]
+    )
+    return len(wanted - existing)
 
 
 def encoder_get_or_create(*, name: str, dimensions: int) -> Encoder:
@@ -121,9 +130,12 @@ def encoder_get_or_create(*, name: str, dimensions: int) -> Encoder:
     if encoder.dimensions != dimensions:
         raise ValueError(f"encoder {name!r} is registered with {encoder.dimensions} dimensions, the model gives {dimensions}")
     if created or not _index_exists(encoder.index_name):
+        # CONCURRENTLY does not block writers of other encoders' vectors, but
+        # cannot run inside a transaction block (as in tests); then build it plainly.
+        concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"
         with connection.cursor() as cursor:
             cursor.execute(
-                f"CREATE INDEX IF NOT EXISTS {encoder.index_name} ON {SentenceEmbedding._meta.db_table} "
+                f"CREATE INDEX {concurrently} IF NOT EXISTS {encoder.index_name} ON {SentenceEmbedding._meta.db_table} "
                 f"USING hnsw ((vector::vector({int(dimensions)})) vector_cosine_ops) WHERE encoder_id = {int(encoder.pk)}"
             )
     return encoder
@@ -228,3 +240,19 @@ def embedding_run_execute(
     EmbeddingRun.objects.filter(pk=run_id).update(status=EmbeddingRun.Status.SUCCEEDED, finished_at=timezone.now())
     run.refresh_from_db()
     return run
+
+
+STALLED_AFTER_SECONDS = 60
+
+
+async def stalled_jobs_retry_async(app, *, seconds_since_heartbeat: float = STALLED_AFTER_SECONDS) -> int:
+    """Put back to the queue every job whose worker stopped sending heartbeats (killed, crashed, lost).
+
+    Safe because our tasks are idempotent: an embedding run resumes from its
+    stored batches. Returns how many jobs were requeued.
+    """
+    stalled = list(await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=seconds_since_heartbeat))
+    for job in stalled:
+        logger.warning("requeueing stalled job %s (%s)", job.id, job.task_name)
+        await app.job_manager.retry_job(job)
+    return len(stalled)

@@ -21,3 +21,10 @@ def embed_corpus(*, run_id: int) -> None:
         ),
         batch_size=settings.EMBEDDING_BATCH_SIZE,
     )
+
+
+@app.periodic(cron="* * * * *", periodic_id="retry_stalled_jobs")
+@app.task(queue="maintenance", name="alignment.retry_stalled_jobs", pass_context=True)
+async def retry_stalled_jobs(context, timestamp: int) -> None:
+    """Requeue jobs whose worker died (no heartbeat); resumable tasks continue where they stopped."""
+    await services.stalled_jobs_retry_async(context.app)

@@ -73,7 +73,7 @@ def decode_bytes(data: bytes, *, file: str) -> tuple[str, CleaningReport]:
     if b"\x00" in data and not (data.startswith((b"\xff\xfe", b"\xfe\xff"))):
         line = data[: utf8_error.start].count(b"\n") + 1
         raise ImportFormatError("binary content (NUL bytes); this is not a text file", file=file, line=line)
-    best = from_bytes(data).best()
+    best = _most_likely_encoding(data)
     if best is None or best.encoding is None:
         line = data[: utf8_error.start].count(b"\n") + 1
         raise ImportFormatError(
@@ -87,6 +87,26 @@ def decode_bytes(data: bytes, *, file: str) -> tuple[str, CleaningReport]:
         report.had_bom = True
         text = text[1:]
     return text, report
+
+
+# On short texts several single-byte code pages explain the bytes equally well
+# (cp1250, cp1252, cp1257, even cp775 differ only in a few letters). Among the
+# least chaotic candidates, Windows-1252, by far the commonest legacy encoding
+# of Western text, wins the tie.
+PREFERRED_LEGACY_ENCODINGS = ("cp1252", "latin_1")
+
+
+def _most_likely_encoding(data: bytes):
+    matches = list(from_bytes(data))
+    if not matches:
+        return None
+    least_chaos = min(m.chaos for m in matches)
+    calmest = [m for m in matches if m.chaos == least_chaos]
+    for preferred in PREFERRED_LEGACY_ENCODINGS:
+        for match in calmest:
+            if match.encoding == preferred:
+                return match
+    return max(calmest, key=lambda m: m.coherence)
 
 
 def clean_text(text: str, report: CleaningReport, *, repair_punctuation: bool = True) -> str:

@@ -81,7 +81,7 @@ def read_file(name: str, data: bytes, options: ImportOptions) -> list[ParsedDocu
     text, report = decode_bytes(data, file=name)
     text = clean_text(text, report, repair_punctuation=options.repair_punctuation)
     reader = {"text": _read_text, "presplit": _read_presplit, "csv": _read_csv, "jsonl": _read_jsonl}[options.format]
-    documents = reader(name, text, options)
+    documents = reader(name, text, options, report)
     if not documents:
         raise ImportFormatError("empty file: no document in it", file=name)
     for document in documents:
@@ -133,7 +133,7 @@ def _drop_header(blocks: list[tuple[int, list[str]]], options: ImportOptions) ->
     return blocks
 
 
-def _read_text(name: str, text: str, options: ImportOptions) -> list[ParsedDocument]:
+def _read_text(name: str, text: str, options: ImportOptions, report: CleaningReport) -> list[ParsedDocument]:
     external_id, level = _id_and_level_from_name(name, options)
     if options.paragraph_mode == "line":
         blocks = [(n, [line]) for n, line in enumerate(text.split("\n"), start=1) if line]
@@ -146,7 +146,7 @@ def _read_text(name: str, text: str, options: ImportOptions) -> list[ParsedDocum
     return [ParsedDocument(external_id=external_id, level=level, file=name, line=blocks[0][0], paragraphs=paragraphs)]
 
 
-def _read_presplit(name: str, text: str, options: ImportOptions) -> list[ParsedDocument]:
+def _read_presplit(name: str, text: str, options: ImportOptions, report: CleaningReport) -> list[ParsedDocument]:
     external_id, level = _id_and_level_from_name(name, options)
     blocks = _drop_header(_blocks(text), options)
     if not blocks:
@@ -158,7 +158,7 @@ def _read_presplit(name: str, text: str, options: ImportOptions) -> list[ParsedD
     ]
 
 
-def _read_csv(name: str, text: str, options: ImportOptions) -> list[ParsedDocument]:
+def _read_csv(name: str, text: str, options: ImportOptions, report: CleaningReport) -> list[ParsedDocument]:
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader)
@@ -200,7 +200,7 @@ def _read_csv(name: str, text: str, options: ImportOptions) -> list[ParsedDocume
     ]
 
 
-def _read_jsonl(name: str, text: str, options: ImportOptions) -> list[ParsedDocument]:
+def _read_jsonl(name: str, text: str, options: ImportOptions, report: CleaningReport) -> list[ParsedDocument]:
     documents = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -211,8 +211,20 @@ def _read_jsonl(name: str, text: str, options: ImportOptions) -> list[ParsedDocu
             raise ImportFormatError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=name, line=number) from None
         if not isinstance(record, dict):
             raise ImportFormatError("each line must be a JSON object", file=name, line=number)
+        # JSON escapes (\u0000, \u0019, e\u0301) only become characters now, so clean the strings again.
+        record = _clean_json_strings(record, report, options)
         documents.append(_jsonl_document(record, name, number))
     return documents
+
+
+def _clean_json_strings(value, report: CleaningReport, options: ImportOptions):
+    if isinstance(value, str):
+        return clean_text(value, report, repair_punctuation=options.repair_punctuation)
+    if isinstance(value, list):
+        return [_clean_json_strings(item, report, options) for item in value]
+    if isinstance(value, dict):
+        return {key: _clean_json_strings(item, report, options) for key, item in value.items()}
+    return value
 
 
 def _jsonl_field(record: dict, key: str, name: str, number: int, *, required: bool = True) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 
 from alignment.importing.cleaning import ImportFormatError
 from alignment.importing.readers import FILE_SUFFIXES, ImportOptions, ParsedDocument, read_file
@@ -106,6 +106,8 @@ def _import_one_file(*, corpus: Corpus, name: str, data: bytes, options: ImportO
         return FileImportResult(file=name, error=str(exc))
     except IntegrityError as exc:  # a concurrent import stored the same document first
         return FileImportResult(file=name, error=f"{name}: conflicts with a document stored meanwhile ({exc.__cause__ or exc})")
+    except DatabaseError as exc:  # the database refused a value; the atomic block has undone the file
+        return FileImportResult(file=name, error=f"{name}: the database refused the content ({exc.__cause__ or exc})")
     for document in parsed:
         result.control_characters_removed += document.cleaning.control_characters_removed
         result.punctuation_repaired += document.cleaning.punctuation_repaired

@@ -17,6 +17,7 @@ directory:
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -53,7 +54,10 @@ def embedded_database_start(*, state_dir: Path, cleanup: CleanupMode = "stop") -
     Creates the application database on first use. Returns connection facts
     for Django; the server stays up until the last attached process exits.
     """
-    import pgserver  # imported lazily: only needed without DATABASE_URL
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); /tmp is fine for the lock file.
+        warnings.simplefilter("ignore")
+        import pgserver  # imported lazily: only needed without DATABASE_URL
 
     state_dir.mkdir(parents=True, exist_ok=True)
     pgdata = state_dir / "postgres"

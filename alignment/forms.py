@@ -1,0 +1,47 @@
+"""Forms for the import page."""
+
+from __future__ import annotations
+
+from django import forms
+
+from alignment.importing.readers import DEFAULT_FILENAME_PATTERN, FORMATS
+from alignment.models import Corpus
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    widget = MultipleFileInput
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, (list, tuple)):
+            return [single(d, initial) for d in data]
+        return [single(data, initial)]
+
+
+FORMAT_HELP = {
+    "text": "one .txt file per document; id and level from the file name",
+    "csv": "one column per level, one row per paragraph",
+    "jsonl": "one JSON object per line: id, title, level, text | paragraphs | sentences",
+    "presplit": "one sentence per line, blank line between paragraphs",
+}
+
+
+class CorpusImportForm(forms.Form):
+    corpus_name = forms.CharField(max_length=200, help_text="An existing corpus adds the new documents; a new name creates it.")
+    language = forms.CharField(max_length=16, initial="en", help_text="ISO 639-1 code, e.g. en or de.")
+    format = forms.ChoiceField(choices=[(f, f"{f}: {FORMAT_HELP[f]}") for f in FORMATS], initial="text")
+    paragraph_mode = forms.ChoiceField(
+        choices=[("blank", "a blank line separates paragraphs"), ("line", "each line is a paragraph")],
+        initial="blank",
+        help_text="For the text format.",
+    )
+    filename_pattern = forms.CharField(
+        initial=DEFAULT_FILENAME_PATTERN, help_text="Regular expression with groups id and level, applied to the file name without extension."
+    )
+    drop_level_header = forms.BooleanField(required=False, help_text="Drop a first line such as “Intermediate”.")
+    pairing = forms.ChoiceField(choices=Corpus.Pairing.choices, initial=Corpus.Pairing.ALL, help_text="For a new corpus.")
+    files = MultipleFileField(help_text="One or more files.")

@@ -1,0 +1,102 @@
+"""``manage.py import_corpus PATH --format text --corpus NAME --language en``: import with a progress bar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from alignment import services
+from alignment.importing.readers import DEFAULT_FILENAME_PATTERN, DEFAULT_LEVEL_HEADER_PATTERN, FORMATS, ImportOptions
+from alignment.importing.service import corpus_import_files, import_paths
+from alignment.models import Corpus
+
+
+class Command(BaseCommand):
+    help = "Import documents into a corpus from a folder or file (text, csv, jsonl or presplit)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", type=Path, help="A file, or a folder whose files of the format are all imported.")
+        parser.add_argument("--format", choices=FORMATS, default="text")
+        parser.add_argument("--corpus", required=True, help="Corpus name; created if it does not exist.")
+        parser.add_argument("--language", default="en", help="ISO 639-1 code (default en).")
+        parser.add_argument("--owner", help="Username owning a new corpus (default: the first superuser).")
+        parser.add_argument("--description", default="")
+        parser.add_argument("--shared", action="store_true", help="Make a new corpus visible to every user.")
+        parser.add_argument("--pairing", choices=Corpus.Pairing.values, default=Corpus.Pairing.ALL)
+        parser.add_argument("--level-order", help="Comma-separated levels from most complex to simplest, e.g. adv,int,ele.")
+        parser.add_argument("--paragraph-mode", choices=["blank", "line"], default="blank",
+                            help="text format: a blank line separates paragraphs, or each line is one.")
+        parser.add_argument("--filename-pattern", default=DEFAULT_FILENAME_PATTERN,
+                            help="Regex with groups id and level, matched against the file name without extension.")
+        parser.add_argument("--drop-level-header", action="store_true", help="Drop a leading line such as 'Intermediate'.")
+        parser.add_argument("--level-header-pattern", default=DEFAULT_LEVEL_HEADER_PATTERN)
+        parser.add_argument("--max-file-bytes", type=int, default=settings.IMPORT_MAX_FILE_BYTES)
+        parser.add_argument("--no-embed", action="store_true", help="Do not queue the embedding job afterwards.")
+
+    def handle(self, *args, **options) -> None:
+        try:
+            import_options = ImportOptions(
+                format=options["format"],
+                language=options["language"],
+                paragraph_mode=options["paragraph_mode"],
+                filename_pattern=options["filename_pattern"],
+                drop_level_header=options["drop_level_header"],
+                level_header_pattern=options["level_header_pattern"],
+                max_file_bytes=options["max_file_bytes"],
+            )
+            paths = import_paths(options["path"], import_options)
+            corpus, created = services.corpus_get_or_create(
+                name=options["corpus"],
+                language=options["language"],
+                owner=self._owner(options["owner"]),
+                description=options["description"],
+                pairing=options["pairing"],
+                level_order=[lvl.strip() for lvl in options["level_order"].split(",")] if options["level_order"] else None,
+                is_shared=options["shared"],
+            )
+        except (ValueError, FileNotFoundError) as exc:
+            raise CommandError(str(exc)) from None
+        if not paths:
+            raise CommandError(f"{options['path']}: no {options['format']} files found")
+
+        progress = tqdm(total=len(paths), unit="file", disable=options["verbosity"] == 0)
+        root = options["path"] if options["path"].is_dir() else options["path"].parent
+
+        def files():
+            for path in paths:
+                progress.set_postfix_str(path.name[:30])
+                yield str(path.relative_to(root)), path.read_bytes()
+
+        def on_file_done(result) -> None:
+            progress.update(1)
+            if result.error:
+                progress.write(self.style.ERROR(result.error))
+
+        report = corpus_import_files(corpus=corpus, files=files(), options=import_options, on_file_done=on_file_done)
+        progress.close()
+        self.stdout.write(
+            f"{'Created' if created else 'Updated'} corpus {corpus.name!r}: {report.documents_created} documents created, "
+            f"{report.documents_unchanged} unchanged, {report.sentences_created} sentences, {report.pairs_created} new pairs; "
+            f"{report.control_characters_removed} control characters removed, {report.punctuation_repaired} quote/dash characters repaired."
+        )
+        if report.documents_created and not options["no_embed"]:
+            run = services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
+            self.stdout.write(f"Embedding queued as run #{run.pk}; a worker (manage.py procrastinate worker) will process it.")
+        if report.errors:
+            raise CommandError(f"{len(report.errors)} of {len(report.files)} files were not imported (see above).")
+
+    def _owner(self, username: str | None):
+        users = get_user_model().objects
+        if username:
+            try:
+                return users.get(username=username)
+            except users.model.DoesNotExist:
+                raise ValueError(f"--owner: no user called {username!r}") from None
+        owner = users.filter(is_superuser=True).order_by("pk").first()
+        if owner is None:
+            raise ValueError("no superuser exists to own the corpus; create one or pass --owner")
+        return owner

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Install into .venv, start the embedded database, set up the demo, run the worker and the web server.
+# Ctrl-C stops everything. Set DATABASE_URL to use your own PostgreSQL (with pgvector) instead.
+set -euo pipefail
+. "$(dirname "$0")/_venv.sh" requirements.txt
+exec .venv/bin/python manage.py runapp "${ADDRPORT:-127.0.0.1:8000}"

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Install the app and its test tools into .venv, make sure Chromium is there, run the whole test suite.
+set -euo pipefail
+. "$(dirname "$0")/_venv.sh" requirements-dev.txt
+if [ ! -x /usr/bin/chromium ]; then
+  echo "Installing Debian's Chromium for the browser tests..."
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,77 @@
+"""Fixtures for tests that run a real Procrastinate worker against the test database."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.db import connection
+from procrastinate.contrib.django import app
+
+from alignment.importing.readers import ImportOptions
+from alignment.importing.service import corpus_import_files
+from alignment.services import corpus_get_or_create
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def run_worker(transactional_db):
+    """Run an in-process worker until the queue is empty (``wait=False``).
+
+    Procrastinate's tables are not flushed between transactional tests, so
+    jobs left by earlier tests are removed first.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE procrastinate_jobs CASCADE")
+
+    def run(queues: list[str] | None = None) -> None:
+        with app.replace_connector(app.connector.get_worker_connector()):
+            app.run_worker(queues=queues, wait=False, install_signal_handlers=False, listen_notify=False)
+
+    return run
+
+
+@pytest.fixture
+def worker_subprocess_env() -> dict[str, str]:
+    """Environment for a ``manage.py procrastinate worker`` child that uses the test database."""
+    params = connection.settings_dict
+    url = f"postgresql://{params['USER']}@{quote(str(params['HOST']), safe='')}/{params['NAME']}"
+    if params.get("PORT"):
+        url = f"postgresql://{params['USER']}:{params.get('PASSWORD', '')}@{params['HOST']}:{params['PORT']}/{params['NAME']}"
+    return {**os.environ, "DATABASE_URL": url, "PYTHONPATH": str(REPO_ROOT)}
+
+
+@pytest.fixture
+def python_executable() -> str:
+    return sys.executable
+
+
+def synthetic_sentences(count: int) -> list[str]:
+    subjects = ["The council", "A farmer", "The museum", "Our team", "The river", "A student", "The company", "The mayor"]
+    verbs = ["opened", "studied", "painted", "measured", "described", "cleaned", "visited", "announced"]
+    objects = ["a new bridge", "the old harbour", "three gardens", "the village school", "a small boat", "the main road"]
+    return [
+        f"{subjects[i % len(subjects)]} {verbs[(i // 8) % len(verbs)]} {objects[(i // 64) % len(objects)]} on day {i}."
+        for i in range(count)
+    ]
+
+
+@pytest.fixture
+def big_corpus(owner):
+    """One long document (``count`` sentences) for tests that need a job lasting a few seconds."""
+
+    def make(count: int):
+        corpus, _ = corpus_get_or_create(name=f"Synthetic {count}", language="en", owner=owner)
+        sentences = synthetic_sentences(count)
+        paragraphs = "\n\n".join("\n".join(sentences[i : i + 20]) for i in range(0, count, 20))
+        report = corpus_import_files(
+            corpus=corpus, files=[("Big-adv.txt", paragraphs.encode())], options=ImportOptions(format="presplit")
+        )
+        assert not report.errors
+        return corpus
+
+    return make

@@ -1,0 +1,67 @@
+"""pgvector nearest-neighbour search over stored sentence embeddings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from alignment import selectors, services
+from alignment.models import Sentence, SentenceEmbedding
+
+
+def _unit(vector: list[float]) -> list[float]:
+    array = np.asarray(vector, dtype=np.float32)
+    return (array / np.linalg.norm(array)).tolist()
+
+
+@pytest.fixture
+def embedded_tram_corpus(tram_corpus):
+    """Hand-made 3-d vectors so the expected ordering is known exactly."""
+    encoder = services.encoder_get_or_create(name="toy-3d", dimensions=3)
+    services.encoder_get_or_create(name="other-3d", dimensions=3)  # before any insert: DDL after inserts in one transaction fails
+    sentences = list(Sentence.objects.filter(document__corpus=tram_corpus).order_by("document__level", "index")[:4])
+    angles = [0.0, 0.3, 0.9, 1.4]  # increasing angle from the x axis = increasing cosine distance
+    SentenceEmbedding.objects.bulk_create(
+        SentenceEmbedding(sentence=s, encoder=encoder, vector=_unit([np.cos(a), np.sin(a), 0.0]))
+        for s, a in zip(sentences, angles)
+    )
+    return encoder, sentences
+
+
+def test_nearest_neighbours_come_in_cosine_distance_order(embedded_tram_corpus):
+    encoder, sentences = embedded_tram_corpus
+    query = _unit([np.cos(0.35), np.sin(0.35), 0.0])  # closest to angle 0.3, then 0.0, then 0.9, then 1.4
+    found = list(selectors.sentence_nearest(encoder=encoder, vector=query, limit=4))
+    assert [e.sentence_id for e in found] == [sentences[i].pk for i in (1, 0, 2, 3)]
+    distances = [e.distance for e in found]
+    assert distances == sorted(distances)
+    assert distances[0] == pytest.approx(1 - np.cos(0.05), abs=1e-5)
+
+
+def test_vectors_of_another_encoder_are_never_mixed_in(embedded_tram_corpus):
+    encoder, sentences = embedded_tram_corpus
+    other = services.encoder_get_or_create(name="other-3d", dimensions=3)
+    SentenceEmbedding.objects.create(sentence=sentences[3], encoder=other, vector=_unit([1.0, 0.0, 0.0]))
+    found = list(selectors.sentence_nearest(encoder=encoder, vector=_unit([1.0, 0.0, 0.0]), limit=10))
+    assert len(found) == 4
+    assert all(e.encoder_id == encoder.pk for e in found)
+
+
+def test_each_encoder_gets_a_partial_hnsw_cosine_index_that_the_query_uses(embedded_tram_corpus):
+    encoder, _ = embedded_tram_corpus
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [encoder.index_name])
+        (definition,) = cursor.fetchone()
+        assert "USING hnsw" in definition and "vector_cosine_ops" in definition
+        assert f"encoder_id = {encoder.pk}" in definition
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        queryset = selectors.sentence_nearest(encoder=encoder, vector=_unit([1.0, 0.0, 0.0]), limit=2)
+        plan = queryset.explain()
+    assert encoder.index_name in plan
+
+
+def test_registering_an_encoder_with_another_dimension_is_refused(db):
+    services.encoder_get_or_create(name="toy", dimensions=3)
+    with pytest.raises(ValueError, match="registered with 3 dimensions"):
+        services.encoder_get_or_create(name="toy", dimensions=4)

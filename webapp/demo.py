@@ -1,0 +1,79 @@
+"""The demo: two accounts and the project's own small corpus, set up idempotently.
+
+Passwords come from ``DEMO_MANAGER_PASSWORD`` / ``DEMO_ANNOTATOR_PASSWORD``;
+otherwise they are generated once and kept in the state directory (never in
+the repository), so every start prints the same working credentials.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from alignment import services
+from alignment.importing.readers import ImportOptions
+from alignment.importing.service import ImportReport, corpus_import_files, import_paths
+from alignment.models import Corpus
+
+DEMO_CORPUS_DIR = Path(settings.BASE_DIR) / "alignment" / "demo_corpus"
+DEMO_CORPUS_NAME = "Demo: six short news stories"
+DEMO_ACCOUNTS = (("manager", "DEMO_MANAGER_PASSWORD", True), ("annotator", "DEMO_ANNOTATOR_PASSWORD", False))
+
+
+@dataclass(frozen=True)
+class Credential:
+    username: str
+    password: str
+    role: str
+
+
+def _stored_passwords(path: Path) -> dict[str, str]:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+@transaction.atomic
+def demo_accounts_ensure(state_dir: Path) -> list[Credential]:
+    """Create or update the manager (superuser) and annotator accounts; return their credentials."""
+    store = state_dir / "demo-credentials.json"
+    stored = _stored_passwords(store)
+    users = get_user_model().objects
+    credentials = []
+    for username, env_name, is_manager in DEMO_ACCOUNTS:
+        password = os.environ.get(env_name) or stored.get(username) or secrets.token_urlsafe(9)
+        user, _ = users.get_or_create(username=username)
+        user.is_staff = user.is_superuser = is_manager
+        if not user.check_password(password):
+            user.set_password(password)
+        user.save()
+        stored[username] = password
+        credentials.append(Credential(username, password, "manager (admin)" if is_manager else "annotator"))
+    store.write_text(json.dumps(stored, indent=2))
+    store.chmod(0o600)
+    return credentials
+
+
+def demo_corpus_import(*, owner) -> tuple[Corpus, ImportReport]:
+    """Import the demo corpus (a no-op when it is already there) and queue its embedding."""
+    options = ImportOptions(format="text", language="en")
+    corpus, _ = services.corpus_get_or_create(
+        name=DEMO_CORPUS_NAME,
+        language="en",
+        owner=owner,
+        description="Six invented news stories, each in an advanced and an elementary version, written for this project (CC0). "
+        "The simple versions split, merge, delete and paraphrase sentences.",
+        is_shared=True,
+        level_order=["adv", "ele"],
+    )
+    paths = import_paths(DEMO_CORPUS_DIR, options)
+    report = corpus_import_files(corpus=corpus, files=((p.name, p.read_bytes()) for p in paths), options=options)
+    if report.errors:
+        raise RuntimeError("the demo corpus did not import: " + "; ".join(f.error or "" for f in report.errors))
+    services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
+    return corpus, report

@@ -1,0 +1,27 @@
+"""``manage.py setup_demo``: migrate, create the demo accounts, import and queue embedding of the demo corpus."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from webapp.demo import demo_accounts_ensure, demo_corpus_import
+
+
+class Command(BaseCommand):
+    help = "Set up the demo idempotently and print the login credentials."
+
+    def handle(self, *args, **options) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        credentials = demo_accounts_ensure(settings.STATE_DIR)
+        manager = get_user_model().objects.get(username="manager")
+        corpus, report = demo_corpus_import(owner=manager)
+        self.stdout.write(
+            f"Demo corpus {corpus.name!r}: {report.documents_created} documents imported, "
+            f"{report.documents_unchanged} already there; embedding queued."
+        )
+        self.stdout.write(self.style.SUCCESS("Log in with:"))
+        for credential in credentials:
+            self.stdout.write(f"  {credential.role:<16} username: {credential.username:<10} password: {credential.password}")
