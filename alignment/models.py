@@ -52,7 +52,8 @@ class Document(models.Model):
     level = models.CharField(max_length=32, help_text="Readability label such as adv or ele, or a number.")
     source = models.JSONField(default=dict, blank=True, help_text="File, line, detected encoding and cleaning report.")
     raw_text = models.TextField()
-    content_hash = models.CharField(max_length=64)
+    content_hash = models.CharField(max_length=64, help_text="Hash of id, level and sentence structure: re-imports are no-ops.")
+    text_hash = models.CharField(max_length=64, db_index=True, help_text="Hash of the sentence structure alone, to spot copies.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

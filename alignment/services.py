@@ -189,6 +189,22 @@ def sentences_missing_embedding(*, corpus: Corpus, encoder: Encoder):
     return Sentence.objects.filter(document__corpus=corpus).filter(~Exists(has_vector)).order_by("pk")
 
 
+EMBEDDING_WINDOW_BATCHES = 8
+
+
+def _embed_batch(run_id: int, encoder: SentenceEncoder, encoder_row: Encoder, batch: list[tuple[int, str]]) -> None:
+    """Encode one batch and store its vectors and the run's progress in one transaction."""
+    vectors = encoder.encode([text for _, text in batch], batch_size=len(batch))  # (len(batch), dim)
+    with transaction.atomic():
+        SentenceEmbedding.objects.bulk_create(
+            [SentenceEmbedding(sentence_id=pk, encoder=encoder_row, vector=v) for (pk, _), v in zip(batch, vectors)],
+            ignore_conflicts=True,
+        )
+        EmbeddingRun.objects.filter(pk=run_id).update(
+            embedded_sentences=F("embedded_sentences") + len(batch), batches_done=F("batches_done") + 1
+        )
+
+
 def embedding_run_execute(
     *, run_id: int, load_encoder: Callable[[str], SentenceEncoder], batch_size: int
 ) -> EmbeddingRun:
@@ -218,20 +234,16 @@ def embedding_run_execute(
         missing = sentences_missing_embedding(corpus=run.corpus, encoder=encoder_row)
         last_id = 0
         while True:
-            batch = list(missing.filter(pk__gt=last_id).values_list("pk", "text")[:batch_size])
-            if not batch:
+            # Read a window of missing sentences in id order (keyset, memory-bounded), then
+            # encode it in batches of similar length: a transformer pads every sentence
+            # of a batch to the longest one, so mixing lengths wastes most of the work.
+            window = list(missing.filter(pk__gt=last_id).values_list("pk", "text")[: batch_size * EMBEDDING_WINDOW_BATCHES])
+            if not window:
                 break
-            last_id = batch[-1][0]
-            vectors = encoder.encode([text for _, text in batch], batch_size=batch_size)  # (len(batch), dim)
-            with transaction.atomic():
-                SentenceEmbedding.objects.bulk_create(
-                    [SentenceEmbedding(sentence_id=pk, encoder=encoder_row, vector=v) for (pk, _), v in zip(batch, vectors)],
-                    ignore_conflicts=True,
-                )
-                EmbeddingRun.objects.filter(pk=run_id).update(
-                    embedded_sentences=F("embedded_sentences") + len(batch), batches_done=F("batches_done") + 1
-                )
-            logger.debug("run %s: stored a batch of %s vectors", run_id, len(batch))
+            last_id = window[-1][0]
+            window.sort(key=lambda row: len(row[1]))
+            for start in range(0, len(window), batch_size):
+                _embed_batch(run_id, encoder, encoder_row, window[start : start + batch_size])
     except Exception as exc:
         EmbeddingRun.objects.filter(pk=run_id).update(
             status=EmbeddingRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()

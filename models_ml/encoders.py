@@ -67,9 +67,13 @@ class SentenceTransformerEncoder:
         return vectors.astype(np.float32, copy=False)  # (n, dimensions)
 
 
-@lru_cache(maxsize=4)
 def load_sentence_encoder(name: str = DEFAULT_ENCODER, *, device: str = "", allow_download: bool = False) -> SentenceTransformerEncoder:
     """Load (once per process) the encoder called ``name`` on ``device`` ("" picks CUDA when present)."""
+    return _load_sentence_encoder(name, device or default_device(), allow_download)
+
+
+@lru_cache(maxsize=4)
+def _load_sentence_encoder(name: str, device: str, allow_download: bool) -> SentenceTransformerEncoder:
     from sentence_transformers import SentenceTransformer
 
     path = resolve_model_path(name)
@@ -79,7 +83,7 @@ def load_sentence_encoder(name: str = DEFAULT_ENCODER, *, device: str = "", allo
             f"encoder {name!r} is not bundled and is not a local folder; set ENCODER_ALLOW_DOWNLOAD=1 to fetch it "
             "from the model hub, or point ENCODER_MODEL at a downloaded copy"
         )
-    model = SentenceTransformer(path, device=device or default_device(), local_files_only=not allow_download)
+    model = SentenceTransformer(path, device=device, local_files_only=not allow_download)
     get_dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
     dimensions = get_dimension()
     if not dimensions:

@@ -44,10 +44,14 @@ class DocumentLayout:
     def sentence_count(self) -> int:
         return sum(len(p.sentences) for p in self.paragraphs)
 
-    def content_hash(self) -> str:
+    def text_hash(self) -> str:
         """Hash of the text *and* its structure: the same words split differently are different content."""
         structure = [[s.text for s in p.sentences] for p in self.paragraphs]
         return hashlib.sha256(json.dumps(structure, ensure_ascii=False).encode()).hexdigest()
+
+    def content_hash(self, *, external_id: str, level: str) -> str:
+        """Identity of a stored document: which article and level, with exactly this text and structure."""
+        return hashlib.sha256(json.dumps([external_id, level, self.text_hash()]).encode()).hexdigest()
 
 
 @lru_cache(maxsize=8)

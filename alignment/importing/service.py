@@ -29,6 +29,7 @@ class FileImportResult:
     sentences_created: int = 0
     control_characters_removed: int = 0
     punctuation_repaired: int = 0
+    warnings: list[str] = field(default_factory=list)
     error: str | None = None
 
     @property
@@ -44,6 +45,10 @@ class ImportReport:
     @property
     def errors(self) -> list[FileImportResult]:
         return [f for f in self.files if not f.ok]
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for f in self.files for w in f.warnings]
 
     @property
     def documents_created(self) -> int:
@@ -127,15 +132,8 @@ def _layout(document: ParsedDocument, options: ImportOptions) -> DocumentLayout:
 
 
 def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayout, result: FileImportResult) -> None:
-    content_hash = layout.content_hash()
-    existing = Document.objects.filter(corpus=corpus, content_hash=content_hash).first()
-    if existing is not None:
-        if (existing.external_id, existing.level) != (parsed.external_id, parsed.level):
-            raise ImportFormatError(
-                f"same content as document {existing.external_id!r} ({existing.level}) already in the corpus",
-                file=parsed.file,
-                line=parsed.line,
-            )
+    content_hash = layout.content_hash(external_id=parsed.external_id, level=parsed.level)
+    if Document.objects.filter(corpus=corpus, content_hash=content_hash).exists():
         result.documents_unchanged += 1
         return
     if Document.objects.filter(corpus=corpus, external_id=parsed.external_id, level=parsed.level).exists():
@@ -145,6 +143,13 @@ def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayo
             file=parsed.file,
             line=parsed.line,
         )
+    text_hash = layout.text_hash()
+    copy_of = Document.objects.filter(corpus=corpus, text_hash=text_hash).first()
+    if copy_of is not None:
+        result.warnings.append(
+            f"{parsed.file}: {parsed.external_id!r} ({parsed.level}) has exactly the same text as "
+            f"{copy_of.external_id!r} ({copy_of.level}); stored anyway, check the source"
+        )
     document = Document.objects.create(
         corpus=corpus,
         external_id=parsed.external_id,
@@ -152,6 +157,7 @@ def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayo
         level=parsed.level,
         raw_text=layout.raw_text,
         content_hash=content_hash,
+        text_hash=text_hash,
         source={
             "file": parsed.file,
             "line": parsed.line,

@@ -75,6 +75,8 @@ class Command(BaseCommand):
             progress.update(1)
             if result.error:
                 progress.write(self.style.ERROR(result.error))
+            for warning in result.warnings:
+                progress.write(self.style.WARNING(warning))
 
         report = corpus_import_files(corpus=corpus, files=files(), options=import_options, on_file_done=on_file_done)
         progress.close()

@@ -1,0 +1,39 @@
+"""Shared start-up for bench scripts: Django on a throw-away embedded database (unless DATABASE_URL is set)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+
+def setup_django() -> None:
+    sys.path.insert(0, str(REPO_ROOT))
+    os.chdir(REPO_ROOT)
+    if not os.environ.get("DATABASE_URL"):
+        os.environ["STATE_DIR"] = tempfile.mkdtemp(prefix="aligner-bench-")
+        os.environ["EMBEDDED_DB_DELETE_ON_EXIT"] = "1"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", interactive=False, verbosity=0)
+
+
+def require_shared(name: str) -> Path:
+    path = SHARED_DATA / name
+    if not path.exists():
+        sys.exit(f"{path} is missing: this benchmark needs ../shared/data/{name} beside the checkout.")
+    return path
+
+
+def bench_owner():
+    from django.contrib.auth import get_user_model
+
+    owner, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_superuser": True, "is_staff": True})
+    return owner

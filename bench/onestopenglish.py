@@ -1,0 +1,78 @@
+"""Import all of OneStopEnglish, then time the embedding job against plain ``model.encode``.
+
+    .venv/bin/python bench/onestopenglish.py [--batch-size 256] [--skip-embedding]
+
+Prints: import time for the 567 documents; sentences per second of the
+embedding job (run by a real Procrastinate worker, writing to pgvector) and of
+``model.encode`` on the same sentences in the same process; and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from _django import bench_owner, require_shared, setup_django
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--skip-embedding", action="store_true")
+    args = parser.parse_args()
+    folder = require_shared("onestopenglish")
+    setup_django()
+
+    from django.conf import settings
+    from procrastinate.contrib.django import app
+
+    from alignment import services
+    from alignment.importing.readers import ImportOptions
+    from alignment.importing.service import corpus_import_files, import_paths
+    from alignment.models import Document, DocumentPair, Paragraph, Sentence
+    from models_ml.encoders import load_sentence_encoder
+
+    corpus, _ = services.corpus_get_or_create(name="OneStopEnglish", language="en", owner=bench_owner())
+    options = ImportOptions(format="text", paragraph_mode="line", drop_level_header=True)
+    paths = import_paths(folder, options)
+    start = time.perf_counter()
+    report = corpus_import_files(
+        corpus=corpus, files=((str(p.relative_to(folder)), p.read_bytes()) for p in paths), options=options
+    )
+    import_seconds = time.perf_counter() - start
+    print(f"import: {len(paths)} files, {report.documents_created} documents, {Paragraph.objects.count()} paragraphs, "
+          f"{report.sentences_created} sentences, {DocumentPair.objects.count()} pairs in {import_seconds:.1f} s "
+          f"({report.documents_created / import_seconds:.1f} documents/s); errors: {len(report.errors)}; "
+          f"control characters removed: {report.control_characters_removed}, quote/dash repaired: {report.punctuation_repaired}")
+    for failed in report.errors:
+        print("  error:", failed.error)
+    assert Document.objects.count() == report.documents_created
+    if args.skip_embedding:
+        return
+
+    settings.EMBEDDING_BATCH_SIZE = args.batch_size
+    texts = list(Sentence.objects.order_by("pk").values_list("text", flat=True))
+    encoder = load_sentence_encoder(settings.ENCODER_MODEL)
+    encoder.encode(texts[:512], batch_size=args.batch_size)  # warm-up: first calls pay one-off costs
+
+    start = time.perf_counter()
+    encoder.encode(texts, batch_size=args.batch_size)  # one call: sentence-transformers sorts by length itself
+    encode_seconds = time.perf_counter() - start
+
+    run = services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
+    start = time.perf_counter()
+    with app.replace_connector(app.connector.get_worker_connector()):
+        app.run_worker(queues=["embedding"], wait=False, install_signal_handlers=False, listen_notify=False)
+    job_seconds = time.perf_counter() - start
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.embedded_sentences == len(texts), (run.status, run.error)
+
+    encode_rate = len(texts) / encode_seconds
+    job_rate = len(texts) / job_seconds
+    print(f"model.encode: {len(texts)} sentences in {encode_seconds:.1f} s = {encode_rate:.0f} sentences/s (batch {args.batch_size})")
+    print(f"embedding job: {len(texts)} sentences in {job_seconds:.1f} s = {job_rate:.0f} sentences/s (worker, pgvector writes)")
+    print(f"ratio job / encode: {job_rate / encode_rate:.2f}")
+
+
+if __name__ == "__main__":
+    main()
