@@ -31,7 +31,11 @@ FORMAT_HELP = {
 
 
 class CorpusImportForm(forms.Form):
-    corpus_name = forms.CharField(max_length=200, help_text="An existing corpus adds the new documents; a new name creates it.")
+    corpus_name = forms.CharField(
+        max_length=200,
+        help_text="An existing corpus adds the new documents; a new name creates it.",
+        widget=forms.TextInput(attrs={"list": "corpus-names", "autocomplete": "off"}),
+    )
     language = forms.CharField(max_length=16, initial="en", help_text="ISO 639-1 code, e.g. en or de.")
     format = forms.ChoiceField(choices=[(f, f"{f}: {FORMAT_HELP[f]}") for f in FORMATS], initial="text")
     paragraph_mode = forms.ChoiceField(

@@ -42,6 +42,12 @@ def corpus_for_import(user: AbstractBaseUser, name: str) -> Corpus | None:
     return corpus
 
 
+def corpus_names_for_import(user: AbstractBaseUser) -> list[str]:
+    """Names of the corpora the user may add documents to (their own; all for staff)."""
+    corpora = Corpus.objects.all() if user.is_staff else Corpus.objects.filter(owner=user)
+    return list(corpora.order_by("name").values_list("name", flat=True))
+
+
 def pair_get_for_user(user: AbstractBaseUser, pair_id: int) -> DocumentPair:
     return get_object_or_404(
         DocumentPair.objects.filter(corpus__in=corpora_visible_to(user)).select_related(
@@ -67,6 +73,15 @@ def corpus_embedding_counts(corpus: Corpus) -> list[dict]:
         .annotate(vectors=Count("id"))
         .order_by("encoder__name")
     )
+
+
+def corpus_needs_embedding(corpus: Corpus, encoder_name: str) -> bool:
+    """True when some sentence of the corpus has no vector from the encoder called ``encoder_name``."""
+    encoder = Encoder.objects.filter(name=encoder_name).first()
+    sentences = Sentence.objects.filter(document__corpus=corpus)
+    if encoder is None:
+        return sentences.exists()
+    return sentences.exclude(embeddings__encoder=encoder).exists()
 
 
 def document_paragraphs(document_id: int) -> list[tuple[Paragraph, list[Sentence]]]:

@@ -192,9 +192,11 @@ def sentences_missing_embedding(*, corpus: Corpus, encoder: Encoder):
 EMBEDDING_WINDOW_BATCHES = 8
 
 
-def _embed_batch(run_id: int, encoder: SentenceEncoder, encoder_row: Encoder, batch: list[tuple[int, str]]) -> None:
+def _embed_batch(
+    run_id: int, encoder: SentenceEncoder, encoder_row: Encoder, batch: list[tuple[int, str]], encode_batch_size: int
+) -> None:
     """Encode one batch and store its vectors and the run's progress in one transaction."""
-    vectors = encoder.encode([text for _, text in batch], batch_size=len(batch))  # (len(batch), dim)
+    vectors = encoder.encode([text for _, text in batch], batch_size=encode_batch_size)  # (len(batch), dim)
     with transaction.atomic():
         SentenceEmbedding.objects.bulk_create(
             [SentenceEmbedding(sentence_id=pk, encoder=encoder_row, vector=v) for (pk, _), v in zip(batch, vectors)],
@@ -206,9 +208,13 @@ def _embed_batch(run_id: int, encoder: SentenceEncoder, encoder_row: Encoder, ba
 
 
 def embedding_run_execute(
-    *, run_id: int, load_encoder: Callable[[str], SentenceEncoder], batch_size: int
+    *, run_id: int, load_encoder: Callable[[str], SentenceEncoder], batch_size: int, encode_batch_size: int = 32
 ) -> EmbeddingRun:
     """Embed the missing sentences of the run's corpus, one committed batch at a time.
+
+    ``batch_size`` sentences are stored per transaction; the encoder runs on
+    ``encode_batch_size`` at a time (small batches are fastest on CPU: attention
+    memory grows with batch x length², and allocating it costs more than it saves).
 
     Each batch's vectors and the run's progress are written in one
     transaction, so progress never counts a vector that is not stored. Any
@@ -243,7 +249,7 @@ def embedding_run_execute(
             last_id = window[-1][0]
             window.sort(key=lambda row: len(row[1]))
             for start in range(0, len(window), batch_size):
-                _embed_batch(run_id, encoder, encoder_row, window[start : start + batch_size])
+                _embed_batch(run_id, encoder, encoder_row, window[start : start + batch_size], encode_batch_size)
     except Exception as exc:
         EmbeddingRun.objects.filter(pk=run_id).update(
             status=EmbeddingRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()

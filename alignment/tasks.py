@@ -20,6 +20,7 @@ def embed_corpus(*, run_id: int) -> None:
             load_sentence_encoder, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD
         ),
         batch_size=settings.EMBEDDING_BATCH_SIZE,
+        encode_batch_size=settings.ENCODER_BATCH_SIZE,
     )
 
 

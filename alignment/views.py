@@ -69,7 +69,7 @@ def embedding_run_retry(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def corpus_import(request: HttpRequest) -> HttpResponse:
-    form = CorpusImportForm(request.POST or None, request.FILES or None)
+    form = CorpusImportForm(request.POST or None, request.FILES or None, initial={"corpus_name": request.GET.get("corpus", "")})
     report = None
     corpus = None
     if request.method == "POST" and form.is_valid():
@@ -99,7 +99,8 @@ def corpus_import(request: HttpRequest) -> HttpResponse:
                 services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL, created_by=request.user)
             if not report.errors:
                 messages.success(request, f"Imported {report.documents_created} documents into {corpus.name}.")
-    return render(request, "alignment/corpus_import.html", {"form": form, "report": report, "corpus": corpus})
+    context = {"form": form, "report": report, "corpus": corpus, "corpus_names": selectors.corpus_names_for_import(request.user)}
+    return render(request, "alignment/corpus_import.html", context)
 
 
 def pair_detail(request: HttpRequest, pair_id: int) -> HttpResponse:

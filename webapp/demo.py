@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from alignment import services
+from alignment import selectors, services
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import ImportReport, corpus_import_files, import_paths
 from alignment.models import Corpus
@@ -60,7 +60,7 @@ def demo_accounts_ensure(state_dir: Path) -> list[Credential]:
 
 
 def demo_corpus_import(*, owner) -> tuple[Corpus, ImportReport]:
-    """Import the demo corpus (a no-op when it is already there) and queue its embedding."""
+    """Import the demo corpus (a no-op when it is already there) and queue embedding of what is missing."""
     options = ImportOptions(format="text", language="en")
     corpus, _ = services.corpus_get_or_create(
         name=DEMO_CORPUS_NAME,
@@ -75,5 +75,6 @@ def demo_corpus_import(*, owner) -> tuple[Corpus, ImportReport]:
     report = corpus_import_files(corpus=corpus, files=((p.name, p.read_bytes()) for p in paths), options=options)
     if report.errors:
         raise RuntimeError("the demo corpus did not import: " + "; ".join(f.error or "" for f in report.errors))
-    services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
+    if selectors.corpus_needs_embedding(corpus, settings.ENCODER_MODEL):
+        services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
     return corpus, report

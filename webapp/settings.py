@@ -130,7 +130,8 @@ PROCRASTINATE_AUTODISCOVER_MODULE_NAME = "tasks"
 ENCODER_MODEL = envstr("ENCODER_MODEL", "all-MiniLM-L6-v2")
 ENCODER_DEVICE = envstr("ENCODER_DEVICE", "")  # "" = CUDA when present, else CPU
 ENCODER_ALLOW_DOWNLOAD = envbool("ENCODER_ALLOW_DOWNLOAD", False)
-EMBEDDING_BATCH_SIZE = envint("EMBEDDING_BATCH_SIZE", 256)
+EMBEDDING_BATCH_SIZE = envint("EMBEDDING_BATCH_SIZE", 256)  # sentences stored per transaction
+ENCODER_BATCH_SIZE = envint("ENCODER_BATCH_SIZE", 32)  # sentences per forward pass
 
 # Import limits and defaults.
 IMPORT_MAX_FILE_BYTES = envint("IMPORT_MAX_FILE_BYTES", 5 * 1024 * 1024)

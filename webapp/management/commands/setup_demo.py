@@ -20,7 +20,7 @@ class Command(BaseCommand):
         corpus, report = demo_corpus_import(owner=manager)
         self.stdout.write(
             f"Demo corpus {corpus.name!r}: {report.documents_created} documents imported, "
-            f"{report.documents_unchanged} already there; embedding queued."
+            f"{report.documents_unchanged} already there."
         )
         self.stdout.write(self.style.SUCCESS("Log in with:"))
         for credential in credentials:

@@ -1,0 +1,87 @@
+"""Management commands: import_corpus and the idempotent demo set-up."""
+
+from __future__ import annotations
+
+import re
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+
+from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun
+from tests.conftest import SAMPLE_ADV, SAMPLE_ELE
+from webapp.demo import DEMO_CORPUS_NAME
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "Tram-adv.txt").write_text(SAMPLE_ADV, encoding="utf-8-sig")
+    (tmp_path / "Tram-ele.txt").write_text(SAMPLE_ELE)
+    (tmp_path / "Empty-adv.txt").write_text("\n\n  \n")
+    (tmp_path / "notes.md").write_text("not a text-format file, ignored")
+    return tmp_path
+
+
+def test_import_corpus_stores_good_files_and_fails_naming_the_bad_one(folder, owner):
+    out, err = StringIO(), StringIO()
+    with pytest.raises(CommandError, match="1 of 3 files were not imported"):
+        call_command("import_corpus", str(folder), corpus="Cmd", owner="owner", stdout=out, stderr=err)
+    corpus = Corpus.objects.get(name="Cmd")
+    assert corpus.owner == owner
+    assert sorted(Document.objects.filter(corpus=corpus).values_list("level", flat=True)) == ["adv", "ele"]
+    assert DocumentPair.objects.filter(corpus=corpus).count() == 1
+    assert "2 documents created" in out.getvalue()
+    assert EmbeddingRun.objects.filter(corpus=corpus).count() == 1
+
+
+def test_import_corpus_twice_changes_nothing(folder, owner):
+    (folder / "Empty-adv.txt").unlink()
+    call_command("import_corpus", str(folder), corpus="Cmd", owner="owner", stdout=StringIO())
+    out = StringIO()
+    call_command("import_corpus", str(folder), corpus="Cmd", owner="owner", stdout=out)
+    assert "0 documents created, 2 unchanged" in out.getvalue()
+    assert Document.objects.count() == 2
+    assert EmbeddingRun.objects.count() == 1, "nothing new: no second embedding run"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"filename_pattern": "(unclosed"}, "not a valid regular expression"),
+        ({"language": "english"}, "not an ISO 639 code"),
+        ({"owner": "nobody"}, "no user called 'nobody'"),
+        ({"format": "csv"}, "no csv files found"),
+    ],
+)
+def test_import_corpus_rejects_bad_arguments_clearly(folder, owner, arguments, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("import_corpus", str(folder), corpus="Cmd", **{"owner": "owner", **arguments}, stdout=StringIO())
+    assert not Document.objects.exists()
+
+
+def test_import_corpus_of_a_missing_path_says_so(owner, tmp_path):
+    with pytest.raises(CommandError, match="no such file or folder"):
+        call_command("import_corpus", str(tmp_path / "nope"), corpus="Cmd", owner="owner", stdout=StringIO())
+
+
+def test_setup_demo_is_idempotent_and_prints_working_credentials(db, settings, tmp_path, monkeypatch):
+    settings.STATE_DIR = tmp_path
+    monkeypatch.setenv("DEMO_ANNOTATOR_PASSWORD", "annotator-from-env")
+    first, second = StringIO(), StringIO()
+    call_command("setup_demo", stdout=first)
+    call_command("setup_demo", stdout=second)
+
+    corpus = Corpus.objects.get(name=DEMO_CORPUS_NAME)
+    assert Document.objects.filter(corpus=corpus).count() == 12
+    assert DocumentPair.objects.filter(corpus=corpus).count() == 6
+    assert corpus.is_shared
+    users = get_user_model().objects
+    assert users.count() == 2
+    manager_password = re.search(r"username: manager\s+password: (\S+)", first.getvalue()).group(1)
+    assert f"password: {manager_password}" in second.getvalue(), "the same generated password is printed again"
+    assert users.get(username="manager").check_password(manager_password)
+    assert users.get(username="manager").is_superuser
+    assert users.get(username="annotator").check_password("annotator-from-env")
+    assert not users.get(username="annotator").is_staff
+    assert "12 already there" in second.getvalue()
