@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 from django.conf import settings
+from django.db import connection
 from procrastinate.contrib.django import app
 from procrastinate.contrib.django.models import ProcrastinateJob
 
@@ -34,6 +35,9 @@ def test_worker_embeds_every_sentence_once(tram_corpus, run_worker):
     assert vector.shape == (384,)
     assert abs(np.linalg.norm(vector) - 1.0) < 1e-4
     assert embeddings.first().encoder.name == settings.ENCODER_MODEL
+    with connection.cursor() as cursor:  # the HNSW index is built once the first load is stored
+        cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [embeddings.first().encoder.index_name])
+        assert cursor.fetchone() is not None
 
 
 def test_second_request_while_queued_returns_the_same_run(tram_corpus):

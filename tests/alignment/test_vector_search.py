@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from alignment import selectors, services
 from alignment.models import Sentence, SentenceEmbedding
@@ -19,7 +19,7 @@ def _unit(vector: list[float]) -> list[float]:
 def embedded_tram_corpus(tram_corpus):
     """Hand-made 3-d vectors so the expected ordering is known exactly."""
     encoder = services.encoder_get_or_create(name="toy-3d", dimensions=3)
-    services.encoder_get_or_create(name="other-3d", dimensions=3)  # before any insert: DDL after inserts in one transaction fails
+    services.encoder_get_or_create(name="other-3d", dimensions=3)
     sentences = list(Sentence.objects.filter(document__corpus=tram_corpus).order_by("document__level", "index")[:4])
     angles = [0.0, 0.3, 0.9, 1.4]  # increasing angle from the x axis = increasing cosine distance
     SentenceEmbedding.objects.bulk_create(
@@ -48,14 +48,18 @@ def test_vectors_of_another_encoder_are_never_mixed_in(embedded_tram_corpus):
     assert all(e.encoder_id == encoder.pk for e in found)
 
 
+@pytest.mark.django_db(transaction=True)  # CREATE INDEX CONCURRENTLY, as the job runs it, needs autocommit
 def test_each_encoder_gets_a_partial_hnsw_cosine_index_that_the_query_uses(embedded_tram_corpus):
     encoder, _ = embedded_tram_corpus
+    assert services.encoder_index_ensure(encoder=encoder) is True
+    assert services.encoder_index_ensure(encoder=encoder) is False  # idempotent
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [encoder.index_name])
         (definition,) = cursor.fetchone()
         assert "USING hnsw" in definition and "vector_cosine_ops" in definition
         assert f"encoder_id = {encoder.pk}" in definition
-        cursor.execute("SET LOCAL enable_seqscan = off")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # 4 rows: make the planner show it can use the index
         queryset = selectors.sentence_nearest(encoder=encoder, vector=_unit([1.0, 0.0, 0.0]), limit=2)
         plan = queryset.explain()
     assert encoder.index_name in plan

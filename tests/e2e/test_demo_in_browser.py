@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
+from procrastinate.contrib.django import app
 
 from alignment.models import DocumentPair
+from alignment.selectors import corpus_sentence_count
 from webapp.demo import DEMO_CORPUS_NAME, demo_accounts_ensure, demo_corpus_import
 
 
@@ -53,3 +56,30 @@ def test_wrong_password_is_refused(page: Page, live_server, demo):
     page.get_by_role("button", name="Log in").click()
     expect(page.get_by_text("didn't match")).to_be_visible()
     expect(page).to_have_url(re.compile(r"/accounts/login/"))
+
+
+def test_corpus_page_shows_embedding_progress_live_until_the_job_ends(page: Page, live_server, demo):
+    """The job fragment polls while the run is queued or running and stops once it has finished."""
+    corpus, credentials = demo
+    page.goto(live_server.url + "/accounts/login/")
+    page.get_by_label("Username").fill("manager")
+    page.get_by_label("Password").fill(credentials["manager"])
+    page.get_by_role("button", name="Log in").click()
+    page.goto(f"{live_server.url}/corpora/{corpus.pk}/")
+    status = page.locator("#jobs .status").first
+    expect(status).to_have_text("Queued")
+    expect(page.locator("#jobs")).to_have_attribute("hx-trigger", "every 1s")
+
+    worker = threading.Thread(target=_run_worker_until_idle)
+    worker.start()
+    try:
+        expect(status).to_have_text("Succeeded", timeout=90_000)  # no reload: htmx swapped the fragment
+    finally:
+        worker.join(timeout=120)
+    expect(page.locator("#jobs")).not_to_have_attribute("hx-trigger", "every 1s")
+    expect(page.locator("#jobs")).to_contain_text(f"{corpus_sentence_count(corpus)} of {corpus_sentence_count(corpus)} sentences embedded")
+
+
+def _run_worker_until_idle() -> None:
+    with app.replace_connector(app.connector.get_worker_connector()):
+        app.run_worker(queues=["embedding"], wait=False, install_signal_handlers=False, listen_notify=False)
