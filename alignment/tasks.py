@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from django.conf import settings
+from django.db import close_old_connections
 from procrastinate.contrib.django import app
 
 from alignment import services
@@ -14,14 +15,20 @@ from models_ml.encoders import load_sentence_encoder
 @app.task(queue="embedding", name="alignment.embed_corpus")
 def embed_corpus(*, run_id: int) -> None:
     """Embed the missing sentences of an EmbeddingRun's corpus (idempotent, resumable)."""
-    services.embedding_run_execute(
-        run_id=run_id,
-        load_encoder=partial(
-            load_sentence_encoder, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD
-        ),
-        batch_size=settings.EMBEDDING_BATCH_SIZE,
-        encode_batch_size=settings.ENCODER_BATCH_SIZE,
-    )
+    # Sync tasks run on worker threads: treat each like a request and let Django
+    # close (CONN_MAX_AGE) or drop broken connections before and after.
+    close_old_connections()
+    try:
+        services.embedding_run_execute(
+            run_id=run_id,
+            load_encoder=partial(
+                load_sentence_encoder, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD
+            ),
+            batch_size=settings.EMBEDDING_BATCH_SIZE,
+            encode_batch_size=settings.ENCODER_BATCH_SIZE,
+        )
+    finally:
+        close_old_connections()
 
 
 @app.periodic(cron="* * * * *", periodic_id="retry_stalled_jobs")
