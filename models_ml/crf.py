@@ -1,0 +1,364 @@
+"""The neural CRF sentence aligner of Jiang et al. (2020), sections 2.2-2.3, in the manner of pytorch-crf.
+
+Each simple sentence s_i (i = 0..m-1) takes one state a_i and a sequence scores
+``Psi(a) = sum_i emission(i, a_i) + T(a_{i-1}, a_i)``; ``P(a | S, C) = exp(Psi(a)) / Z``.
+
+States. State 0 is "aligned to nothing" (null). States 1..K are *spans* of
+consecutive complex sentences ``[start, end)`` of length 1..max_span, ordered
+length-major then by start, so states 1..n are always the single complex
+sentences 0..n-1 and, with ``max_span=1``, the label set is exactly the paper's
+{0, 1..n}. Span states let the CRF itself produce n:1 merges, as the authors'
+released code does; 1:n splits come from consecutive simple sentences choosing
+the same or overlapping spans (see :func:`states_to_groups`).
+
+Emission of a span for simple sentence i: ``w_L . [mean, min](sim[i, span]) + b_L``
+with a learned weight pair and bias per span length L. The mean measures how
+much of the simple sentence the span covers; the min keeps a span from being
+padded with an unrelated neighbour. Initialised to ``w = (1, 0), b = 0``, so an
+untrained single-sentence state scores exactly ``sim`` as in the paper.
+Emission of the null state: a learned scalar. The paper does not define it; a
+scalar is a learned similarity threshold: null wins a sentence when no span's
+emission beats it.
+
+Transition ``T(a_{i-1}, a_i) = FFNN([g1, g2, g3, g4])`` (2 layers, tanh):
+g1 is the distance between the two spans as sets of positions
+(``max(0, start_i - last_{i-1}, start_{i-1} - last_i)``, with last = end - 1),
+which is the paper's ``|a_i - a_{i-1}|`` for single sentences and 0 for
+overlapping spans. g1 is 0 whenever either state is null: g2..g4 carry the null
+transitions, and remembering the last non-null position would break the
+first-order Markov property. The first sentence transitions from a virtual
+``a_0 = null`` (no parameter depends on n, so one model serves any document).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+Group = tuple[list[int], list[int]]  # (complex sentence indices, simple sentence indices)
+
+
+@dataclass(frozen=True)
+class CRFConfig:
+    """Hyper-parameters; plain data so it can be stored next to a checkpoint."""
+
+    max_span: int = 3  # longest run of complex sentences one state may cover
+    hidden_size: int = 32  # hidden units of the transition FFNN
+    null_emission_init: float = 0.5  # starting null threshold, mid-scale for cosines and probabilities
+
+    def __post_init__(self) -> None:
+        if self.max_span < 1:
+            raise ValueError(f"CRFConfig.max_span must be >= 1, got {self.max_span}")
+        if self.hidden_size < 1:
+            raise ValueError(f"CRFConfig.hidden_size must be >= 1, got {self.hidden_size}")
+
+
+def span_states(n: int, max_span: int) -> tuple[np.ndarray, np.ndarray]:
+    """Spans ``[start, end)`` over n complex sentences: ``starts (K,), ends (K,)``, length-major.
+
+    State k (1-based, 0 is null) is span ``[starts[k-1], ends[k-1])``.
+    """
+    if n < 1:
+        raise ValueError(f"need at least one complex sentence, got n={n}")
+    if max_span < 1:
+        raise ValueError(f"max_span must be >= 1, got {max_span}")
+    starts = [start for length in range(1, min(max_span, n) + 1) for start in range(n - length + 1)]
+    ends = [start + length for length in range(1, min(max_span, n) + 1) for start in range(n - length + 1)]
+    return np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+
+
+def transition_features(starts: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
+    """Features ``[g1, g2, g3, g4]`` for every (previous, current) state pair: shape (K+1, K+1, 4).
+
+    ``starts`` and ``ends`` are the (K,) span table; index 0 of both axes is the null state.
+    """
+    zero = torch.zeros(1, dtype=starts.dtype, device=starts.device)
+    first = torch.cat([zero, starts])  # (K+1,) first complex position of each state
+    last = torch.cat([zero, ends - 1])  # (K+1,) last complex position of each state
+    is_null = torch.zeros(first.shape[0], dtype=torch.bool, device=starts.device)  # (K+1,)
+    is_null[0] = True
+    prev_null, cur_null = is_null[:, None], is_null[None, :]  # (K+1, 1), (1, K+1)
+    gap = torch.maximum(first[None, :] - last[:, None], first[:, None] - last[None, :])  # (K+1, K+1)
+    g1 = gap.clamp(min=0).masked_fill(prev_null | cur_null, 0)  # (K+1, K+1)
+    g2 = cur_null & ~prev_null  # (K+1, K+1)
+    g3 = ~cur_null & prev_null
+    g4 = cur_null & prev_null
+    return torch.stack([g1.float(), g2.float(), g3.float(), g4.float()], dim=-1)  # (K+1, K+1, 4)
+
+
+def states_to_groups(states: Sequence[int], starts: np.ndarray, ends: np.ndarray) -> list[Group]:
+    """Turn one state per simple sentence into alignment groups, dropping null.
+
+    Rule: a simple sentence joins the open group when the previous simple sentence
+    belongs to it and its span shares at least one complex sentence with the
+    group's complex sentences so far; otherwise it opens a new group. A null state
+    closes the open group. So equal spans on neighbours give a 1:n split, a span
+    state gives an n:1 merge, and overlapping spans on neighbours give n:m.
+    Non-adjacent simple sentences that pick the same span stay in separate groups.
+    """
+    num_states = len(starts)
+    groups: list[Group] = []
+    complex_set: set[int] = set()
+    simple_run: list[int] = []
+    for index, state in enumerate(states):
+        state = int(state)
+        if not 0 <= state <= num_states:
+            raise ValueError(f"state {state} of simple sentence {index} is outside 0..{num_states}")
+        span = set() if state == 0 else set(range(int(starts[state - 1]), int(ends[state - 1])))
+        if simple_run and span & complex_set:
+            complex_set |= span
+            simple_run.append(index)
+            continue
+        if simple_run:
+            groups.append((sorted(complex_set), simple_run))
+        complex_set, simple_run = span, ([index] if span else [])
+    if simple_run:
+        groups.append((sorted(complex_set), simple_run))
+    return groups
+
+
+def groups_to_states(groups: Sequence[Group], m: int, n: int, max_span: int) -> list[int]:
+    """Gold state of each of the m simple sentences from gold groups; unaligned sentences get 0.
+
+    A simple sentence's target is the union of the complex sentences of every group
+    that contains it. When the target is at most ``max_span`` wide, its state is
+    the smallest span covering it (exact for consecutive targets). Otherwise it is
+    the ``max_span`` window covering the most targets (earliest on ties), trimmed
+    to the targets it covers. So a group that the CRF can represent survives
+    ``states_to_groups(groups_to_states(...))`` unchanged.
+    """
+    if m < 1 or n < 1:
+        raise ValueError(f"need at least one sentence on each side, got m={m}, n={n}")
+    targets: list[set[int]] = [set() for _ in range(m)]
+    for group_index, (complex_indices, simple_indices) in enumerate(groups):
+        bad_complex = [c for c in complex_indices if not 0 <= c < n]
+        bad_simple = [s for s in simple_indices if not 0 <= s < m]
+        if bad_complex or bad_simple:
+            raise ValueError(
+                f"group {group_index} has complex indices {bad_complex} outside 0..{n - 1} "
+                f"or simple indices {bad_simple} outside 0..{m - 1}"
+            )
+        for simple in simple_indices:
+            targets[simple].update(int(c) for c in complex_indices)
+    starts, ends = span_states(n, max_span)
+    state_of = {(int(s), int(e)): k + 1 for k, (s, e) in enumerate(zip(starts, ends))}
+    return [state_of[_covering_span(sorted(target), max_span)] if target else 0 for target in targets]
+
+
+def _covering_span(targets: list[int], max_span: int) -> tuple[int, int]:
+    low, high = targets[0], targets[-1] + 1
+    if high - low <= max_span:
+        return low, high
+    target_set = set(targets)
+    best_start = max(range(low, high - max_span + 1), key=lambda s: (len(target_set & set(range(s, s + max_span))), -s))
+    covered = sorted(target_set & set(range(best_start, best_start + max_span)))
+    return covered[0], covered[-1] + 1
+
+
+class NeuralCRF(nn.Module):
+    """Linear-chain CRF over span states; ``forward`` gives log P(gold | S, C), ``decode`` runs Viterbi.
+
+    Every method takes one document pair as a similarity matrix ``sim`` of shape
+    (m, n): simple sentences by complex sentences. Parameters are initialised
+    from ``seed`` with a local generator, so construction touches no global RNG.
+    """
+
+    def __init__(self, config: CRFConfig | None = None, *, seed: int = 0) -> None:
+        super().__init__()
+        self.config = config or CRFConfig()
+        generator = torch.Generator().manual_seed(seed)
+        hidden = self.config.hidden_size
+        self.transition_hidden = nn.Linear(4, hidden)
+        self.transition_out = nn.Linear(hidden, 1)
+        for layer in (self.transition_hidden, self.transition_out):
+            bound = 1.0 / layer.in_features**0.5  # PyTorch's default Linear range, drawn from our generator
+            with torch.no_grad():
+                layer.weight.copy_(torch.empty_like(layer.weight).uniform_(-bound, bound, generator=generator))
+                layer.bias.copy_(torch.empty_like(layer.bias).uniform_(-bound, bound, generator=generator))
+        self.null_emission = nn.Parameter(torch.tensor(float(self.config.null_emission_init)))
+        span_weights = torch.zeros(self.config.max_span, 2)  # (max_span, 2): weights of [mean, min] per length
+        span_weights[:, 0] = 1.0
+        self.span_weights = nn.Parameter(span_weights)
+        self.span_bias = nn.Parameter(torch.zeros(self.config.max_span))  # (max_span,)
+
+    # ----- model definition -------------------------------------------------------------
+
+    def states(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Span table ``starts (K,), ends (K,)`` for n complex sentences under this config."""
+        return span_states(n, self.config.max_span)
+
+    def emissions(self, sim: torch.Tensor) -> torch.Tensor:
+        """Emission score of every state for every simple sentence: (m, K+1), column 0 is null."""
+        sim = self._check_sim(sim)  # (m, n)
+        m, n = sim.shape
+        columns = [self.null_emission.expand(m, 1)]  # (m, 1)
+        for length in range(1, min(self.config.max_span, n) + 1):
+            windows = sim.unfold(1, length, 1)  # (m, n-L+1, L)
+            summary = torch.stack([windows.mean(dim=-1), windows.amin(dim=-1)], dim=-1)  # (m, n-L+1, 2)
+            columns.append(summary @ self.span_weights[length - 1] + self.span_bias[length - 1])  # (m, n-L+1)
+        return torch.cat(columns, dim=1)  # (m, K+1)
+
+    def transitions(self, n: int) -> torch.Tensor:
+        """``T[prev, cur]`` for every state pair over n complex sentences: (K+1, K+1), one FFNN call."""
+        starts, ends = (torch.as_tensor(a, device=self.null_emission.device) for a in self.states(n))
+        features = transition_features(starts, ends).to(self.null_emission.dtype)  # (K+1, K+1, 4)
+        hidden = torch.tanh(self.transition_hidden(features))  # (K+1, K+1, hidden)
+        return self.transition_out(hidden).squeeze(-1)  # (K+1, K+1)
+
+    # ----- the pytorch-crf interface ------------------------------------------------------
+
+    def score(self, sim: torch.Tensor, states: Sequence[int] | torch.Tensor) -> torch.Tensor:
+        """Unnormalised ``Psi(a)`` of one state sequence: a scalar tensor."""
+        emissions = self.emissions(sim)  # (m, K+1)
+        tags = self._check_states(states, emissions)  # (m,)
+        return self._sequence_score(emissions, self.transitions(sim.shape[1]), tags)
+
+    def forward(self, sim: torch.Tensor, gold_states: Sequence[int] | torch.Tensor) -> torch.Tensor:
+        """Log-likelihood ``log P(gold | S, C) = Psi(gold) - log Z`` (eq. 6): a scalar tensor."""
+        emissions = self.emissions(sim)  # (m, K+1)
+        tags = self._check_states(gold_states, emissions)  # (m,)
+        transitions = self.transitions(sim.shape[1])  # (K+1, K+1)
+        alphas = self._forward_alphas(emissions, transitions)  # (m, K+1)
+        return self._sequence_score(emissions, transitions, tags) - torch.logsumexp(alphas[-1], dim=0)
+
+    def log_partition(self, sim: torch.Tensor) -> torch.Tensor:
+        """``log Z`` by the forward algorithm in log space, O(m K^2): a scalar tensor."""
+        emissions = self.emissions(sim)  # (m, K+1)
+        alphas = self._forward_alphas(emissions, self.transitions(sim.shape[1]))  # (m, K+1)
+        return torch.logsumexp(alphas[-1], dim=0)
+
+    def marginals(self, sim: torch.Tensor) -> torch.Tensor:
+        """``P(a_i = k | S, C)`` by forward-backward: (m, K+1), each row sums to 1."""
+        emissions = self.emissions(sim)  # (m, K+1)
+        transitions = self.transitions(sim.shape[1])  # (K+1, K+1)
+        alphas = self._forward_alphas(emissions, transitions)  # (m, K+1)
+        betas = self._backward_betas(emissions, transitions)  # (m, K+1)
+        log_z = torch.logsumexp(alphas[-1], dim=0)
+        return torch.exp(alphas + betas - log_z)  # (m, K+1)
+
+    def decode(self, sim: torch.Tensor) -> list[int]:
+        """Most probable state sequence (eq. 5) by Viterbi: one state per simple sentence."""
+        with torch.no_grad():
+            emissions = self.emissions(sim)  # (m, K+1)
+            return self._viterbi(emissions, self.transitions(sim.shape[1]))
+
+    def groups(self, states: Sequence[int], n: int) -> list[Group]:
+        """Alignment groups of a decoded sequence over n complex sentences (see :func:`states_to_groups`)."""
+        starts, ends = self.states(n)
+        return states_to_groups(states, starts, ends)
+
+    def gold_states(self, groups: Sequence[Group], m: int, n: int) -> list[int]:
+        """Gold states for the m simple sentences from gold groups (see :func:`groups_to_states`)."""
+        return groups_to_states(groups, m, n, self.config.max_span)
+
+    # ----- recurrences ------------------------------------------------------------------
+
+    def _sequence_score(self, emissions: torch.Tensor, transitions: torch.Tensor, tags: torch.Tensor) -> torch.Tensor:
+        assert emissions.dim() == 2 and tags.shape == (emissions.shape[0],)
+        assert transitions.shape == (emissions.shape[1], emissions.shape[1])
+        previous = torch.cat([tags.new_zeros(1), tags[:-1]])  # (m,) with the virtual a_0 = null
+        positions = torch.arange(tags.shape[0], device=tags.device)
+        return emissions[positions, tags].sum() + transitions[previous, tags].sum()
+
+    def _forward_alphas(self, emissions: torch.Tensor, transitions: torch.Tensor) -> torch.Tensor:
+        """``alphas[i, k]`` = log-sum of the scores of all prefixes ending in state k at sentence i."""
+        assert emissions.dim() == 2 and transitions.shape == (emissions.shape[1], emissions.shape[1])
+        alpha = transitions[0] + emissions[0]  # (K+1,) from the virtual null
+        alphas = [alpha]
+        for i in range(1, emissions.shape[0]):
+            alpha = torch.logsumexp(alpha[:, None] + transitions, dim=0) + emissions[i]  # (K+1,)
+            alphas.append(alpha)
+        return torch.stack(alphas)  # (m, K+1)
+
+    def _backward_betas(self, emissions: torch.Tensor, transitions: torch.Tensor) -> torch.Tensor:
+        """``betas[i, k]`` = log-sum of the scores of all suffixes after sentence i given state k there."""
+        assert emissions.dim() == 2 and transitions.shape == (emissions.shape[1], emissions.shape[1])
+        beta = torch.zeros_like(emissions[0])  # (K+1,)
+        betas = [beta]
+        for i in range(emissions.shape[0] - 1, 0, -1):
+            beta = torch.logsumexp(transitions + (emissions[i] + beta)[None, :], dim=1)  # (K+1,)
+            betas.append(beta)
+        return torch.stack(betas[::-1])  # (m, K+1)
+
+    def _viterbi(self, emissions: torch.Tensor, transitions: torch.Tensor) -> list[int]:
+        assert emissions.dim() == 2 and transitions.shape == (emissions.shape[1], emissions.shape[1])
+        best = transitions[0] + emissions[0]  # (K+1,)
+        backpointers = []
+        for i in range(1, emissions.shape[0]):
+            candidates = best[:, None] + transitions  # (K+1 prev, K+1 cur)
+            best, previous = candidates.max(dim=0)  # (K+1,), (K+1,)
+            best = best + emissions[i]
+            backpointers.append(previous)
+        path = [int(best.argmax())]
+        for previous in reversed(backpointers):
+            path.append(int(previous[path[-1]]))
+        return path[::-1]
+
+    # ----- validation -------------------------------------------------------------------
+
+    def _check_sim(self, sim: torch.Tensor) -> torch.Tensor:
+        if not isinstance(sim, torch.Tensor):
+            raise ValueError(f"sim must be a torch.Tensor of shape (m, n), got {type(sim).__name__}")
+        if sim.dim() != 2:
+            raise ValueError(f"sim must be 2-D (simple x complex sentences), got shape {tuple(sim.shape)}")
+        if sim.shape[0] == 0 or sim.shape[1] == 0:
+            raise ValueError(f"sim needs at least one simple and one complex sentence, got shape {tuple(sim.shape)}")
+        if not sim.is_floating_point():
+            raise ValueError(f"sim must hold floats, got dtype {sim.dtype}")
+        if not torch.isfinite(sim).all():
+            raise ValueError("sim contains NaN or infinite values")
+        return sim.to(dtype=self.null_emission.dtype, device=self.null_emission.device)
+
+    def _check_states(self, states: Sequence[int] | torch.Tensor, emissions: torch.Tensor) -> torch.Tensor:
+        tags = torch.as_tensor(states, dtype=torch.long, device=emissions.device).reshape(-1)  # (m,)
+        m, num_states = emissions.shape
+        if tags.shape[0] != m:
+            raise ValueError(f"got {tags.shape[0]} states for {m} simple sentences")
+        if bool((tags < 0).any()) or bool((tags >= num_states).any()):
+            raise ValueError(f"states must lie in 0..{num_states - 1}, got {tags.tolist()}")
+        return tags
+
+
+def train_crf(
+    crf: NeuralCRF,
+    examples: Sequence[tuple[torch.Tensor, Sequence[int]]],
+    *,
+    epochs: int,
+    lr: float,
+    seed: int,
+    device: str | torch.device,
+) -> list[float]:
+    """Maximise the log-likelihood of (sim (m, n), gold states (m,)) pairs with Adam, one step per pair.
+
+    The pair order is shuffled each epoch by a generator seeded from ``seed``, so
+    the run is deterministic and no global RNG is touched. Returns the mean
+    log-likelihood per example for each epoch (measured before each step).
+    """
+    if epochs < 1:
+        raise ValueError(f"epochs must be >= 1, got {epochs}")
+    if lr <= 0:
+        raise ValueError(f"lr must be > 0, got {lr}")
+    if not examples:
+        raise ValueError("train_crf needs at least one (sim, gold states) example")
+    crf.to(device)
+    crf.train()
+    prepared = [(sim.to(device), torch.as_tensor(gold, dtype=torch.long, device=device)) for sim, gold in examples]
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(crf.parameters(), lr=lr)
+    history: list[float] = []
+    for _ in range(epochs):
+        total = 0.0
+        for index in torch.randperm(len(prepared), generator=generator).tolist():
+            sim, gold = prepared[index]
+            optimizer.zero_grad()
+            log_likelihood = crf(sim, gold)
+            (-log_likelihood).backward()
+            optimizer.step()
+            total += float(log_likelihood.detach())
+        history.append(total / len(prepared))
+    crf.eval()
+    return history
