@@ -73,3 +73,20 @@ def test_two_starts_share_one_server_and_the_last_exit_stops_it(tmp_path):
     out_third, err_third = third.communicate(timeout=120)
     assert third.returncode == 0, err_third
     assert out_third.split()[2] == "3", "data written before the restart must still be there"
+
+
+def test_a_killed_process_does_not_keep_the_server_running(tmp_path):
+    killed = _attach(tmp_path, "killed", 60)
+    killed.stdout.readline()  # attached
+    killed.kill()  # SIGKILL: no exit hook runs, its pid stays in pgserver's handle list
+    killed.wait(timeout=10)
+    pgdata = tmp_path / "postgres"
+    assert len(_postmasters(pgdata)) == 1
+
+    last = _attach(tmp_path, "last", 0)
+    _, err = last.communicate(timeout=120)
+    assert last.returncode == 0, err
+    deadline = time.monotonic() + 30
+    while _postmasters(pgdata) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _postmasters(pgdata) == [], "the last live process must stop the server despite the dead one"

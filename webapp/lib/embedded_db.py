@@ -16,11 +16,14 @@ directory:
 
 from __future__ import annotations
 
+import atexit
 import logging
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+import psutil
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +51,28 @@ class EmbeddedDatabase:
         }
 
 
+def _forget_dead_processes(server) -> None:
+    """Drop processes that died without detaching (SIGKILL, SIGTERM without atexit) from the handle list.
+
+    pgserver stops the server when the last process in its handle list exits;
+    a dead process left in the list would keep the server running forever.
+    """
+    with server._lock:  # the same inter-process lock pgserver takes around the list
+        handles = server.global_process_id_list
+        pids = handles.get()
+        alive = [pid for pid in pids if _is_alive(pid)]
+        if alive != pids:
+            logger.info("forgetting dead processes %s attached to %s", sorted(set(pids) - set(alive)), server.pgdata)
+            handles.put(alive)
+
+
+def _is_alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def embedded_database_start(*, state_dir: Path, cleanup: CleanupMode = "stop") -> EmbeddedDatabase:
     """Start (or attach to) the embedded server under ``state_dir/postgres``.
 
@@ -68,6 +93,10 @@ def embedded_database_start(*, state_dir: Path, cleanup: CleanupMode = "stop") -
             f"Could not start the embedded PostgreSQL in {pgdata}: {exc}. "
             f"See {pgdata / 'log'} for the server's own message."
         ) from exc
+    _forget_dead_processes(server)
+    # Registered after pgserver's own exit hook, so it runs first (atexit is LIFO):
+    # the last *live* process then sees itself alone and stops the server.
+    atexit.register(_forget_dead_processes, server)
     info = server.get_postmaster_info()
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';")
     if "(1 row)" not in exists:

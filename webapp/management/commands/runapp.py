@@ -35,9 +35,11 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Web app on http://{options['addrport']}/ and a worker are running. Ctrl-C stops both."))
 
         def stop(signum, frame) -> None:
+            # SIGINT, not SIGTERM: both children shut down gracefully on it (and run
+            # their exit hooks, which detach them from the embedded database).
             for child in children:
                 if child.poll() is None:
-                    child.terminate()
+                    child.send_signal(signal.SIGINT)
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
