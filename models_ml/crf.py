@@ -265,22 +265,35 @@ class NeuralCRF(nn.Module):
         return emissions[positions, tags].sum() + transitions[previous, tags].sum()
 
     def _forward_alphas(self, emissions: torch.Tensor, transitions: torch.Tensor) -> torch.Tensor:
-        """``alphas[i, k]`` = log-sum of the scores of all prefixes ending in state k at sentence i."""
+        """``alphas[i, k]`` = log-sum of the scores of all prefixes ending in state k at sentence i.
+
+        Each step is a matrix-vector product in probability space, rescaled by the
+        running maximum, instead of a log-sum-exp over all (K+1)^2 state pairs: one
+        exp of the (K+1, K+1) transitions for the whole document, then BLAS.
+        """
         assert emissions.dim() == 2 and transitions.shape == (emissions.shape[1], emissions.shape[1])
+        shift = transitions.max()
+        exp_transitions = torch.exp(transitions - shift)  # (K+1 prev, K+1 cur), entries in (0, 1]
         alpha = transitions[0] + emissions[0]  # (K+1,) from the virtual null
         alphas = [alpha]
         for i in range(1, emissions.shape[0]):
-            alpha = torch.logsumexp(alpha[:, None] + transitions, dim=0) + emissions[i]  # (K+1,)
+            scale = alpha.max()
+            summed = torch.exp(alpha - scale) @ exp_transitions  # (K+1,) = sum_prev exp(alpha + T - scale - shift)
+            alpha = torch.log(summed) + scale + shift + emissions[i]  # (K+1,)
             alphas.append(alpha)
         return torch.stack(alphas)  # (m, K+1)
 
     def _backward_betas(self, emissions: torch.Tensor, transitions: torch.Tensor) -> torch.Tensor:
         """``betas[i, k]`` = log-sum of the scores of all suffixes after sentence i given state k there."""
         assert emissions.dim() == 2 and transitions.shape == (emissions.shape[1], emissions.shape[1])
+        shift = transitions.max()
+        exp_transitions = torch.exp(transitions - shift)  # (K+1 prev, K+1 cur)
         beta = torch.zeros_like(emissions[0])  # (K+1,)
         betas = [beta]
         for i in range(emissions.shape[0] - 1, 0, -1):
-            beta = torch.logsumexp(transitions + (emissions[i] + beta)[None, :], dim=1)  # (K+1,)
+            following = emissions[i] + beta  # (K+1,) score of being in each state at sentence i onwards
+            scale = following.max()
+            beta = torch.log(exp_transitions @ torch.exp(following - scale)) + scale + shift  # (K+1,)
             betas.append(beta)
         return torch.stack(betas[::-1])  # (m, K+1)
 
