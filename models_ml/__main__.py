@@ -1,0 +1,188 @@
+"""Command line without a database: ``python -m models_ml align | evaluate``.
+
+align     aligns one document pair given as two sentence files (one sentence a line, a blank
+          line between paragraphs) and writes one JSON group a line.
+evaluate  compares predicted groups with gold groups (Task 1 / Task 2, sentence-pair and
+          group level).
+
+Bad input ends with exit status 2 and one line on stderr that names the file. ``train``
+comes later (models_ml/train.py) and is not a subcommand yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from models_ml.io import (
+    AlignmentGroup,
+    read_deplain,
+    read_groups_jsonl,
+    read_sentences_file,
+    write_groups_jsonl,
+)
+
+EXIT_BAD_INPUT = 2
+
+
+class InputError(Exception):
+    """Bad user input: printed as one line, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m models_ml",
+        description="Sentence alignment of complex and simplified documents, without a database.",
+        epilog="Training ('train') is not available yet; it comes with models_ml/train.py.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    align = commands.add_parser("align", help="align one document pair and write JSON-lines groups")
+    align.add_argument("--complex", required=True, type=Path, help="complex document: one sentence a line")
+    align.add_argument("--simple", required=True, type=Path, help="simple document: one sentence a line")
+    align.add_argument("--output", required=True, type=Path, help="where to write the groups (JSONL)")
+    source = align.add_mutually_exclusive_group()
+    source.add_argument("--model", type=Path, help="a directory written by Aligner.save (trained model)")
+    source.add_argument("--config", type=Path, help="AlignerConfig as JSON for an untrained aligner")
+    align.add_argument("--device", default=None, help="override the device, e.g. cpu or cuda:0")
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="score predicted groups against gold groups",
+        description=(
+            "Task 1 / Task 2 precision, recall and F1 at sentence-pair and group level. With JSONL gold, "
+            "the document sizes are taken as 1 + the largest index in either file (sizes only bound-check "
+            "indices, so the figures do not depend on them). With --gold-format deplain, --pred-dir holds "
+            "one <pair_id>.jsonl per document pair; a missing file counts as an empty prediction."
+        ),
+    )
+    evaluate.add_argument("--gold", type=Path, help="gold groups (JSONL, same format as align's output)")
+    evaluate.add_argument("--pred", type=Path, help="predicted groups (JSONL)")
+    evaluate.add_argument("--gold-format", choices=("jsonl", "deplain"), default="jsonl")
+    evaluate.add_argument("--gold-documents", type=Path, help="DEplain documents.csv")
+    evaluate.add_argument("--gold-alignments", type=Path, help="DEplain alignments.csv")
+    evaluate.add_argument("--pred-dir", type=Path, help="directory of <pair_id>.jsonl predictions")
+    evaluate.add_argument("--exclude-identical", action="store_true", help="leave out gold pairs marked identical")
+    evaluate.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    return parser
+
+
+def _read_sentences(path: Path) -> tuple[list[str], list[int]]:
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        return read_sentences_file(path)
+    except ValueError as error:
+        raise InputError(str(error)) from None
+
+
+def _load_config(path: Path, device: str | None) -> object:
+    from models_ml.aligner import AlignerConfig
+
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: not valid JSON ({error})") from None
+    if device is not None and isinstance(data, dict):
+        data = {**data, "device": device}
+    try:
+        return AlignerConfig.from_dict(data)
+    except ValueError as error:
+        raise InputError(f"{path}: {error}") from None
+
+
+def run_align(args: argparse.Namespace) -> None:
+    complex_sentences, complex_paragraphs = _read_sentences(args.complex)
+    simple_sentences, simple_paragraphs = _read_sentences(args.simple)
+    from models_ml.aligner import (  # imports torch: only once the inputs are read
+        Aligner,
+        AlignerConfig,
+    )
+
+    if args.model is not None:
+        if not args.model.is_dir():
+            raise InputError(f"{args.model}: no such model directory")
+        try:
+            aligner = Aligner.load(args.model, device=args.device)
+        except ValueError as error:
+            raise InputError(str(error)) from None
+    elif args.config is not None:
+        aligner = Aligner(_load_config(args.config, args.device))  # type: ignore[arg-type]
+    else:
+        aligner = Aligner(AlignerConfig(device=args.device or ""))
+    result = aligner.align(complex_sentences, simple_sentences, complex_paragraphs, simple_paragraphs)
+    try:
+        write_groups_jsonl(args.output, result.groups)
+    except OSError as error:
+        raise InputError(f"{args.output}: cannot write ({error.strerror})") from None
+
+
+def _read_groups(path: Path) -> list[AlignmentGroup]:
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        return read_groups_jsonl(path)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: {error}" if str(path) not in str(error) else str(error)) from None
+
+
+def _document_size(*group_lists: Sequence[AlignmentGroup]) -> tuple[int, int]:
+    """(m simple, n complex) as 1 + the largest index seen: JSONL carries no document sizes."""
+    simple = [j for groups in group_lists for g in groups for j in g.simple]
+    complex_ = [i for groups in group_lists for g in groups for i in g.complex]
+    return (max(simple, default=-1) + 1, max(complex_, default=-1) + 1)
+
+
+def run_evaluate(args: argparse.Namespace) -> str:
+    from models_ml.evaluate import evaluate_corpus, evaluate_pairs, format_report
+
+    if args.gold_format == "jsonl":
+        if args.gold is None or args.pred is None:
+            raise InputError("evaluate: --gold and --pred are required with --gold-format jsonl")
+        gold, pred = _read_groups(args.gold), _read_groups(args.pred)
+        m, n = _document_size(gold, pred)
+        report = evaluate_pairs(gold, pred, m, n, exclude_identical=args.exclude_identical)
+    else:
+        if args.gold_documents is None or args.gold_alignments is None or args.pred_dir is None:
+            raise InputError("evaluate: --gold-documents, --gold-alignments and --pred-dir are required with deplain")
+        for path in (args.gold_documents, args.gold_alignments):
+            if not path.is_file():
+                raise InputError(f"{path}: no such file")
+        if not args.pred_dir.is_dir():
+            raise InputError(f"{args.pred_dir}: no such directory")
+        try:
+            pairs = read_deplain(args.gold_documents, args.gold_alignments)
+        except ValueError as error:
+            raise InputError(str(error)) from None
+        if not pairs:
+            raise InputError(f"{args.gold_documents}: no document pairs")
+        documents = []
+        for pair in pairs:
+            pred_path = args.pred_dir / f"{pair.pair_id}.jsonl"
+            pred = _read_groups(pred_path) if pred_path.is_file() else []
+            documents.append((pair.groups, pred, len(pair.simple_sentences), len(pair.complex_sentences)))
+        try:
+            report = evaluate_corpus(documents, exclude_identical=args.exclude_identical)
+        except ValueError as error:
+            raise InputError(f"{args.pred_dir}: {error}") from None
+    return json.dumps(report.as_dict(), indent=2) if args.json else format_report(report)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "align":
+            run_align(args)
+        else:
+            print(run_evaluate(args))
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,431 @@
+"""The sentence aligner: similarity measure -> paragraph alignment -> neural CRF -> labelled groups.
+
+Why a separate module: the pieces (``similarity``, ``paragraphs``, ``crf``) are tested on
+their own; this file only composes them and owns the calibration that lets an *untrained*
+CRF give sensible alignments from raw cosine similarities.
+
+Pipeline of :meth:`Aligner.align` for m simple and n complex sentences:
+
+1. Score every (simple, complex) pair with the configured measure: one float32 (m, n)
+   matrix, the only O(m n) array (2000 x 2000 = 16 MB; documents much larger than that
+   belong to LHA's nearest-neighbour search).
+2. Align paragraphs (``paragraph_variant`` "newsela" | "wikipedia"), unless the variant is
+   "none" or either side has a single paragraph. Sentence pairs outside every aligned
+   paragraph group are masked: their similarity is set to ``masked_similarity`` (-1, below
+   any cosine) before the CRF sees them.
+3. Run the CRF per aligned paragraph group (a block of simple rows x complex columns).
+   Decoding blocks instead of the whole masked matrix gives the same answer for pairs that
+   lie in one block, and keeps the CRF's O(m K^2) cost and (K+1)^2 transition table small:
+   a 2000-sentence document in paragraphs of ~20 sentences is 100 small CRFs, not one
+   with 2000 x 3 span states. Simple sentences in no block are unaligned.
+4. Turn Viterbi states into groups (:func:`models_ml.crf.states_to_groups`) and score each
+   group by the mean CRF marginal of its simple sentences' chosen states. A group is
+   "partial" when that score is below ``partial_threshold``, else "aligned".
+
+Calibration of the untrained CRF (see :class:`AlignerConfig`): the CRF sees
+``emission_scale * sim``; a fresh model gets its null emission set to
+``emission_scale * null_score`` (a similarity threshold: a simple sentence whose best
+similarity is below it stays unaligned), a bias of ``emission_scale * span_bonus`` on span
+states of length >= 2 with the span's *minimum* similarity as emission (so a simple sentence
+close to two neighbouring complex sentences picks both: a merge), and transitions of exactly
+zero (the FFNN's output layer is zeroed), so untrained decoding is a per-sentence arg-max
+and splits come from neighbours choosing the same complex sentence. Training (later, in
+``train.py``) overwrites all of these; a loaded model keeps its trained parameters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from models_ml.crf import CRFConfig, NeuralCRF, states_to_groups, transition_features
+from models_ml.encoders import DEFAULT_ENCODER
+from models_ml.io import AlignmentGroup
+from models_ml.paragraphs import (
+    NewselaParagraphConfig,
+    ParagraphGroup,
+    WikipediaParagraphConfig,
+    align_paragraphs_newsela,
+    align_paragraphs_wikipedia,
+    sentence_pair_mask,
+)
+from models_ml.similarity import MEASURE_BUILDERS, SimilarityMeasure, build_measure
+
+__all__ = ["Aligner", "AlignerConfig", "AlignmentResult", "chunked_transitions", "forward_backward_marginals", "viterbi"]
+
+PARAGRAPH_VARIANTS = ("none", "newsela", "wikipedia")
+LEXICAL_MEASURES = frozenset({"jaccard", "tfidf_cosine", "char3_tfidf_cosine"})  # need no encoder
+MODEL_FILES = ("config.json", "crf.pt")
+
+# Paragraph thresholds for *cosine* similarities of the bundled MiniLM (the paper's defaults
+# are for fine-tuned BERT probabilities, tau3/tau4 ~ 0.999). Picked by hand so that related
+# paragraphs (max cosine ~0.7-0.9) align and unrelated ones (~0.1-0.4) do not; not tuned on
+# a dev set yet - re-tune with evaluate.threshold_sweep once gold data is loaded.
+COSINE_NEWSELA = NewselaParagraphConfig(tau1=0.3, tau2=0.34, tau3=0.8, tau4=0.7, tau5=0.5)
+COSINE_WIKIPEDIA = WikipediaParagraphConfig(tau1=0.6, tau2=0.8, tau3=0.5, tau4=5, tau5=0.8)
+
+
+@dataclass(frozen=True)
+class AlignerConfig:
+    """Everything needed to rebuild an aligner; stored as config.json next to crf.pt.
+
+    encoder: sentence encoder name for encoder-based measures (referenced, never copied).
+    device: "" picks CUDA when present, else e.g. "cpu" / "cuda:0".
+    measure: a name known to :func:`models_ml.similarity.build_measure`.
+    paragraph_variant: "none" | "newsela" | "wikipedia" (Algorithms 2 / 4 of Jiang et al.).
+    newsela / wikipedia: the thresholds of each variant, on the measure's scale (cosine defaults).
+    crf: CRF hyper-parameters (max_span 3 by default: merges of up to three complex sentences).
+    emission_scale: the CRF sees ``emission_scale * sim``; with raw cosines in [-1, 1] a scale
+        of 20 makes a 0.1 cosine gap worth 2 nats, so marginals are confident, not uniform.
+    null_score: untrained null emission, in similarity units (the "aligned to nothing" threshold).
+    span_bonus: untrained bias of span states of length >= 2, in similarity units: a merge
+        wins when the simple sentence's similarity to its weaker complex sentence is within
+        ``span_bonus`` of the stronger one.
+    partial_threshold: a group whose score (mean CRF marginal of its simple sentences'
+        chosen states) is below this is labelled "partial", otherwise "aligned".
+    masked_similarity: similarity given to pairs outside aligned paragraphs.
+    """
+
+    encoder: str = DEFAULT_ENCODER
+    device: str = ""
+    measure: str = "embedding_cosine"
+    paragraph_variant: str = "newsela"
+    newsela: NewselaParagraphConfig = COSINE_NEWSELA
+    wikipedia: WikipediaParagraphConfig = COSINE_WIKIPEDIA
+    crf: CRFConfig = field(default_factory=CRFConfig)
+    emission_scale: float = 20.0
+    null_score: float = 0.45
+    span_bonus: float = 0.12
+    partial_threshold: float = 0.5
+    masked_similarity: float = -1.0
+
+    def __post_init__(self) -> None:
+        if self.measure not in MEASURE_BUILDERS:
+            raise ValueError(
+                f"unknown similarity measure {self.measure!r}; known measures: {', '.join(sorted(MEASURE_BUILDERS))}"
+            )
+        if self.paragraph_variant not in PARAGRAPH_VARIANTS:
+            raise ValueError(f"paragraph_variant must be one of {PARAGRAPH_VARIANTS}, got {self.paragraph_variant!r}")
+        if not self.emission_scale > 0:
+            raise ValueError(f"emission_scale must be > 0, got {self.emission_scale}")
+        if not 0.0 <= self.partial_threshold <= 1.0:
+            raise ValueError(f"partial_threshold must lie in [0, 1], got {self.partial_threshold}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict; nested configs become nested dicts."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AlignerConfig:
+        """Inverse of :meth:`to_dict`; missing keys keep their defaults, unknown keys raise ValueError."""
+        if not isinstance(data, dict):
+            raise ValueError(f"aligner config must be a JSON object, got {type(data).__name__}")  # noqa: TRY004 - bad config content, not a bad argument
+        nested = {"newsela": NewselaParagraphConfig, "wikipedia": WikipediaParagraphConfig, "crf": CRFConfig}
+        values: dict[str, Any] = {}
+        known = {f.name for f in fields(cls)}
+        for key, value in data.items():
+            if key not in known:
+                raise ValueError(f"unknown aligner config key {key!r}; known keys: {', '.join(sorted(known))}")
+            values[key] = _nested_from_dict(nested[key], value, key) if key in nested else value
+        try:
+            return cls(**values)
+        except TypeError as error:
+            raise ValueError(f"bad aligner config: {error}") from None
+
+
+def _nested_from_dict(config_class: type, value: Any, key: str) -> Any:
+    if not isinstance(value, dict):
+        raise ValueError(f"aligner config key {key!r} must be an object, got {type(value).__name__}")  # noqa: TRY004 - as above
+    known = {f.name for f in fields(config_class)}
+    for name in value:
+        if name not in known:
+            raise ValueError(f"unknown aligner config key {key}.{name!r}; known keys: {', '.join(sorted(known))}")
+    return config_class(**value)
+
+
+@dataclass
+class AlignmentResult:
+    """What :meth:`Aligner.align` found for one document pair (m simple, n complex sentences).
+
+    groups: predicted groups with score and label, ordered by first simple sentence.
+    similarity: (m, n) float32 raw measure scores (row = simple sentence), before masking.
+    paragraph_mask: (m, n) bool, True where the pair lies inside an aligned paragraph group.
+    paragraph_groups: the aligned paragraph groups (one group covering everything when
+        paragraphs were not aligned).
+    chosen_complex: per simple sentence, the complex sentences of its Viterbi state (the
+        span, in document indices); empty for the null state.
+    state_marginals: (m,) float32 CRF marginal of each simple sentence's chosen state
+        (for the null state too; 1.0 for sentences outside every paragraph group).
+    """
+
+    groups: list[AlignmentGroup]
+    similarity: np.ndarray
+    paragraph_mask: np.ndarray
+    paragraph_groups: list[ParagraphGroup]
+    chosen_complex: list[tuple[int, ...]]
+    state_marginals: np.ndarray
+
+
+class Aligner:
+    """Composes measure, paragraph aligner and CRF; see the module docstring for the pipeline.
+
+    ``seed`` initialises the CRF's parameters (with a local generator). ``measure`` lets a
+    caller inject an already built measure; otherwise it is built on first use, so an
+    aligner for an empty document never loads an encoder.
+    """
+
+    def __init__(self, config: AlignerConfig | None = None, *, seed: int = 0, measure: SimilarityMeasure | None = None) -> None:
+        self.config = config or AlignerConfig()
+        self.device = self.config.device or _default_device()
+        self.crf = NeuralCRF(self.config.crf, seed=seed)
+        self._calibrate_untrained()
+        self.crf.to(self.device).eval()
+        self._measure = measure
+
+    def _calibrate_untrained(self) -> None:
+        scale = self.config.emission_scale
+        with torch.no_grad():
+            self.crf.null_emission.fill_(scale * self.config.null_score)
+            self.crf.span_weights.zero_()
+            self.crf.span_weights[0, 0] = 1.0  # single sentence: its similarity, as in the paper
+            self.crf.span_weights[1:, 1] = 1.0  # longer spans: their weakest member ...
+            self.crf.span_bias[1:] = scale * self.config.span_bonus  # ... plus the merge bonus
+            self.crf.transition_out.weight.zero_()  # untrained transitions are 0: no random prior
+            self.crf.transition_out.bias.zero_()
+
+    @property
+    def measure(self) -> SimilarityMeasure:
+        if self._measure is None:
+            if self.config.measure in LEXICAL_MEASURES:
+                self._measure = build_measure(self.config.measure)
+            else:
+                from models_ml.encoders import load_sentence_encoder
+
+                encoder = load_sentence_encoder(self.config.encoder, device=self.device)
+                self._measure = build_measure(self.config.measure, encoder=encoder)
+        return self._measure
+
+    def align(
+        self,
+        complex_sentences: Sequence[str],
+        simple_sentences: Sequence[str],
+        complex_paragraphs: Sequence[int] | None = None,
+        simple_paragraphs: Sequence[int] | None = None,
+    ) -> AlignmentResult:
+        """Align one document pair; paragraph lists give each sentence's 0-based paragraph (None = one paragraph)."""
+        n, m = len(complex_sentences), len(simple_sentences)
+        complex_par = _paragraph_list(complex_paragraphs, n, "complex")  # (n,)
+        simple_par = _paragraph_list(simple_paragraphs, m, "simple")  # (m,)
+        if m == 0 or n == 0:
+            return AlignmentResult(
+                groups=[],
+                similarity=np.zeros((m, n), dtype=np.float32),
+                paragraph_mask=np.zeros((m, n), dtype=bool),
+                paragraph_groups=[],
+                chosen_complex=[() for _ in range(m)],
+                state_marginals=np.ones(m, dtype=np.float32),
+            )
+        similarity = np.asarray(self.measure.score(list(simple_sentences), list(complex_sentences)), dtype=np.float32)
+        if similarity.shape != (m, n):
+            raise ValueError(f"measure {self.config.measure!r} returned shape {similarity.shape}, expected {(m, n)}")
+        paragraph_groups = self._paragraph_groups(similarity, simple_par, complex_par)
+        mask = sentence_pair_mask(paragraph_groups, simple_par, complex_par)  # (m, n)
+        chosen: list[tuple[int, ...]] = [() for _ in range(m)]
+        marginals = np.ones(m, dtype=np.float32)  # (m,)
+        raw_groups: list[tuple[list[int], list[int]]] = []
+        for rows, cols in _blocks(paragraph_groups, simple_par, complex_par, mask):
+            block = np.where(mask[np.ix_(rows, cols)], similarity[np.ix_(rows, cols)], self.config.masked_similarity)
+            local_groups, local_chosen, local_marginals = self._decode_block(block)  # block: (len(rows), len(cols))
+            for complex_local, simple_local in local_groups:
+                raw_groups.append(([int(cols[c]) for c in complex_local], [int(rows[s]) for s in simple_local]))
+            for r, span in enumerate(local_chosen):
+                chosen[rows[r]] = tuple(int(cols[c]) for c in span)
+                marginals[rows[r]] = local_marginals[r]
+        groups = [self._labelled(complex_ids, simple_ids, marginals) for complex_ids, simple_ids in raw_groups]
+        groups.sort(key=lambda g: (g.simple[0], g.complex[0]))
+        return AlignmentResult(groups, similarity, mask, paragraph_groups, chosen, marginals)
+
+    def _paragraph_groups(self, similarity: np.ndarray, simple_par: np.ndarray, complex_par: np.ndarray) -> list[ParagraphGroup]:
+        k, l = int(simple_par.max()) + 1, int(complex_par.max()) + 1
+        if self.config.paragraph_variant == "none" or k == 1 or l == 1:
+            return [ParagraphGroup(tuple(range(k)), tuple(range(l)))]
+        if self.config.paragraph_variant == "newsela":
+            return align_paragraphs_newsela(similarity, simple_par, complex_par, self.config.newsela)
+        return align_paragraphs_wikipedia(similarity, simple_par, complex_par, self.config.wikipedia)
+
+    def _decode_block(self, block: np.ndarray) -> tuple[list[tuple[list[int], list[int]]], list[list[int]], np.ndarray]:
+        """Viterbi groups, chosen spans (local column indices) and chosen-state marginals (r,) of one block (r, c)."""
+        sim = torch.as_tensor(self.config.emission_scale * block, dtype=torch.float32, device=self.device)  # (r, c)
+        with torch.no_grad():
+            emissions = self.crf.emissions(sim)  # (r, K+1)
+            transitions = chunked_transitions(self.crf, block.shape[1])  # (K+1, K+1)
+            states = viterbi(emissions, transitions)  # r states
+            state_marginals = forward_backward_marginals(emissions, transitions)  # (r, K+1)
+        starts, ends = self.crf.states(block.shape[1])  # (K,), (K,)
+        picked = state_marginals[torch.arange(len(states)), torch.as_tensor(states)].cpu().numpy()  # (r,)
+        spans = [[] if s == 0 else list(range(int(starts[s - 1]), int(ends[s - 1]))) for s in states]
+        return states_to_groups(states, starts, ends), spans, picked.astype(np.float32)
+
+    def _labelled(self, complex_ids: list[int], simple_ids: list[int], marginals: np.ndarray) -> AlignmentGroup:
+        score = float(np.mean(marginals[simple_ids]))
+        label = "partial" if score < self.config.partial_threshold else "aligned"
+        return AlignmentGroup(complex=tuple(complex_ids), simple=tuple(simple_ids), label=label, score=score)
+
+    # ----- persistence --------------------------------------------------------------------
+
+    def save(self, directory: str | Path) -> None:
+        """Write config.json, crf.pt (the CRF state_dict) and checksums.json (sha256 of both)."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2) + "\n", encoding="utf-8")
+        state = {name: tensor.detach().cpu() for name, tensor in self.crf.state_dict().items()}
+        torch.save(state, directory / "crf.pt")
+        checksums = {name: _sha256(directory / name) for name in MODEL_FILES}
+        (directory / "checksums.json").write_text(json.dumps(checksums, indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: str | Path, *, device: str | None = None, seed: int = 0) -> Aligner:
+        """Rebuild a saved aligner; ValueError naming the file when one is missing, altered or unreadable.
+
+        ``device`` overrides the saved config's device (None keeps it).
+        """
+        directory = Path(directory)
+        checksums_path = directory / "checksums.json"
+        for path in (checksums_path, *(directory / name for name in MODEL_FILES)):
+            if not path.is_file():
+                raise ValueError(f"{path}: missing from the saved aligner directory")
+        try:
+            checksums = json.loads(checksums_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise ValueError(f"{checksums_path}: not valid JSON ({error})") from None
+        for name in MODEL_FILES:
+            if not isinstance(checksums, dict) or checksums.get(name) != _sha256(directory / name):
+                raise ValueError(f"{directory / name}: checksum mismatch with {checksums_path}; the file was altered")
+        config_path = directory / "config.json"
+        try:
+            config_data = json.loads(config_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise ValueError(f"{config_path}: not valid JSON ({error})") from None
+        try:
+            config = AlignerConfig.from_dict(config_data)
+        except ValueError as error:
+            raise ValueError(f"{config_path}: {error}") from None
+        if device is not None:
+            config = AlignerConfig.from_dict({**config.to_dict(), "device": device})
+        aligner = cls(config, seed=seed)
+        crf_path = directory / "crf.pt"
+        try:
+            state = torch.load(crf_path, map_location="cpu", weights_only=True)
+            aligner.crf.load_state_dict(state)
+        except Exception as error:  # noqa: BLE001 - any unpickling or shape error means a bad file
+            raise ValueError(f"{crf_path}: not a CRF state_dict for this config ({error})") from None
+        aligner.crf.to(aligner.device).eval()
+        return aligner
+
+
+# ----- memory-lean CRF inference ------------------------------------------------------------
+# These belong in crf.py, which is owned elsewhere; they compute exactly what NeuralCRF.decode /
+# .marginals compute, with less memory. NeuralCRF.transitions runs the FFNN on all (K+1)^2
+# state pairs at once, a (K+1, K+1, hidden) tensor (512 MB for 2000 states), and its Viterbi
+# reduces over a strided axis (measured: 62 s and 16 GB peak for 2000 x 2000 states on CPU;
+# these helpers: ~7 s and the (K+1, K+1) table only).
+
+TRANSITION_CHUNK_ROWS = 256
+
+
+def chunked_transitions(crf: NeuralCRF, n: int) -> torch.Tensor:
+    """``crf.transitions(n)`` computed ``TRANSITION_CHUNK_ROWS`` previous states at a time: (K+1, K+1)."""
+    device = crf.null_emission.device
+    starts, ends = (torch.as_tensor(a, device=device) for a in crf.states(n))  # (K,), (K,)
+    features = transition_features(starts, ends).to(crf.null_emission.dtype)  # (K+1, K+1, 4), 16 bytes a pair
+    rows = []
+    for start in range(0, features.shape[0], TRANSITION_CHUNK_ROWS):
+        hidden = torch.tanh(crf.transition_hidden(features[start : start + TRANSITION_CHUNK_ROWS]))  # (chunk, K+1, h)
+        rows.append(crf.transition_out(hidden).squeeze(-1))  # (chunk, K+1)
+    return torch.cat(rows)  # (K+1, K+1)
+
+
+def viterbi(emissions: torch.Tensor, transitions: torch.Tensor) -> list[int]:
+    """Best state sequence for emissions (m, K+1) and transitions (K+1 prev, K+1 cur), from a virtual null start."""
+    incoming = transitions.t().contiguous()  # (K+1 cur, K+1 prev): reduce over the contiguous axis
+    best = transitions[0] + emissions[0]  # (K+1,)
+    backpointers = []
+    for i in range(1, emissions.shape[0]):
+        scores, previous = (incoming + best[None, :]).max(dim=1)  # (K+1,), (K+1,)
+        best = scores + emissions[i]
+        backpointers.append(previous.to(torch.int32))  # (K+1,)
+    path = [int(best.argmax())]
+    for previous in reversed(backpointers):
+        path.append(int(previous[path[-1]]))
+    return path[::-1]
+
+
+def forward_backward_marginals(emissions: torch.Tensor, transitions: torch.Tensor) -> torch.Tensor:
+    """``P(a_i = k)`` for emissions (m, K+1) and transitions (K+1, K+1): (m, K+1), rows sum to 1."""
+    incoming = transitions.t().contiguous()  # (K+1 cur, K+1 prev): reduce over the contiguous axis
+    alpha = transitions[0] + emissions[0]  # (K+1,)
+    alphas = [alpha]
+    for i in range(1, emissions.shape[0]):
+        alpha = torch.logsumexp(incoming + alpha[None, :], dim=1) + emissions[i]  # (K+1,)
+        alphas.append(alpha)
+    beta = torch.zeros_like(emissions[0])  # (K+1,)
+    betas = [beta]
+    for i in range(emissions.shape[0] - 1, 0, -1):
+        beta = torch.logsumexp(transitions + (emissions[i] + beta)[None, :], dim=1)  # (K+1,)
+        betas.append(beta)
+    log_z = torch.logsumexp(alphas[-1], dim=0)
+    return torch.exp(torch.stack(alphas) + torch.stack(betas[::-1]) - log_z)  # (m, K+1)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _paragraph_list(paragraphs: Sequence[int] | None, count: int, side: str) -> np.ndarray:
+    """Paragraph index per sentence as (count,) int64; None means one paragraph."""
+    if paragraphs is None:
+        return np.zeros(count, dtype=np.int64)
+    values = np.asarray(list(paragraphs), dtype=np.int64)  # (count,)
+    if values.shape != (count,):
+        raise ValueError(f"{side}_paragraphs has {values.size} entries for {count} {side} sentences")
+    if count and (values.min() < 0 or np.any(np.diff(values) < 0)):
+        raise ValueError(f"{side}_paragraphs must be non-negative and non-decreasing, got {values.tolist()[:20]}")
+    return values
+
+
+def _blocks(
+    paragraph_groups: Sequence[ParagraphGroup], simple_par: np.ndarray, complex_par: np.ndarray, mask: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(simple rows, complex columns) to decode together: one block per paragraph group.
+
+    When two groups share a simple paragraph (the merge step should prevent it), each
+    simple sentence must still get one state, so everything falls back to a single block
+    over the whole masked matrix.
+    """
+    blocks = []
+    seen_rows: set[int] = set()
+    for group in paragraph_groups:
+        rows = np.flatnonzero(np.isin(simple_par, list(group.simple)))  # (r,)
+        cols = np.flatnonzero(np.isin(complex_par, list(group.complex)))  # (c,)
+        if rows.size == 0 or cols.size == 0:
+            continue
+        if seen_rows & set(rows.tolist()):
+            return [(np.arange(mask.shape[0]), np.arange(mask.shape[1]))]
+        seen_rows.update(rows.tolist())
+        blocks.append((rows, cols))
+    return blocks

@@ -1,0 +1,189 @@
+"""``python -m models_ml`` as a subprocess: align's JSONL contract, bad input, evaluate's figures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+COMPLEX_TEXT = """The city council approved a new budget for public parks on Tuesday.
+The mayor said the money would pay for new playgrounds and trees.
+
+The river flooded several farms in the northern valley last spring.
+Many farmers lost their crops.
+"""
+SIMPLE_TEXT = """The city council agreed on a new budget for parks.
+The mayor said the money is for playgrounds.
+It will also pay for trees.
+
+Last spring the river flooded farms in the north and many farmers lost their crops.
+"""
+
+
+def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "models_ml", *map(str, args)],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def documents(tmp_path: Path) -> tuple[Path, Path]:
+    complex_path, simple_path = tmp_path / "complex.txt", tmp_path / "simple.txt"
+    complex_path.write_text(COMPLEX_TEXT, encoding="utf-8")
+    simple_path.write_text(SIMPLE_TEXT, encoding="utf-8")
+    return complex_path, simple_path
+
+
+def test_align_writes_contract_jsonl(documents: tuple[Path, Path], tmp_path: Path) -> None:
+    complex_path, simple_path = documents
+    output = tmp_path / "out.jsonl"
+    completed = run_cli("align", "--complex", complex_path, "--simple", simple_path, "--output", output, "--device", "cpu")
+    assert completed.returncode == 0, completed.stderr
+    records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    for record in records:
+        assert set(record) == {"complex", "simple", "label", "score"}
+        assert record["label"] in ("aligned", "partial")
+        assert isinstance(record["score"], float)
+    assert [(r["complex"], r["simple"]) for r in records] == [([0], [0]), ([1], [1, 2]), ([2, 3], [3])]
+
+
+def test_align_with_saved_model_and_lexical_config(documents: tuple[Path, Path], tmp_path: Path) -> None:
+    """--config builds an untrained aligner; the same settings saved as a model give the same output."""
+    from models_ml.aligner import Aligner, AlignerConfig
+
+    complex_path, simple_path = documents
+    config = AlignerConfig(measure="jaccard", device="cpu", null_score=0.1)
+    config_path = tmp_path / "config.json"
+    config_path.write_text(json.dumps(config.to_dict()), encoding="utf-8")
+    Aligner(config).save(tmp_path / "model")
+    from_config, from_model = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first = run_cli("align", "--complex", complex_path, "--simple", simple_path, "--output", from_config, "--config", config_path)
+    second = run_cli("align", "--complex", complex_path, "--simple", simple_path, "--output", from_model, "--model", tmp_path / "model")
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert from_config.read_text() == from_model.read_text() != ""
+
+
+@pytest.mark.parametrize("problem", ["missing", "empty", "undecodable"])
+def test_align_rejects_bad_sentence_file_naming_it(problem: str, documents: tuple[Path, Path], tmp_path: Path) -> None:
+    complex_path, _ = documents
+    bad = tmp_path / f"{problem}.txt"
+    if problem == "empty":
+        bad.write_text("\n\n", encoding="utf-8")
+    elif problem == "undecodable":
+        bad.write_bytes(b"caf\xe9 au lait\n")
+    completed = run_cli("align", "--complex", complex_path, "--simple", bad, "--output", tmp_path / "out.jsonl")
+    assert completed.returncode != 0
+    assert str(bad) in completed.stderr
+    assert len(completed.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [("{not json", "not valid JSON"), ('{"treshold": 1}', "treshold"), ('{"measure": "bleu"}', "bleu")],
+)
+def test_align_rejects_bad_config_naming_it(content: str, expected: str, documents: tuple[Path, Path], tmp_path: Path) -> None:
+    complex_path, simple_path = documents
+    config_path = tmp_path / "bad-config.json"
+    config_path.write_text(content, encoding="utf-8")
+    completed = run_cli(
+        "align", "--complex", complex_path, "--simple", simple_path, "--output", tmp_path / "o.jsonl", "--config", config_path
+    )
+    assert completed.returncode != 0
+    assert str(config_path) in completed.stderr and expected in completed.stderr
+
+
+def test_evaluate_prints_both_tasks_at_both_levels(tmp_path: Path) -> None:
+    gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
+    gold.write_text(
+        '{"complex": [0], "simple": [0], "label": "aligned"}\n'
+        '{"complex": [1], "simple": [1, 2], "label": "aligned"}\n'
+        '{"complex": [2], "simple": [3], "label": "partial"}\n',
+        encoding="utf-8",
+    )
+    pred.write_text(
+        '{"complex": [0], "simple": [0], "label": "aligned", "score": 0.9}\n'
+        '{"complex": [1], "simple": [1], "label": "aligned", "score": 0.8}\n'
+        '{"complex": [2], "simple": [3], "label": "aligned", "score": 0.7}\n',
+        encoding="utf-8",
+    )
+    completed = run_cli("evaluate", "--gold", gold, "--pred", pred, "--json")
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    figures = {
+        (level, task): (report[level][task]["tp"], report[level][task]["fp"], report[level][task]["fn"])
+        for level in ("sentence", "group")
+        for task in ("task1", "task2")
+    }
+    # Gold pairs: (0,0) (1,1) (2,1) aligned, (3,2) partial; predicted: (0,0) (1,1) (3,2) all aligned.
+    assert figures == {
+        ("sentence", "task1"): (3, 0, 1),
+        ("sentence", "task2"): (2, 1, 1),
+        ("group", "task1"): (2, 1, 1),
+        ("group", "task2"): (1, 2, 1),
+    }
+    table = run_cli("evaluate", "--gold", gold, "--pred", pred)
+    assert table.returncode == 0
+    rows = [line.split() for line in table.stdout.splitlines() if line.startswith(("sentence", "group"))]
+    assert [(r[0], r[1], r[4]) for r in rows] == [
+        ("sentence", "1", "0.8571"),
+        ("sentence", "2", "0.6667"),
+        ("group", "1", "0.6667"),
+        ("group", "2", "0.4000"),
+    ]
+
+
+def test_evaluate_rejects_missing_gold_file(tmp_path: Path) -> None:
+    pred = tmp_path / "pred.jsonl"
+    pred.write_text("", encoding="utf-8")
+    completed = run_cli("evaluate", "--gold", tmp_path / "nope.jsonl", "--pred", pred)
+    assert completed.returncode != 0 and "nope.jsonl" in completed.stderr
+
+
+def test_help_says_train_comes_later() -> None:
+    completed = run_cli("--help")
+    assert completed.returncode == 0 and "train" in completed.stdout
+
+
+def test_evaluate_deplain_corpus_with_prediction_directory(tmp_path: Path) -> None:
+    """Pair 7 has a prediction file, pair 8 none (an empty prediction); counts are summed over both."""
+    documents = tmp_path / "documents.csv"
+    documents.write_text(
+        "original,simplification,pair_id,license\n"
+        "Anna lacht.|||Bert weint.|||Clara singt.,Anna ist froh.|||Bert ist traurig.|||Er weint.|||Clara singt.,7,CC\n"
+        "Eins.|||Zwei.,Eins.,8,CC\n",
+        encoding="utf-8",
+    )
+    alignments = tmp_path / "alignments.csv"
+    alignments.write_text(
+        "original,simplification,original_id,simplification_id,pair_id,rater,alignment\n"
+        "Anna lacht.,Anna ist froh.,7-1-0-0,7-0-0-0,7,1,aligned\n"
+        "Bert weint.,Bert ist traurig. Er weint.,7-1-0-1,7-0-0-1|7-0-0-2,7,1,aligned\n"
+        "Clara singt.,Clara singt.,7-1-1-0,7-0-1-0,7,1,identical\n",
+        encoding="utf-8",
+    )
+    predictions = tmp_path / "pred"
+    predictions.mkdir()
+    (predictions / "7.jsonl").write_text(
+        '{"complex": [0], "simple": [0], "label": "aligned", "score": 1.0}\n'
+        '{"complex": [1], "simple": [1], "label": "aligned", "score": 1.0}\n',
+        encoding="utf-8",
+    )
+    completed = run_cli(
+        "evaluate", "--gold-format", "deplain", "--gold-documents", documents,
+        "--gold-alignments", alignments, "--pred-dir", predictions, "--json",
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    assert report["documents"] == 2
+    assert (report["sentence"]["task1"]["tp"], report["sentence"]["task1"]["fn"]) == (2, 2)
+    assert (report["group"]["task1"]["tp"], report["group"]["task1"]["fp"], report["group"]["task1"]["fn"]) == (1, 1, 2)
