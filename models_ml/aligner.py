@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from models_ml.crf import CRFConfig, NeuralCRF, states_to_groups, transition_features
+from models_ml.crf import CRFConfig, NeuralCRF, states_to_groups
 from models_ml.encoders import DEFAULT_ENCODER
 from models_ml.io import AlignmentGroup
 from models_ml.paragraphs import (
@@ -58,7 +58,7 @@ from models_ml.paragraphs import (
 )
 from models_ml.similarity import MEASURE_BUILDERS, SimilarityMeasure, build_measure
 
-__all__ = ["Aligner", "AlignerConfig", "AlignmentResult", "chunked_transitions", "forward_backward_marginals", "viterbi"]
+__all__ = ["Aligner", "AlignerConfig", "AlignmentResult"]
 
 PARAGRAPH_VARIANTS = ("none", "newsela", "wikipedia")
 LEXICAL_MEASURES = frozenset({"jaccard", "tfidf_cosine", "char3_tfidf_cosine"})  # need no encoder
@@ -264,10 +264,7 @@ class Aligner:
         """Viterbi groups, chosen spans (local column indices) and chosen-state marginals (r,) of one block (r, c)."""
         sim = torch.as_tensor(self.config.emission_scale * block, dtype=torch.float32, device=self.device)  # (r, c)
         with torch.no_grad():
-            emissions = self.crf.emissions(sim)  # (r, K+1)
-            transitions = chunked_transitions(self.crf, block.shape[1])  # (K+1, K+1)
-            states = viterbi(emissions, transitions)  # r states
-            state_marginals = forward_backward_marginals(emissions, transitions)  # (r, K+1)
+            states, state_marginals = self.crf.decode_with_marginals(sim)  # r states, (r, K+1)
         starts, ends = self.crf.states(block.shape[1])  # (K,), (K,)
         picked = state_marginals[torch.arange(len(states)), torch.as_tensor(states)].cpu().numpy()  # (r,)
         spans = [[] if s == 0 else list(range(int(starts[s - 1]), int(ends[s - 1]))) for s in states]
@@ -336,53 +333,6 @@ class Aligner:
 # state pairs at once, a (K+1, K+1, hidden) tensor (512 MB for 2000 states), and its Viterbi
 # reduces over a strided axis (measured: 62 s and 16 GB peak for 2000 x 2000 states on CPU;
 # these helpers: ~7 s and the (K+1, K+1) table only).
-
-TRANSITION_CHUNK_ROWS = 256
-
-
-def chunked_transitions(crf: NeuralCRF, n: int) -> torch.Tensor:
-    """``crf.transitions(n)`` computed ``TRANSITION_CHUNK_ROWS`` previous states at a time: (K+1, K+1)."""
-    device = crf.null_emission.device
-    starts, ends = (torch.as_tensor(a, device=device) for a in crf.states(n))  # (K,), (K,)
-    features = transition_features(starts, ends).to(crf.null_emission.dtype)  # (K+1, K+1, 4), 16 bytes a pair
-    rows = []
-    for start in range(0, features.shape[0], TRANSITION_CHUNK_ROWS):
-        hidden = torch.tanh(crf.transition_hidden(features[start : start + TRANSITION_CHUNK_ROWS]))  # (chunk, K+1, h)
-        rows.append(crf.transition_out(hidden).squeeze(-1))  # (chunk, K+1)
-    return torch.cat(rows)  # (K+1, K+1)
-
-
-def viterbi(emissions: torch.Tensor, transitions: torch.Tensor) -> list[int]:
-    """Best state sequence for emissions (m, K+1) and transitions (K+1 prev, K+1 cur), from a virtual null start."""
-    incoming = transitions.t().contiguous()  # (K+1 cur, K+1 prev): reduce over the contiguous axis
-    best = transitions[0] + emissions[0]  # (K+1,)
-    backpointers = []
-    for i in range(1, emissions.shape[0]):
-        scores, previous = (incoming + best[None, :]).max(dim=1)  # (K+1,), (K+1,)
-        best = scores + emissions[i]
-        backpointers.append(previous.to(torch.int32))  # (K+1,)
-    path = [int(best.argmax())]
-    for previous in reversed(backpointers):
-        path.append(int(previous[path[-1]]))
-    return path[::-1]
-
-
-def forward_backward_marginals(emissions: torch.Tensor, transitions: torch.Tensor) -> torch.Tensor:
-    """``P(a_i = k)`` for emissions (m, K+1) and transitions (K+1, K+1): (m, K+1), rows sum to 1."""
-    incoming = transitions.t().contiguous()  # (K+1 cur, K+1 prev): reduce over the contiguous axis
-    alpha = transitions[0] + emissions[0]  # (K+1,)
-    alphas = [alpha]
-    for i in range(1, emissions.shape[0]):
-        alpha = torch.logsumexp(incoming + alpha[None, :], dim=1) + emissions[i]  # (K+1,)
-        alphas.append(alpha)
-    beta = torch.zeros_like(emissions[0])  # (K+1,)
-    betas = [beta]
-    for i in range(emissions.shape[0] - 1, 0, -1):
-        beta = torch.logsumexp(transitions + (emissions[i] + beta)[None, :], dim=1)  # (K+1,)
-        betas.append(beta)
-    log_z = torch.logsumexp(alphas[-1], dim=0)
-    return torch.exp(torch.stack(alphas) + torch.stack(betas[::-1]) - log_z)  # (m, K+1)
-
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()

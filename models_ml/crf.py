@@ -57,6 +57,9 @@ class CRFConfig:
             raise ValueError(f"CRFConfig.hidden_size must be >= 1, got {self.hidden_size}")
 
 
+TRANSITION_CHUNK_ROWS = 256  # previous states per FFNN call in NeuralCRF.transitions
+
+
 def span_states(n: int, max_span: int) -> tuple[np.ndarray, np.ndarray]:
     """Spans ``[start, end)`` over n complex sentences: ``starts (K,), ends (K,)``, length-major.
 
@@ -203,11 +206,19 @@ class NeuralCRF(nn.Module):
         return torch.cat(columns, dim=1)  # (m, K+1)
 
     def transitions(self, n: int) -> torch.Tensor:
-        """``T[prev, cur]`` for every state pair over n complex sentences: (K+1, K+1), one FFNN call."""
+        """``T[prev, cur]`` for every state pair over n complex sentences: (K+1, K+1).
+
+        The FFNN runs over ``TRANSITION_CHUNK_ROWS`` previous states at a time: its hidden
+        layer for all pairs at once is (K+1)^2 x hidden floats, 16 GB for a 2,000-sentence
+        document with spans up to 3.
+        """
         starts, ends = (torch.as_tensor(a, device=self.null_emission.device) for a in self.states(n))
         features = transition_features(starts, ends).to(self.null_emission.dtype)  # (K+1, K+1, 4)
-        hidden = torch.tanh(self.transition_hidden(features))  # (K+1, K+1, hidden)
-        return self.transition_out(hidden).squeeze(-1)  # (K+1, K+1)
+        rows = []
+        for start in range(0, features.shape[0], TRANSITION_CHUNK_ROWS):
+            hidden = torch.tanh(self.transition_hidden(features[start : start + TRANSITION_CHUNK_ROWS]))  # (chunk, K+1, h)
+            rows.append(self.transition_out(hidden).squeeze(-1))  # (chunk, K+1)
+        return torch.cat(rows)  # (K+1, K+1)
 
     # ----- the pytorch-crf interface ------------------------------------------------------
 
@@ -245,6 +256,16 @@ class NeuralCRF(nn.Module):
         with torch.no_grad():
             emissions = self.emissions(sim)  # (m, K+1)
             return self._viterbi(emissions, self.transitions(sim.shape[1]))
+
+    def decode_with_marginals(self, sim: torch.Tensor) -> tuple[list[int], torch.Tensor]:
+        """:meth:`decode` and :meth:`marginals` from one computation of emissions and transitions."""
+        with torch.no_grad():
+            emissions = self.emissions(sim)  # (m, K+1)
+            transitions = self.transitions(sim.shape[1])  # (K+1, K+1)
+            alphas = self._forward_alphas(emissions, transitions)  # (m, K+1)
+            betas = self._backward_betas(emissions, transitions)  # (m, K+1)
+            marginals = torch.exp(alphas + betas - torch.logsumexp(alphas[-1], dim=0))  # (m, K+1)
+            return self._viterbi(emissions, transitions), marginals
 
     def groups(self, states: Sequence[int], n: int) -> list[Group]:
         """Alignment groups of a decoded sequence over n complex sentences (see :func:`states_to_groups`)."""
@@ -299,19 +320,17 @@ class NeuralCRF(nn.Module):
 
     def _viterbi(self, emissions: torch.Tensor, transitions: torch.Tensor) -> list[int]:
         assert emissions.dim() == 2 and transitions.shape == (emissions.shape[1], emissions.shape[1])
+        incoming = transitions.t().contiguous()  # (K+1 cur, K+1 prev): reduce over the contiguous axis
         best = transitions[0] + emissions[0]  # (K+1,)
         backpointers = []
         for i in range(1, emissions.shape[0]):
-            candidates = best[:, None] + transitions  # (K+1 prev, K+1 cur)
-            best, previous = candidates.max(dim=0)  # (K+1,), (K+1,)
+            best, previous = (incoming + best[None, :]).max(dim=1)  # (K+1,), (K+1,)
             best = best + emissions[i]
-            backpointers.append(previous)
+            backpointers.append(previous.to(torch.int32))  # half the memory of int64 for long documents
         path = [int(best.argmax())]
         for previous in reversed(backpointers):
             path.append(int(previous[path[-1]]))
         return path[::-1]
-
-    # ----- validation -------------------------------------------------------------------
 
     def _check_sim(self, sim: torch.Tensor) -> torch.Tensor:
         if not isinstance(sim, torch.Tensor):

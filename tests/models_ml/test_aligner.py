@@ -151,27 +151,6 @@ def test_two_thousand_sentences_per_side_in_paragraphs() -> None:
     assert _pairs(result.groups) == [((i,), (i,)) for i in range(2000)]
 
 
-def test_lean_crf_inference_matches_the_crf_module() -> None:
-    """aligner.py's memory-lean Viterbi / marginals agree with NeuralCRF on a random trained-looking CRF."""
-    import torch
-
-    from models_ml.aligner import (
-        chunked_transitions,
-        forward_backward_marginals,
-        viterbi,
-    )
-    from models_ml.crf import NeuralCRF
-
-    crf = NeuralCRF(CRFConfig(max_span=3), seed=3)
-    sim = torch.rand(7, 300, generator=torch.Generator().manual_seed(1)) * 4  # (m, n)
-    with torch.no_grad():
-        transitions = chunked_transitions(crf, 300)  # (K+1, K+1), more rows than one chunk
-        emissions = crf.emissions(sim)  # (m, K+1)
-        assert torch.allclose(transitions, crf.transitions(300), atol=1e-6)
-        assert viterbi(emissions, transitions) == crf.decode(sim)
-        assert torch.allclose(forward_backward_marginals(emissions, transitions), crf.marginals(sim), atol=1e-5)
-
-
 def test_thousand_sentences_without_paragraph_breaks() -> None:
     """One 1000 x 1000 block (max_span=1): the lean CRF inference keeps it to the (K+1)^2 table.
 

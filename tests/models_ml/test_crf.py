@@ -283,3 +283,17 @@ def test_bad_input_raises_value_error(sim: object, gold: list[int], message: str
 def test_bad_arguments_raise_value_error(call) -> None:
     with pytest.raises(ValueError):
         call()
+
+
+def test_chunked_transitions_and_joint_decoding_match_the_plain_computation() -> None:
+    """More previous states than one FFNN chunk; decode_with_marginals equals decode + marginals."""
+    crf = NeuralCRF(CRFConfig(max_span=3), seed=3)
+    sim = torch.rand(7, 300, generator=torch.Generator().manual_seed(1)) * 4  # (m, n): 897 states
+    starts, ends = (torch.as_tensor(a) for a in crf.states(300))
+    with torch.no_grad():
+        features = transition_features(starts, ends).to(crf.null_emission.dtype)  # (K+1, K+1, 4)
+        unchunked = crf.transition_out(torch.tanh(crf.transition_hidden(features))).squeeze(-1)  # (K+1, K+1)
+        assert torch.allclose(crf.transitions(300), unchunked, atol=1e-6)
+        states, marginals = crf.decode_with_marginals(sim)
+        assert states == crf.decode(sim)
+        assert torch.allclose(marginals, crf.marginals(sim), atol=1e-5)
