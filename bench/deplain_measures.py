@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO_ROOT))
 import numpy as np
 
 from models_ml.evaluate import EvaluationReport, evaluate_pairs, pair_labels_from_groups, threshold_sweep
-from models_ml.io import AlignmentGroup, GoldPair, read_deplain
+from models_ml.io import AlignmentGroup, GoldPair, connected_groups, read_deplain
 from models_ml.similarity import build_measure
 
 DEPLAIN = REPO_ROOT.parent / "shared" / "data" / "deplain-web-dev"
@@ -44,24 +44,8 @@ PUBLISHED_MASSALIGN = (0.819, 0.509, 0.628)
 
 def groups_from_links(matrix: np.ndarray, threshold: float) -> list[AlignmentGroup]:
     """Link every (simple j, complex i) scoring >= threshold; connected components become groups."""
-    parent: dict[tuple[str, int], tuple[str, int]] = {}
-
-    def find(node: tuple[str, int]) -> tuple[str, int]:
-        parent.setdefault(node, node)
-        while parent[node] != node:
-            parent[node] = parent[parent[node]]
-            node = parent[node]
-        return node
-
-    for j, i in zip(*np.nonzero(matrix >= threshold)):
-        parent[find(("s", int(j)))] = find(("c", int(i)))
-    components: dict[tuple[str, int], list[tuple[str, int]]] = {}
-    for node in list(parent):
-        components.setdefault(find(node), []).append(node)
-    return [
-        AlignmentGroup(complex=tuple(i for side, i in nodes if side == "c"), simple=tuple(j for side, j in nodes if side == "s"))
-        for nodes in components.values()
-    ]
+    links = [(int(i), int(j), "aligned") for j, i in zip(*np.nonzero(matrix >= threshold))]
+    return connected_groups(links)
 
 
 def cross_validate(pairs: list[GoldPair], matrices: list[np.ndarray], folds: int, seed: int) -> tuple[EvaluationReport, list[float]]:

@@ -73,7 +73,7 @@ class GoldPair:
     simple_paragraphs: list[int] | None
 
 
-def _connected_groups(links: Iterable[tuple[int, int, str]]) -> list[AlignmentGroup]:
+def connected_groups(links: Iterable[tuple[int, int, str]]) -> list[AlignmentGroup]:
     """Merge 1:1 (complex, simple, label) links into n:m groups by connected components.
 
     A component is "partial" if any of its links is partial. Groups are ordered by their
@@ -182,7 +182,7 @@ def read_wiki_manual_tsv(path: str | Path) -> list[GoldPair]:
     for (c_article, c_level, s_article, s_level), (complex_doc, simple_doc, links) in documents.items():
         complex_sentences, complex_paragraphs, complex_index = complex_doc.ordered()
         simple_sentences, simple_paragraphs, simple_index = simple_doc.ordered()
-        groups = _connected_groups((complex_index[c], simple_index[s], label) for c, s, label in links)
+        groups = connected_groups((complex_index[c], simple_index[s], label) for c, s, label in links)
         pairs.append(
             GoldPair(
                 pair_id=f"{c_article}-{c_level}|{s_article}-{s_level}",
