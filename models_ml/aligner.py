@@ -17,7 +17,11 @@ Pipeline of :meth:`Aligner.align` for m simple and n complex sentences:
    Decoding blocks instead of the whole masked matrix gives the same answer for pairs that
    lie in one block, and keeps the CRF's O(m K^2) cost and (K+1)^2 transition table small:
    a 2000-sentence document in paragraphs of ~20 sentences is 100 small CRFs, not one
-   with 2000 x 3 span states. Simple sentences in no block are unaligned.
+   with 2000 x 3 span states. Simple sentences in no block are unaligned. A block with more
+   than ``dense_state_limit`` CRF states (about 500 complex sentences with spans up to 3)
+   is decoded on a pruned lattice (:mod:`models_ml.crf_pruned`: null + the ``beam`` best
+   spans per simple sentence), so a 2,000 x 2,000 document without paragraph breaks costs
+   O(m * beam^2) time and O(m * n) memory, not a (3n)^2 transition table.
 4. Turn Viterbi states into groups (:func:`models_ml.crf.states_to_groups`) and score each
    group by the mean CRF marginal of its simple sentences' chosen states. A group is
    "partial" when that score is below ``partial_threshold``, else "aligned".
@@ -46,6 +50,7 @@ import numpy as np
 import torch
 
 from models_ml.crf import CRFConfig, NeuralCRF, states_to_groups
+from models_ml.crf_pruned import decode_pruned
 from models_ml.encoders import DEFAULT_ENCODER
 from models_ml.io import AlignmentGroup
 from models_ml.paragraphs import (
@@ -91,6 +96,8 @@ class AlignerConfig:
     partial_threshold: a group whose score (mean CRF marginal of its simple sentences'
         chosen states) is below this is labelled "partial", otherwise "aligned".
     masked_similarity: similarity given to pairs outside aligned paragraphs.
+    dense_state_limit: blocks with more CRF states than this are decoded on a pruned lattice.
+    beam: span states kept per simple sentence on the pruned lattice.
     """
 
     encoder: str = DEFAULT_ENCODER
@@ -105,6 +112,8 @@ class AlignerConfig:
     span_bonus: float = 0.12
     partial_threshold: float = 0.5
     masked_similarity: float = -1.0
+    dense_state_limit: int = 1500
+    beam: int = 32
 
     def __post_init__(self) -> None:
         if self.measure not in MEASURE_BUILDERS:
@@ -117,6 +126,8 @@ class AlignerConfig:
             raise ValueError(f"emission_scale must be > 0, got {self.emission_scale}")
         if not 0.0 <= self.partial_threshold <= 1.0:
             raise ValueError(f"partial_threshold must lie in [0, 1], got {self.partial_threshold}")
+        if self.beam < 1 or self.dense_state_limit < 1:
+            raise ValueError(f"beam and dense_state_limit must be >= 1, got {self.beam} and {self.dense_state_limit}")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict; nested configs become nested dicts."""
@@ -163,6 +174,8 @@ class AlignmentResult:
         span, in document indices); empty for the null state.
     state_marginals: (m,) float32 CRF marginal of each simple sentence's chosen state
         (for the null state too; 1.0 for sentences outside every paragraph group).
+    pair_marginals: (m, n) float32, P(simple j's state covers complex i): the CRF's belief
+        in each pair, summed over the span states containing i; 0 outside every block.
     """
 
     groups: list[AlignmentGroup]
@@ -171,6 +184,7 @@ class AlignmentResult:
     paragraph_groups: list[ParagraphGroup]
     chosen_complex: list[tuple[int, ...]]
     state_marginals: np.ndarray
+    pair_marginals: np.ndarray
 
 
 class Aligner:
@@ -218,8 +232,14 @@ class Aligner:
         simple_sentences: Sequence[str],
         complex_paragraphs: Sequence[int] | None = None,
         simple_paragraphs: Sequence[int] | None = None,
+        *,
+        similarity: np.ndarray | None = None,
     ) -> AlignmentResult:
-        """Align one document pair; paragraph lists give each sentence's 0-based paragraph (None = one paragraph)."""
+        """Align one document pair; paragraph lists give each sentence's 0-based paragraph (None = one paragraph).
+
+        ``similarity`` (m, n) replaces the measure's scores when the caller has them already
+        (the app computes cosines from stored embeddings instead of re-encoding).
+        """
         n, m = len(complex_sentences), len(simple_sentences)
         complex_par = _paragraph_list(complex_paragraphs, n, "complex")  # (n,)
         simple_par = _paragraph_list(simple_paragraphs, m, "simple")  # (m,)
@@ -231,18 +251,23 @@ class Aligner:
                 paragraph_groups=[],
                 chosen_complex=[() for _ in range(m)],
                 state_marginals=np.ones(m, dtype=np.float32),
+                pair_marginals=np.zeros((m, n), dtype=np.float32),
             )
-        similarity = np.asarray(self.measure.score(list(simple_sentences), list(complex_sentences)), dtype=np.float32)
+        if similarity is None:
+            similarity = self.measure.score(list(simple_sentences), list(complex_sentences))
+        similarity = np.asarray(similarity, dtype=np.float32)
         if similarity.shape != (m, n):
-            raise ValueError(f"measure {self.config.measure!r} returned shape {similarity.shape}, expected {(m, n)}")
+            raise ValueError(f"similarity for measure {self.config.measure!r} has shape {similarity.shape}, expected {(m, n)}")
         paragraph_groups = self._paragraph_groups(similarity, simple_par, complex_par)
         mask = sentence_pair_mask(paragraph_groups, simple_par, complex_par)  # (m, n)
         chosen: list[tuple[int, ...]] = [() for _ in range(m)]
         marginals = np.ones(m, dtype=np.float32)  # (m,)
+        pair_marginals = np.zeros((m, n), dtype=np.float32)  # (m, n)
         raw_groups: list[tuple[list[int], list[int]]] = []
         for rows, cols in _blocks(paragraph_groups, simple_par, complex_par, mask):
             block = np.where(mask[np.ix_(rows, cols)], similarity[np.ix_(rows, cols)], self.config.masked_similarity)
-            local_groups, local_chosen, local_marginals = self._decode_block(block)  # block: (len(rows), len(cols))
+            local_groups, local_chosen, local_marginals, local_pairs = self._decode_block(block)  # block: (len(rows), len(cols))
+            pair_marginals[np.ix_(rows, cols)] = local_pairs
             for complex_local, simple_local in local_groups:
                 raw_groups.append(([int(cols[c]) for c in complex_local], [int(rows[s]) for s in simple_local]))
             for r, span in enumerate(local_chosen):
@@ -250,7 +275,7 @@ class Aligner:
                 marginals[rows[r]] = local_marginals[r]
         groups = [self._labelled(complex_ids, simple_ids, marginals) for complex_ids, simple_ids in raw_groups]
         groups.sort(key=lambda g: (g.simple[0], g.complex[0]))
-        return AlignmentResult(groups, similarity, mask, paragraph_groups, chosen, marginals)
+        return AlignmentResult(groups, similarity, mask, paragraph_groups, chosen, marginals, pair_marginals)
 
     def _paragraph_groups(self, similarity: np.ndarray, simple_par: np.ndarray, complex_par: np.ndarray) -> list[ParagraphGroup]:
         k, l = int(simple_par.max()) + 1, int(complex_par.max()) + 1
@@ -260,15 +285,25 @@ class Aligner:
             return align_paragraphs_newsela(similarity, simple_par, complex_par, self.config.newsela)
         return align_paragraphs_wikipedia(similarity, simple_par, complex_par, self.config.wikipedia)
 
-    def _decode_block(self, block: np.ndarray) -> tuple[list[tuple[list[int], list[int]]], list[list[int]], np.ndarray]:
-        """Viterbi groups, chosen spans (local column indices) and chosen-state marginals (r,) of one block (r, c)."""
+    def _decode_block(
+        self, block: np.ndarray
+    ) -> tuple[list[tuple[list[int], list[int]]], list[list[int]], np.ndarray, np.ndarray]:
+        """Viterbi groups, chosen spans (local columns), chosen-state marginals (r,) and pair marginals (r, c) of a block (r, c)."""
+        r, c = block.shape
         sim = torch.as_tensor(self.config.emission_scale * block, dtype=torch.float32, device=self.device)  # (r, c)
-        with torch.no_grad():
-            states, state_marginals = self.crf.decode_with_marginals(sim)  # r states, (r, K+1)
-        starts, ends = self.crf.states(block.shape[1])  # (K,), (K,)
-        picked = state_marginals[torch.arange(len(states)), torch.as_tensor(states)].cpu().numpy()  # (r,)
+        starts, ends = self.crf.states(c)  # (K,), (K,)
+        if len(starts) + 1 > self.config.dense_state_limit:
+            lattice = decode_pruned(self.crf, sim, self.config.beam)
+            states, candidates, candidate_marginals = lattice.states, lattice.candidates, lattice.marginals  # (r, C) each
+        else:
+            with torch.no_grad():
+                states, candidate_marginals = self.crf.decode_with_marginals(sim)  # r states, (r, K+1)
+            candidates = torch.arange(len(starts) + 1, device=sim.device).expand(r, -1)  # (r, K+1)
+        chosen_column = (candidates == torch.as_tensor(states, device=sim.device)[:, None]).float().argmax(dim=1)  # (r,)
+        picked = candidate_marginals[torch.arange(r), chosen_column].cpu().numpy()  # (r,)
         spans = [[] if s == 0 else list(range(int(starts[s - 1]), int(ends[s - 1]))) for s in states]
-        return states_to_groups(states, starts, ends), spans, picked.astype(np.float32)
+        pairs = _pair_marginals(candidates, candidate_marginals, starts, ends, c)
+        return states_to_groups(states, starts, ends), spans, picked.astype(np.float32), pairs
 
     def _labelled(self, complex_ids: list[int], simple_ids: list[int], marginals: np.ndarray) -> AlignmentGroup:
         score = float(np.mean(marginals[simple_ids]))
@@ -327,19 +362,30 @@ class Aligner:
         return aligner
 
 
-# ----- memory-lean CRF inference ------------------------------------------------------------
-# These belong in crf.py, which is owned elsewhere; they compute exactly what NeuralCRF.decode /
-# .marginals compute, with less memory. NeuralCRF.transitions runs the FFNN on all (K+1)^2
-# state pairs at once, a (K+1, K+1, hidden) tensor (512 MB for 2000 states), and its Viterbi
-# reduces over a strided axis (measured: 62 s and 16 GB peak for 2000 x 2000 states on CPU;
-# these helpers: ~7 s and the (K+1, K+1) table only).
-
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def _pair_marginals(
+    candidates: torch.Tensor, marginals: torch.Tensor, starts: np.ndarray, ends: np.ndarray, c: int
+) -> np.ndarray:
+    """Sum each sentence's state marginals over the complex sentences their spans cover: (r, c).
+
+    A difference array per row: +p at the span's start, -p at its end, then a running sum.
+    The null state has start = end = 0 and so contributes nothing.
+    """
+    device = candidates.device
+    first = torch.cat([torch.zeros(1, dtype=torch.long), torch.as_tensor(starts)]).to(device)  # (K+1,)
+    stop = torch.cat([torch.zeros(1, dtype=torch.long), torch.as_tensor(ends)]).to(device)  # (K+1,)
+    marginals = marginals.float()
+    diff = torch.zeros(candidates.shape[0], c + 1, device=device)  # (r, c+1)
+    diff.scatter_add_(1, first[candidates], marginals)
+    diff.scatter_add_(1, stop[candidates], -marginals)
+    return diff.cumsum(dim=1)[:, :c].clamp(0.0, 1.0).cpu().numpy().astype(np.float32)  # (r, c)
 
 
 def _default_device() -> str:

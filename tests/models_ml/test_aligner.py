@@ -151,14 +151,30 @@ def test_two_thousand_sentences_per_side_in_paragraphs() -> None:
     assert _pairs(result.groups) == [((i,), (i,)) for i in range(2000)]
 
 
-def test_thousand_sentences_without_paragraph_breaks() -> None:
-    """One 1000 x 1000 block (max_span=1): the lean CRF inference keeps it to the (K+1)^2 table.
-
-    2000 x 2000 also works (measured: ~20 s, < 1 GB peak on 2 shared CPU cores); 1000 keeps the suite fast.
-    """
+def test_two_thousand_sentences_without_paragraph_breaks_use_the_pruned_lattice() -> None:
+    """One 2000 x 2000 block with spans up to 3 (6,000 states): above dense_state_limit, so pruned."""
     rng = np.random.default_rng(1)
     vocabulary = [f"w{i}" for i in range(5000)]
-    sentences = [" ".join(rng.choice(vocabulary, size=8, replace=False)) for _ in range(1000)]
-    config = AlignerConfig(measure="jaccard", device="cpu", crf=CRFConfig(max_span=1), null_score=0.5)
+    sentences = [" ".join(rng.choice(vocabulary, size=8, replace=False)) for _ in range(2000)]
+    config = AlignerConfig(measure="jaccard", device="cpu", null_score=0.5)
     result = Aligner(config).align(sentences, sentences)
-    assert _pairs(result.groups) == [((i,), (i,)) for i in range(1000)]
+    assert _pairs(result.groups) == [((i,), (i,)) for i in range(2000)]
+    assert result.pair_marginals.shape == (2000, 2000)
+    assert np.all(np.diag(result.pair_marginals) > 0.9)
+
+
+def test_pair_marginals_sum_span_marginals_over_covered_sentences(aligner: Aligner) -> None:
+    result = aligner.align(COMPLEX, SIMPLE)
+    marginals = result.pair_marginals  # (m, n)
+    assert marginals.shape == (len(SIMPLE), len(COMPLEX))
+    assert np.all((marginals >= 0) & (marginals <= 1))
+    assert marginals[3, 3] > 0.5 and marginals[3, 4] > 0.5  # the merge covers both complex sentences
+    assert marginals[0, 0] == pytest.approx(result.state_marginals[0], abs=0.05)
+    assert marginals[0, 3] < 0.01
+
+
+def test_pruned_and_dense_decoding_agree_when_the_beam_is_wide(aligner: Aligner) -> None:
+    dense = aligner.align(COMPLEX, SIMPLE)
+    pruned_config = AlignerConfig.from_dict({**aligner.config.to_dict(), "dense_state_limit": 1, "beam": 4})
+    pruned = Aligner(pruned_config, measure=aligner.measure).align(COMPLEX, SIMPLE)
+    assert _pairs(pruned.groups) == _pairs(dense.groups)
