@@ -196,3 +196,156 @@ class EmbeddingRun(models.Model):
         if not self.total_sentences:
             return 100 if self.status == self.Status.SUCCEEDED else 0
         return min(100, round(100 * self.embedded_sentences / self.total_sentences))
+
+
+class AlignmentRun(models.Model):
+    """One request to align document pairs with one aligner configuration, and its progress.
+
+    The pairs in scope are fixed when the run is created. The task aligns them one at a
+    time and stores each pair's results (an :class:`AlignedPair`, its
+    :class:`ParagraphAlignment` and :class:`CandidateAlignment` rows) in one
+    transaction, so a crash loses at most the pair in flight, and running the task
+    again skips pairs already stored. Runs never overwrite each other: every row
+    they write carries the run, and the inspection view picks the run to show.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    class Scope(models.TextChoices):
+        CORPUS = "corpus", "whole corpus"
+        PAIRS = "pairs", "selected pairs"
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="alignment_runs")
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.CORPUS)
+    pairs = models.ManyToManyField(DocumentPair, related_name="alignment_runs", help_text="The pairs in scope, fixed at creation.")
+    config = models.JSONField(default=dict, help_text="Aligner config (models_ml.aligner.AlignerConfig) and the measures scored.")
+    model_version = models.CharField(max_length=300, help_text="Which aligner weights: 'untrained' or a model directory and its checksum.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    cancel_requested = models.BooleanField(default=False)
+    pairs_total = models.PositiveIntegerField(default=0)
+    pairs_done = models.PositiveIntegerField(default=0)
+    sentences_done = models.PositiveIntegerField(default=0, help_text="Simple plus complex sentences of the pairs done.")
+    candidates_written = models.PositiveIntegerField(default=0)
+    label_counts = models.JSONField(default=dict, blank=True, help_text="Candidates per predicted label.")
+    encoder_seconds = models.FloatField(default=0.0, help_text="Time spent encoding sentences without a stored vector.")
+    measure_seconds = models.FloatField(default=0.0, help_text="Time spent computing similarity matrices (encoder included).")
+    aligner_seconds = models.FloatField(default=0.0, help_text="Time spent in paragraph alignment and the CRF.")
+    busy_seconds = models.FloatField(default=0.0, help_text="Wall time of the pairs done, writes included.")
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    procrastinate_job_id = models.BigIntegerField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"alignment run {self.pk} on {self.corpus}: {self.status}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def percent(self) -> int:
+        if not self.pairs_total:
+            return 100 if self.status == self.Status.SUCCEEDED else 0
+        return min(100, round(100 * self.pairs_done / self.pairs_total))
+
+    @property
+    def pairs_per_second(self) -> float | None:
+        return self.pairs_done / self.busy_seconds if self.busy_seconds else None
+
+    @property
+    def sentences_per_second(self) -> float | None:
+        return self.sentences_done / self.busy_seconds if self.busy_seconds else None
+
+    @property
+    def measures(self) -> list[str]:
+        return list(self.config.get("measures", []))
+
+    @property
+    def primary_measure(self) -> str:
+        return str(self.config.get("aligner", {}).get("measure", ""))
+
+
+class AlignedPair(models.Model):
+    """One document pair done by one run: what the heatmap needs, and the marker that makes reruns skip it.
+
+    ``matrices`` is a compressed NumPy archive of float16 (m, n) arrays, one per measure
+    plus ``crf_marginal``; it is empty when m x n exceeds the stored-heatmap limit.
+    ``viterbi`` lists, per simple sentence, the complex sentence indices of its state.
+    """
+
+    run = models.ForeignKey(AlignmentRun, on_delete=models.CASCADE, related_name="aligned_pairs")
+    pair = models.ForeignKey(DocumentPair, on_delete=models.CASCADE, related_name="aligned_pairs")
+    simple_count = models.PositiveIntegerField()
+    complex_count = models.PositiveIntegerField()
+    matrices = models.BinaryField(blank=True, default=b"")
+    viterbi = models.JSONField(default=list)
+    seconds = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "pair"]
+        constraints = [models.UniqueConstraint(fields=["run", "pair"], name="aligned_pair_unique_per_run")]
+
+    def __str__(self) -> str:
+        return f"{self.pair} in run {self.run_id}"
+
+
+class ParagraphAlignment(models.Model):
+    """A group of simple paragraphs aligned to a group of complex paragraphs (indices in each document)."""
+
+    run = models.ForeignKey(AlignmentRun, on_delete=models.CASCADE, related_name="paragraph_alignments")
+    pair = models.ForeignKey(DocumentPair, on_delete=models.CASCADE, related_name="paragraph_alignments")
+    simple_paragraphs = models.JSONField(default=list)
+    complex_paragraphs = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["run", "pair", "pk"]
+        indexes = [models.Index(fields=["run", "pair"])]
+
+
+class CandidateAlignment(models.Model):
+    """A (simple, complex) sentence pair the aligner considered, with every measure's score and its verdict.
+
+    Candidates are the predicted groups' pairs plus each sentence's best-scoring pairs, so
+    reviewers also see the near misses. ``disagreement`` is the spread of the measures'
+    within-document percentile ranks for this pair: 0 when all measures rank it alike.
+    """
+
+    class Label(models.TextChoices):
+        ALIGNED = "aligned"
+        PARTIAL = "partial"
+        NOT_ALIGNED = "not_aligned", "not aligned"
+
+    run = models.ForeignKey(AlignmentRun, on_delete=models.CASCADE, related_name="candidates")
+    pair = models.ForeignKey(DocumentPair, on_delete=models.CASCADE, related_name="candidates")
+    simple_sentence = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="candidates_as_simple")
+    complex_sentence = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="candidates_as_complex")
+    scores = models.JSONField(default=dict, help_text="Score of every measure of the run, by measure name.")
+    score = models.FloatField(help_text="The primary measure's score (the one the CRF saw).")
+    crf_marginal = models.FloatField(help_text="P(the simple sentence's CRF state covers the complex one).")
+    label = models.CharField(max_length=16, choices=Label.choices)
+    group_index = models.IntegerField(null=True, blank=True, help_text="Predicted group within the pair; None when not aligned.")
+    group_score = models.FloatField(null=True, blank=True)
+    disagreement = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["run", "pair", "simple_sentence__index", "complex_sentence__index"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "simple_sentence", "complex_sentence"], name="candidate_unique_per_run")
+        ]
+        indexes = [models.Index(fields=["run", "pair", "label"]), models.Index(fields=["pair", "run"])]
+
+    def __str__(self) -> str:
+        return f"{self.simple_sentence} ~ {self.complex_sentence} ({self.label})"

@@ -9,6 +9,7 @@ from django.db import close_old_connections
 from procrastinate.contrib.django import app
 
 from alignment import services
+from alignment.aligning import service as aligning
 from models_ml.encoders import load_sentence_encoder
 
 
@@ -36,3 +37,28 @@ def embed_corpus(*, run_id: int) -> None:
 async def retry_stalled_jobs(context, timestamp: int) -> None:
     """Requeue jobs whose worker died (no heartbeat); resumable tasks continue where they stopped."""
     await services.stalled_jobs_retry_async(context.app)
+
+
+def _run_measure(name: str, aligner) -> object:
+    """Measures for alignment runs: lexical ones need nothing, the others share the configured encoder."""
+    from models_ml.aligner import LEXICAL_MEASURES
+    from models_ml.similarity import build_measure
+
+    if name in LEXICAL_MEASURES:
+        return build_measure(name)
+    encoder = load_sentence_encoder(
+        aligner.config.encoder, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD
+    )
+    if name == "cross_encoder":
+        return build_measure(name, device=settings.ENCODER_DEVICE)
+    return build_measure(name, encoder=encoder)
+
+
+@app.task(queue="alignment", name="alignment.align_pairs")
+def align_pairs(*, run_id: int) -> None:
+    """Align the pairs of an AlignmentRun that have no stored result yet (idempotent, resumable, cancellable)."""
+    close_old_connections()
+    try:
+        aligning.alignment_run_execute(run_id=run_id, build_measure=_run_measure, device=settings.ENCODER_DEVICE)
+    finally:
+        close_old_connections()

@@ -1,0 +1,190 @@
+"""What one run computes for one document pair, as plain data (no database here).
+
+The run scores the pair with every measure it was asked for, lets the aligner decode with
+the primary measure, and then keeps a bounded set of candidate sentence pairs: the
+predicted groups' pairs plus each sentence's best-scoring pairs, so near misses can be
+reviewed. At most ``(top_k + 1) * m + n`` candidates per pair, whatever its size.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models_ml.aligner import Aligner, AlignmentResult
+from models_ml.similarity import SimilarityMeasure
+
+HEATMAP_MAX_CELLS = 250_000  # m x n above this: no stored matrices (a 500 x 500 heatmap is 250k cells)
+MARGINAL_CANDIDATE_FLOOR = 0.05  # pairs the CRF gives at least this much belief are always candidates
+
+
+@dataclass
+class SideSentences:
+    """One document's sentences in order: database ids, texts, paragraph index of each, stored vectors."""
+
+    ids: list[int]
+    texts: list[str]
+    paragraphs: list[int]
+    vectors: np.ndarray | None = None  # (count, d) when every sentence has a stored vector
+
+
+@dataclass
+class Candidate:
+    simple: int  # sentence index in the simple document
+    complex: int
+    scores: dict[str, float]
+    crf_marginal: float
+    label: str  # aligned | partial | not_aligned
+    group_index: int | None
+    group_score: float | None
+    disagreement: float
+
+
+@dataclass
+class PairOutcome:
+    result: AlignmentResult
+    primary: str  # the measure the CRF saw
+    candidates: list[Candidate]
+    matrices: dict[str, np.ndarray]
+    encoder_seconds: float = 0.0
+    measure_seconds: float = 0.0
+    aligner_seconds: float = 0.0
+    label_counts: dict[str, int] = field(default_factory=dict)
+
+
+class PairScorer:
+    """Scores pairs for one run: builds each measure once, reuses stored vectors for cosine."""
+
+    def __init__(self, aligner: Aligner, measures: Sequence[str], build: Callable[[str], SimilarityMeasure], top_k: int = 3) -> None:
+        self.aligner = aligner
+        self.measures = list(measures)
+        self.primary = aligner.config.measure
+        if self.primary not in self.measures:
+            self.measures.insert(0, self.primary)
+        self._build = build
+        self._built: dict[str, SimilarityMeasure] = {}
+        self.top_k = top_k
+
+    def measure(self, name: str) -> SimilarityMeasure:
+        if name not in self._built:
+            self._built[name] = self._build(name)
+        return self._built[name]
+
+    def score(self, simple: SideSentences, complex_side: SideSentences) -> PairOutcome:
+        matrices: dict[str, np.ndarray] = {}
+        encoder_seconds = 0.0
+        started = time.perf_counter()
+        for name in self.measures:
+            if name == "embedding_cosine" and simple.vectors is not None and complex_side.vectors is not None:
+                matrices[name] = stored_vector_cosine(simple.vectors, complex_side.vectors)
+                continue
+            measure_started = time.perf_counter()
+            matrices[name] = np.asarray(self.measure(name).score(simple.texts, complex_side.texts), dtype=np.float32)
+            if name != "jaccard" and not name.endswith("tfidf_cosine"):
+                encoder_seconds += time.perf_counter() - measure_started
+        measured = time.perf_counter()
+        result = self.aligner.align(
+            complex_side.texts, simple.texts, complex_side.paragraphs, simple.paragraphs, similarity=matrices[self.primary]
+        )
+        aligned = time.perf_counter()
+        candidates = select_candidates(result, matrices, self.primary, self.top_k) if simple.texts and complex_side.texts else []
+        counts: dict[str, int] = {}
+        for candidate in candidates:
+            counts[candidate.label] = counts.get(candidate.label, 0) + 1
+        return PairOutcome(
+            result=result,
+            primary=self.primary,
+            candidates=candidates,
+            matrices=matrices,
+            encoder_seconds=encoder_seconds,
+            measure_seconds=measured - started,
+            aligner_seconds=aligned - measured,
+            label_counts=counts,
+        )
+
+
+def stored_vector_cosine(simple_vecs: np.ndarray, complex_vecs: np.ndarray) -> np.ndarray:
+    """Cosine matrix (m, n) of stored vectors (m, d) and (n, d), as the embedding_cosine measure computes it."""
+    simple_unit = simple_vecs / np.maximum(np.linalg.norm(simple_vecs, axis=1, keepdims=True), 1e-12)  # (m, d)
+    complex_unit = complex_vecs / np.maximum(np.linalg.norm(complex_vecs, axis=1, keepdims=True), 1e-12)  # (n, d)
+    return (simple_unit @ complex_unit.T).astype(np.float32)  # (m, n)
+
+
+def select_candidates(result: AlignmentResult, matrices: dict[str, np.ndarray], primary: str, top_k: int) -> list[Candidate]:
+    """Predicted pairs, each simple sentence's ``top_k`` and each complex sentence's best pair by ``primary``."""
+    scores = matrices[primary]  # (m, n)
+    m, n = scores.shape
+    keep = np.zeros((m, n), dtype=bool)  # (m, n)
+    k = min(top_k, n)
+    best_per_simple = np.argpartition(-scores, k - 1, axis=1)[:, :k]  # (m, k)
+    keep[np.arange(m)[:, None], best_per_simple] = True
+    keep[scores.argmax(axis=0), np.arange(n)] = True
+    keep |= result.pair_marginals >= MARGINAL_CANDIDATE_FLOOR
+    group_of: dict[tuple[int, int], int] = {}
+    for index, group in enumerate(result.groups):
+        for j in group.simple:
+            for i in group.complex:
+                keep[j, i] = True
+                group_of[(j, i)] = index
+    rows, cols = np.nonzero(keep)
+    spread = measure_disagreement(matrices, rows, cols)
+    candidates = []
+    for position, (j, i) in enumerate(zip(rows.tolist(), cols.tolist())):
+        index = group_of.get((j, i))
+        group = result.groups[index] if index is not None else None
+        candidates.append(
+            Candidate(
+                simple=j,
+                complex=i,
+                scores={name: round(float(matrix[j, i]), 5) for name, matrix in matrices.items()},
+                crf_marginal=float(result.pair_marginals[j, i]),
+                label=group.label if group is not None else "not_aligned",
+                group_index=index,
+                group_score=group.score if group is not None else None,
+                disagreement=float(spread[position]),
+            )
+        )
+    return candidates
+
+
+def measure_disagreement(matrices: dict[str, np.ndarray], rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Spread (max - min) of the measures' percentile ranks of each selected cell within its pair: (len(rows),).
+
+    Measures live on different scales (cosines, probabilities, overlaps), so their raw
+    scores cannot be compared; their ranks within the same document pair can.
+    """
+    if len(matrices) < 2 or len(rows) == 0:
+        return np.zeros(len(rows), dtype=np.float32)
+    percentiles = []
+    for matrix in matrices.values():
+        flat = matrix.ravel()  # (m*n,)
+        order = np.argsort(flat, kind="stable")
+        ranks = np.empty(flat.size, dtype=np.float32)
+        ranks[order] = np.arange(flat.size, dtype=np.float32) / max(1, flat.size - 1)
+        percentiles.append(ranks.reshape(matrix.shape)[rows, cols])  # (len(rows),)
+    stacked = np.stack(percentiles)  # (measures, len(rows))
+    return stacked.max(axis=0) - stacked.min(axis=0)
+
+
+def pack_matrices(outcome: PairOutcome) -> bytes:
+    """float16 matrices per measure plus the CRF pair marginals, compressed; b"" above the heatmap limit."""
+    m, n = outcome.result.similarity.shape
+    if m * n == 0 or m * n > HEATMAP_MAX_CELLS:
+        return b""
+    arrays = {name: matrix.astype(np.float16) for name, matrix in outcome.matrices.items()}
+    arrays["crf_marginal"] = outcome.result.pair_marginals.astype(np.float16)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def unpack_matrices(data: bytes) -> dict[str, np.ndarray]:
+    """Inverse of :func:`pack_matrices`: name -> float32 (m, n); empty when nothing was stored."""
+    if not data:
+        return {}
+    with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as archive:
+        return {name: archive[name].astype(np.float32) for name in archive.files}

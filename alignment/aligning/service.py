@@ -1,0 +1,245 @@
+"""Writes for alignment runs: create, cancel, retry, and the task body that aligns pair after pair."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from alignment.aligning.scoring import PairOutcome, PairScorer, SideSentences, pack_matrices
+from alignment.models import (
+    AlignedPair,
+    AlignmentRun,
+    CandidateAlignment,
+    Corpus,
+    DocumentPair,
+    ParagraphAlignment,
+    Sentence,
+    SentenceEmbedding,
+)
+from models_ml.aligner import Aligner, AlignerConfig
+from models_ml.similarity import MEASURE_BUILDERS, SimilarityMeasure
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MEASURES = ("embedding_cosine", "tfidf_cosine", "char3_tfidf_cosine", "jaccard")
+TOP_K = 3
+
+
+def alignment_config_build(
+    *, aligner_config: dict | None = None, measures: Sequence[str] | None = None, model_dir: str = ""
+) -> tuple[dict, str]:
+    """The run config (validated) and its model version; ValueError naming the bad field or file."""
+    if model_dir:
+        directory = Path(model_dir)
+        try:
+            saved = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+            checksums = (directory / "checksums.json").read_bytes()
+        except (OSError, json.JSONDecodeError) as error:
+            raise ValueError(f"model directory {model_dir}: cannot read config.json / checksums.json ({error})") from None
+        aligner = AlignerConfig.from_dict({**saved, **(aligner_config or {})})
+        version = f"{directory.resolve()} (sha256 {hashlib.sha256(checksums).hexdigest()[:12]})"
+    else:
+        aligner = AlignerConfig.from_dict(aligner_config or {})
+        version = "untrained (hand-calibrated)"
+    chosen = list(measures) if measures else list(DEFAULT_MEASURES)
+    for name in chosen:
+        if name not in MEASURE_BUILDERS:
+            raise ValueError(f"unknown similarity measure {name!r}; known measures: {', '.join(sorted(MEASURE_BUILDERS))}")
+    if aligner.measure not in chosen:
+        chosen.insert(0, aligner.measure)
+    return {"aligner": aligner.to_dict(), "measures": chosen, "model_dir": model_dir, "top_k": TOP_K}, version
+
+
+def alignment_run_create(
+    *,
+    corpus: Corpus,
+    pairs: Sequence[DocumentPair] | None = None,
+    aligner_config: dict | None = None,
+    measures: Sequence[str] | None = None,
+    model_dir: str = "",
+    created_by: AbstractBaseUser | None = None,
+) -> AlignmentRun:
+    """Queue a run over ``pairs`` (default: every pair of the corpus); ValueError on a bad config or scope."""
+    config, version = alignment_config_build(aligner_config=aligner_config, measures=measures, model_dir=model_dir)
+    scope = AlignmentRun.Scope.PAIRS if pairs is not None else AlignmentRun.Scope.CORPUS
+    chosen = list(pairs) if pairs is not None else list(corpus.pairs.all())
+    foreign = [pair.pk for pair in chosen if pair.corpus_id != corpus.pk]
+    if foreign:
+        raise ValueError(f"document pairs {foreign} do not belong to corpus {corpus.name!r}")
+    if not chosen:
+        raise ValueError(f"corpus {corpus.name!r} has no document pairs to align")
+    with transaction.atomic():
+        run = AlignmentRun.objects.create(
+            corpus=corpus, scope=scope, config=config, model_version=version, pairs_total=len(chosen), created_by=created_by
+        )
+        run.pairs.set(chosen)
+        transaction.on_commit(lambda: _enqueue(run.pk))
+    return run
+
+
+def alignment_run_cancel(*, run: AlignmentRun) -> AlignmentRun:
+    """A queued run is cancelled at once; a running one stops after the pair in flight (kept)."""
+    with transaction.atomic():
+        locked = AlignmentRun.objects.select_for_update().get(pk=run.pk)
+        if locked.status == AlignmentRun.Status.QUEUED:
+            locked.status = AlignmentRun.Status.CANCELLED
+            locked.finished_at = timezone.now()
+            locked.save(update_fields=["status", "finished_at"])
+        elif locked.status == AlignmentRun.Status.RUNNING:
+            locked.cancel_requested = True
+            locked.save(update_fields=["cancel_requested"])
+    locked.refresh_from_db()
+    return locked
+
+
+def alignment_run_retry(*, run: AlignmentRun) -> AlignmentRun:
+    """Queue a failed or cancelled run again; it skips the pairs it already stored."""
+    if run.status not in (AlignmentRun.Status.FAILED, AlignmentRun.Status.CANCELLED):
+        raise ValueError(f"only a failed or cancelled run can be resumed; run {run.pk} is {run.status}")
+    with transaction.atomic():
+        AlignmentRun.objects.filter(pk=run.pk).update(
+            status=AlignmentRun.Status.QUEUED, cancel_requested=False, error="", finished_at=None
+        )
+        transaction.on_commit(lambda: _enqueue(run.pk))
+    run.refresh_from_db()
+    return run
+
+
+def _enqueue(run_id: int) -> None:
+    from alignment.tasks import align_pairs
+
+    job_id = align_pairs.defer(run_id=run_id)
+    AlignmentRun.objects.filter(pk=run_id).update(procrastinate_job_id=job_id)
+
+
+def aligner_from_run_config(config: dict, *, device: str = "") -> Aligner:
+    """The aligner a run describes: the saved model when it names one, else an untrained one.
+
+    A saved model keeps its CRF shape; the run's other settings (thresholds, paragraph
+    variant) apply on top of its trained weights.
+    """
+    settings = {**config["aligner"], **({"device": device} if device else {})}
+    if not config.get("model_dir"):
+        return Aligner(AlignerConfig.from_dict(settings))
+    aligner = Aligner.load(config["model_dir"], device=device or None)
+    aligner.config = AlignerConfig.from_dict({**settings, "crf": aligner.config.to_dict()["crf"]})
+    return aligner
+
+
+def side_sentences(document_id: int, encoder_name: str) -> SideSentences:
+    """One document's sentences in order, with stored vectors when every sentence has one."""
+    rows = list(Sentence.objects.filter(document_id=document_id).order_by("index").values_list("pk", "text", "paragraph__index"))
+    ids = [pk for pk, _, _ in rows]
+    paragraph_numbers = sorted({paragraph for _, _, paragraph in rows})
+    dense = {number: position for position, number in enumerate(paragraph_numbers)}  # paragraphs without sentences are skipped
+    vectors = None
+    stored = dict(
+        SentenceEmbedding.objects.filter(sentence_id__in=ids, encoder__name=encoder_name).values_list("sentence_id", "vector")
+    )
+    if ids and len(stored) == len(ids):
+        vectors = np.stack([np.asarray(stored[pk], dtype=np.float32) for pk in ids])  # (count, d)
+    return SideSentences(ids=ids, texts=[text for _, text, _ in rows], paragraphs=[dense[p] for _, _, p in rows], vectors=vectors)
+
+
+def alignment_run_execute(
+    *, run_id: int, build_measure: Callable[[str, Aligner], SimilarityMeasure], device: str = ""
+) -> AlignmentRun:
+    """Align every pair of the run that has no stored result yet, one committed pair at a time.
+
+    Any error marks the run failed with the message and re-raises; running it again
+    continues with the pairs not yet stored. A cancel request stops it between pairs.
+    """
+    run = AlignmentRun.objects.get(pk=run_id)
+    if run.status in (AlignmentRun.Status.SUCCEEDED, AlignmentRun.Status.CANCELLED):
+        return run
+    AlignmentRun.objects.filter(pk=run_id).update(
+        status=AlignmentRun.Status.RUNNING, attempts=F("attempts") + 1, started_at=run.started_at or timezone.now(), error=""
+    )
+    try:
+        aligner = aligner_from_run_config(run.config, device=device)
+        scorer = PairScorer(aligner, run.measures, lambda name: build_measure(name, aligner), top_k=run.config.get("top_k", TOP_K))
+        pending = run.pairs.exclude(aligned_pairs__run_id=run_id).order_by("pk")
+        for pair in pending.iterator(chunk_size=100):
+            if AlignmentRun.objects.filter(pk=run_id, cancel_requested=True).exists():
+                AlignmentRun.objects.filter(pk=run_id).update(status=AlignmentRun.Status.CANCELLED, finished_at=timezone.now())
+                return AlignmentRun.objects.get(pk=run_id)
+            _align_one(run_id, pair, scorer, aligner.config.encoder)
+    except Exception as exc:
+        AlignmentRun.objects.filter(pk=run_id).update(
+            status=AlignmentRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
+        )
+        raise
+    AlignmentRun.objects.filter(pk=run_id).update(status=AlignmentRun.Status.SUCCEEDED, finished_at=timezone.now())
+    return AlignmentRun.objects.get(pk=run_id)
+
+
+def _align_one(run_id: int, pair: DocumentPair, scorer: PairScorer, encoder_name: str) -> None:
+    started = time.perf_counter()
+    simple = side_sentences(pair.simple_document_id, encoder_name)
+    complex_side = side_sentences(pair.complex_document_id, encoder_name)
+    outcome = scorer.score(simple, complex_side)
+    with transaction.atomic():
+        _store_outcome(run_id, pair, simple, complex_side, outcome, started)
+
+
+def _store_outcome(
+    run_id: int, pair: DocumentPair, simple: SideSentences, complex_side: SideSentences, outcome: PairOutcome, started: float
+) -> None:
+    result = outcome.result
+    ParagraphAlignment.objects.bulk_create(
+        ParagraphAlignment(run_id=run_id, pair=pair, simple_paragraphs=list(group.simple), complex_paragraphs=list(group.complex))
+        for group in result.paragraph_groups
+    )
+    CandidateAlignment.objects.bulk_create(
+        (
+            CandidateAlignment(
+                run_id=run_id,
+                pair=pair,
+                simple_sentence_id=simple.ids[c.simple],
+                complex_sentence_id=complex_side.ids[c.complex],
+                scores=c.scores,
+                score=c.scores[outcome.primary],
+                crf_marginal=c.crf_marginal,
+                label=c.label,
+                group_index=c.group_index,
+                group_score=c.group_score,
+                disagreement=c.disagreement,
+            )
+            for c in outcome.candidates
+        ),
+        batch_size=2000,
+    )
+    seconds = time.perf_counter() - started
+    AlignedPair.objects.create(
+        run_id=run_id,
+        pair=pair,
+        simple_count=len(simple.ids),
+        complex_count=len(complex_side.ids),
+        matrices=pack_matrices(outcome),
+        viterbi=[list(span) for span in result.chosen_complex],
+        seconds=seconds,
+    )
+    run = AlignmentRun.objects.select_for_update().get(pk=run_id)
+    counts = dict(run.label_counts)
+    for label, count in outcome.label_counts.items():
+        counts[label] = counts.get(label, 0) + count
+    AlignmentRun.objects.filter(pk=run_id).update(
+        pairs_done=F("pairs_done") + 1,
+        sentences_done=F("sentences_done") + len(simple.ids) + len(complex_side.ids),
+        candidates_written=F("candidates_written") + len(outcome.candidates),
+        label_counts=counts,
+        encoder_seconds=F("encoder_seconds") + outcome.encoder_seconds,
+        measure_seconds=F("measure_seconds") + outcome.measure_seconds,
+        aligner_seconds=F("aligner_seconds") + outcome.aligner_seconds,
+        busy_seconds=F("busy_seconds") + seconds,
+    )
