@@ -49,3 +49,40 @@ class CorpusImportForm(forms.Form):
     drop_level_header = forms.BooleanField(required=False, help_text="Drop a first line such as “Intermediate”.")
     pairing = forms.ChoiceField(choices=Corpus.Pairing.choices, initial=Corpus.Pairing.ALL, help_text="For a new corpus.")
     files = MultipleFileField(help_text="One or more files.")
+
+
+MEASURE_CHOICES = [
+    ("embedding_cosine", "Embedding cosine (MiniLM, stored vectors)"),
+    ("tfidf_cosine", "TF-IDF cosine"),
+    ("char3_tfidf_cosine", "Character 3-gram TF-IDF (CATS)"),
+    ("jaccard", "Jaccard word overlap"),
+    ("word_average", "Word alignment: average (slow)"),
+    ("word_max", "Word alignment: maximum, symmetric (slow)"),
+    ("word_hungarian", "Word alignment: Hungarian (slow)"),
+    ("word_movers", "Word Mover's Distance (slow)"),
+    ("cross_encoder", "Cross-encoder classifier (needs a fine-tuned model; very slow on CPU)"),
+]
+PARAGRAPH_CHOICES = [
+    ("newsela", "Newsela (Algorithms 1-2)"),
+    ("wikipedia", "Wikipedia (Algorithms 3-4)"),
+    ("none", "No paragraph alignment"),
+]
+
+
+class AlignmentRunForm(forms.Form):
+    """What a researcher picks when starting a run; everything else is the aligner's default config."""
+
+    measure = forms.ChoiceField(choices=MEASURE_CHOICES, initial="embedding_cosine", help_text="The measure the CRF aligns with.")
+    paragraph_variant = forms.ChoiceField(choices=PARAGRAPH_CHOICES, initial="newsela")
+    also_score = forms.MultipleChoiceField(
+        choices=MEASURE_CHOICES,
+        initial=["tfidf_cosine", "char3_tfidf_cosine", "jaccard"],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Extra measures stored for every candidate, for comparison and disagreement.",
+    )
+
+    def run_arguments(self) -> dict:
+        data = self.cleaned_data
+        measures = [data["measure"], *[m for m in data["also_score"] if m != data["measure"]]]
+        return {"aligner_config": {"measure": data["measure"], "paragraph_variant": data["paragraph_variant"]}, "measures": measures}

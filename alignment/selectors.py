@@ -8,7 +8,7 @@ from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 from pgvector.django import CosineDistance, VectorField
 
-from alignment.models import Corpus, DocumentPair, EmbeddingRun, Encoder, Paragraph, Sentence, SentenceEmbedding
+from alignment.models import AlignmentRun, Corpus, DocumentPair, EmbeddingRun, Encoder, Paragraph, Sentence, SentenceEmbedding
 
 
 def corpora_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Corpus]:
@@ -59,6 +59,31 @@ def pair_get_for_user(user: AbstractBaseUser, pair_id: int) -> DocumentPair:
 
 def embedding_run_get_for_user(user: AbstractBaseUser, run_id: int) -> EmbeddingRun:
     return get_object_or_404(EmbeddingRun.objects.filter(corpus__in=corpora_visible_to(user)), pk=run_id)
+
+
+def alignment_run_get_for_user(user: AbstractBaseUser, run_id: int) -> AlignmentRun:
+    return get_object_or_404(AlignmentRun.objects.filter(corpus__in=corpora_visible_to(user)).select_related("corpus"), pk=run_id)
+
+
+def user_may_run_jobs(user: AbstractBaseUser, corpus: Corpus) -> bool:
+    """Starting and cancelling alignment runs is for the corpus owner and staff; others only look."""
+    return bool(user.is_staff or corpus.owner_id == user.pk)
+
+
+def alignment_runs_recent(corpus: Corpus, limit: int = 5) -> list[AlignmentRun]:
+    return list(corpus.alignment_runs.all()[:limit])
+
+
+def alignment_run_pairs(run: AlignmentRun) -> QuerySet[DocumentPair]:
+    """The run's pairs with whether (and how fast) each is done: ``done_seconds`` is None while pending."""
+    from django.db.models import FilteredRelation, F
+
+    return (
+        run.pairs.annotate(done=FilteredRelation("aligned_pairs", condition=Q(aligned_pairs__run=run)))
+        .annotate(done_seconds=F("done__seconds"))
+        .select_related("complex_document", "simple_document")
+        .order_by("pk")
+    )
 
 
 def corpus_sentence_count(corpus: Corpus) -> int:

@@ -39,7 +39,7 @@ async def retry_stalled_jobs(context, timestamp: int) -> None:
     await services.stalled_jobs_retry_async(context.app)
 
 
-def _run_measure(name: str, aligner) -> object:
+def run_measure(name: str, aligner) -> object:
     """Measures for alignment runs: lexical ones need nothing, the others share the configured encoder."""
     from models_ml.aligner import LEXICAL_MEASURES
     from models_ml.similarity import build_measure
@@ -59,6 +59,6 @@ def align_pairs(*, run_id: int) -> None:
     """Align the pairs of an AlignmentRun that have no stored result yet (idempotent, resumable, cancellable)."""
     close_old_connections()
     try:
-        aligning.alignment_run_execute(run_id=run_id, build_measure=_run_measure, device=settings.ENCODER_DEVICE)
+        aligning.alignment_run_execute(run_id=run_id, build_measure=run_measure, device=settings.ENCODER_DEVICE)
     finally:
         close_old_connections()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from alignment import views
+from alignment import inspect_views, views
 
 app_name = "alignment"
 
@@ -12,4 +12,12 @@ urlpatterns = [
     path("corpora/<int:corpus_id>/jobs/", views.corpus_jobs, name="corpus_jobs"),
     path("embedding-runs/<int:run_id>/retry/", views.embedding_run_retry, name="embedding_run_retry"),
     path("pairs/<int:pair_id>/", views.pair_detail, name="pair_detail"),
+    path("pairs/<int:pair_id>/inspect/", inspect_views.pair_inspect, name="pair_inspect"),
+    path("pairs/<int:pair_id>/align/", views.pair_align, name="pair_align"),
+    path("candidates/<int:candidate_id>/diff/", inspect_views.candidate_diff, name="candidate_diff"),
+    path("corpora/<int:corpus_id>/align/", views.corpus_align, name="corpus_align"),
+    path("runs/<int:run_id>/", views.alignment_run_detail, name="alignment_run_detail"),
+    path("runs/<int:run_id>/progress/", views.alignment_run_progress, name="alignment_run_progress"),
+    path("runs/<int:run_id>/cancel/", views.alignment_run_cancel, name="alignment_run_cancel"),
+    path("runs/<int:run_id>/resume/", views.alignment_run_resume, name="alignment_run_resume"),
 ]

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from alignment import selectors, services
-from alignment.forms import CorpusImportForm
+from alignment.aligning import service as aligning
+from alignment.forms import AlignmentRunForm, CorpusImportForm
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
-from alignment.models import EmbeddingRun
+from alignment.models import AlignmentRun, EmbeddingRun
 
 
 def corpus_list(request: HttpRequest) -> HttpResponse:
@@ -26,6 +28,7 @@ def corpus_detail(request: HttpRequest, corpus_id: int) -> HttpResponse:
         "corpus": corpus,
         "documents": corpus.documents.order_by("external_id", "level").only("id", "external_id", "title", "level", "source"),
         "pairs": corpus.pairs.select_related("complex_document", "simple_document"),
+        "run_form": AlignmentRunForm(),
         **_jobs_context(corpus),
     }
     return render(request, "alignment/corpus_detail.html", context)
@@ -39,9 +42,11 @@ def corpus_jobs(request: HttpRequest, corpus_id: int) -> HttpResponse:
 
 def _jobs_context(corpus) -> dict:
     runs = list(corpus.embedding_runs.all()[:5])
+    alignment_runs = selectors.alignment_runs_recent(corpus)
     return {
         "runs": runs,
-        "jobs_active": any(run.is_active for run in runs),
+        "alignment_runs": alignment_runs,
+        "jobs_active": any(run.is_active for run in [*runs, *alignment_runs]),
         "sentence_count": selectors.corpus_sentence_count(corpus),
         "embedding_counts": selectors.corpus_embedding_counts(corpus),
         "encoder_name": settings.ENCODER_MODEL,
@@ -110,5 +115,80 @@ def pair_detail(request: HttpRequest, pair_id: int) -> HttpResponse:
         "corpus": pair.corpus,
         "complex_paragraphs": selectors.document_paragraphs(pair.complex_document_id),
         "simple_paragraphs": selectors.document_paragraphs(pair.simple_document_id),
+        "run_form": AlignmentRunForm(),
+        "may_control": selectors.user_may_run_jobs(request.user, pair.corpus),
     }
     return render(request, "alignment/pair_detail.html", context)
+
+
+def _corpus_for_jobs(request: HttpRequest, corpus_id: int):
+    corpus = selectors.corpus_get_for_user(request.user, corpus_id)
+    if not selectors.user_may_run_jobs(request.user, corpus):
+        raise PermissionDenied("only the corpus owner and staff start or stop alignment runs")
+    return corpus
+
+
+def _start_run(request: HttpRequest, corpus, pairs=None) -> HttpResponse | None:
+    form = AlignmentRunForm(request.POST)
+    if not form.is_valid():
+        errors = "; ".join(f"{field}: {' '.join(messages_)}" for field, messages_ in form.errors.items())
+        messages.error(request, f"The run was not started: {errors}")
+        return None
+    try:
+        run = aligning.alignment_run_create(corpus=corpus, pairs=pairs, created_by=request.user, **form.run_arguments())
+    except ValueError as exc:
+        messages.error(request, f"The run was not started: {exc}")
+        return None
+    return redirect("alignment:alignment_run_detail", run_id=run.pk)
+
+
+@require_POST
+def corpus_align(request: HttpRequest, corpus_id: int) -> HttpResponse:
+    corpus = _corpus_for_jobs(request, corpus_id)
+    return _start_run(request, corpus) or redirect("alignment:corpus_detail", corpus_id=corpus.pk)
+
+
+@require_POST
+def pair_align(request: HttpRequest, pair_id: int) -> HttpResponse:
+    pair = selectors.pair_get_for_user(request.user, pair_id)
+    corpus = _corpus_for_jobs(request, pair.corpus_id)
+    return _start_run(request, corpus, pairs=[pair]) or redirect("alignment:pair_detail", pair_id=pair.pk)
+
+
+def alignment_run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.alignment_run_get_for_user(request.user, run_id)
+    context = {
+        "run": run,
+        "corpus": run.corpus,
+        "pairs": selectors.alignment_run_pairs(run)[:500],
+        "may_control": selectors.user_may_run_jobs(request.user, run.corpus),
+    }
+    return render(request, "alignment/alignment_run_detail.html", context)
+
+
+def alignment_run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run's progress fragment; it polls itself while the run is queued or running."""
+    run = selectors.alignment_run_get_for_user(request.user, run_id)
+    context = {"run": run, "may_control": selectors.user_may_run_jobs(request.user, run.corpus)}
+    return render(request, "alignment/alignment_run_detail.html#progress", context)
+
+
+@require_POST
+def alignment_run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.alignment_run_get_for_user(request.user, run_id)
+    _corpus_for_jobs(request, run.corpus_id)
+    aligning.alignment_run_cancel(run=run)
+    if request.htmx:
+        return alignment_run_progress(request, run_id)
+    return redirect("alignment:alignment_run_detail", run_id=run.pk)
+
+
+@require_POST
+def alignment_run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.alignment_run_get_for_user(request.user, run_id)
+    _corpus_for_jobs(request, run.corpus_id)
+    if run.status in (AlignmentRun.Status.FAILED, AlignmentRun.Status.CANCELLED):
+        aligning.alignment_run_retry(run=run)
+    if request.htmx:
+        return alignment_run_progress(request, run_id)
+    return redirect("alignment:alignment_run_detail", run_id=run.pk)
