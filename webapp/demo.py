@@ -18,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from alignment import selectors, services
+from alignment.aligning.service import alignment_run_create
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import ImportReport, corpus_import_files, import_paths
 from alignment.models import Corpus
@@ -77,4 +78,7 @@ def demo_corpus_import(*, owner) -> tuple[Corpus, ImportReport]:
         raise RuntimeError("the demo corpus did not import: " + "; ".join(f.error or "" for f in report.errors))
     if selectors.corpus_needs_embedding(corpus, settings.ENCODER_MODEL):
         services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
+    if not corpus.alignment_runs.exists():
+        # Queued after the embedding job, so the worker aligns with the stored vectors.
+        alignment_run_create(corpus=corpus, aligner_config={"encoder": settings.ENCODER_MODEL})
     return corpus, report
