@@ -1,0 +1,70 @@
+"""The default aligner on the demo corpus, scored against the hand-written reference in ALIGNMENTS.md.
+
+The demo stories were written for the project, so this is a regression guard on data no
+model was trained on: splits, merges, deletions, additions and paraphrases, in English.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from alignment.aligning.service import alignment_run_create, alignment_run_execute
+from alignment.models import CandidateAlignment, DocumentPair
+from alignment.tasks import run_measure
+from models_ml.evaluate import evaluate_pairs
+from models_ml.io import AlignmentGroup
+from webapp.demo import DEMO_CORPUS_DIR, demo_corpus_import
+
+HEADING = re.compile(r"^## (\w+) \(C: (\d+) sentences, S: (\d+) sentences\)")
+LINK = re.compile(r"^- (C\d+(?: \+ C\d+)*) → (S\d+(?:, S\d+)*):")
+
+
+def reference_groups() -> dict[str, tuple[int, int, list[AlignmentGroup]]]:
+    """Article -> (complex count, simple count, gold groups with 0-based indices)."""
+    articles: dict[str, tuple[int, int, list[AlignmentGroup]]] = {}
+    current = None
+    for line in (DEMO_CORPUS_DIR / "ALIGNMENTS.md").read_text(encoding="utf-8").splitlines():
+        if heading := HEADING.match(line):
+            current = heading.group(1)
+            articles[current] = (int(heading.group(2)), int(heading.group(3)), [])
+        elif (link := LINK.match(line)) and current:
+            complex_ids = [int(c[1:]) - 1 for c in link.group(1).split(" + ")]
+            simple_ids = [int(s[1:]) - 1 for s in link.group(2).split(", ")]
+            articles[current][2].append(AlignmentGroup(complex=tuple(complex_ids), simple=tuple(simple_ids), label="aligned"))
+    return articles
+
+
+def test_reference_parses_every_story_with_its_sentence_counts(owner):
+    corpus, _ = demo_corpus_import(owner=owner)
+    reference = reference_groups()
+    assert len(reference) == 6
+    for pair in DocumentPair.objects.filter(corpus=corpus).select_related("complex_document", "simple_document"):
+        complex_count, simple_count, groups = reference[pair.complex_document.external_id]
+        assert (pair.complex_document.sentences.count(), pair.simple_document.sentences.count()) == (complex_count, simple_count)
+        assert groups
+
+
+@pytest.mark.parametrize(("measure", "floor"), [("embedding_cosine", 0.75)])
+def test_default_aligner_recovers_most_reference_groups(owner, measure, floor):
+    corpus, _ = demo_corpus_import(owner=owner)
+    corpus.alignment_runs.all().delete()
+    run = alignment_run_create(corpus=corpus, aligner_config={"measure": measure}, measures=[measure])
+    run = alignment_run_execute(run_id=run.pk, build_measure=run_measure)
+    reference = reference_groups()
+    total = None
+    for pair in run.pairs.select_related("complex_document"):
+        complex_count, simple_count, gold = reference[pair.complex_document.external_id]
+        rows = CandidateAlignment.objects.filter(run=run, pair=pair).exclude(label="not_aligned")
+        by_group: dict[int, tuple[set[int], set[int]]] = {}
+        for simple_index, complex_index, group in rows.values_list("simple_sentence__index", "complex_sentence__index", "group_index"):
+            by_group.setdefault(group, (set(), set()))
+            by_group[group][0].add(complex_index)
+            by_group[group][1].add(simple_index)
+        predicted = [AlignmentGroup(complex=tuple(c), simple=tuple(s), label="aligned") for c, s in by_group.values()]
+        report = evaluate_pairs(gold, predicted, simple_count, complex_count)
+        total = report if total is None else total + report
+    assert total is not None
+    assert total.sentence_task1.f1 >= floor, total.as_dict()
+    assert total.group_task1.f1 >= floor - 0.15, total.as_dict()
