@@ -34,6 +34,6 @@ def candidate_diff(request: HttpRequest, candidate_id: int) -> HttpResponse:
         "selected": candidate,
         "diff": inspection.word_diff(candidate.complex_sentence.text, candidate.simple_sentence.text),
         "group_members": inspection.candidate_group_members(candidate),
-        "measures": candidate.run.measures,
+        "scores": inspection.candidate_scores(candidate, candidate.run.measures),
     }
     return render(request, "alignment/pair_inspect.html#diff", context)
