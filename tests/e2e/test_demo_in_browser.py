@@ -76,10 +76,11 @@ def test_corpus_page_shows_embedding_progress_live_until_the_job_ends(page: Page
         expect(status).to_have_text("Succeeded", timeout=90_000)  # no reload: htmx swapped the fragment
     finally:
         worker.join(timeout=120)
-    expect(page.locator("#jobs")).not_to_have_attribute("hx-trigger", "every 1s")
+    expect(page.locator("#jobs")).not_to_have_attribute("hx-trigger", "every 1s", timeout=60_000)
     expect(page.locator("#jobs")).to_contain_text(f"{corpus_sentence_count(corpus)} of {corpus_sentence_count(corpus)} sentences embedded")
+    expect(page.locator("#jobs")).to_contain_text("6 / 6 pairs")  # the demo's alignment run, queued after embedding
 
 
 def _run_worker_until_idle() -> None:
     with app.replace_connector(app.connector.get_worker_connector()):
-        app.run_worker(queues=["embedding"], wait=False, install_signal_handlers=False, listen_notify=False)
+        app.run_worker(queues=["embedding", "alignment"], wait=False, install_signal_handlers=False, listen_notify=False)
