@@ -1,6 +1,19 @@
 from django.contrib import admin
 
-from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun, Encoder, Paragraph, Sentence, SentenceEmbedding
+from alignment.models import (
+    AlignedPair,
+    AlignmentRun,
+    CandidateAlignment,
+    Corpus,
+    Document,
+    DocumentPair,
+    EmbeddingRun,
+    Encoder,
+    Paragraph,
+    ParagraphAlignment,
+    Sentence,
+    SentenceEmbedding,
+)
 
 
 @admin.register(Corpus)
@@ -57,3 +70,31 @@ class SentenceEmbeddingAdmin(admin.ModelAdmin):
 class EmbeddingRunAdmin(admin.ModelAdmin):
     list_display = ["pk", "corpus", "encoder_name", "status", "embedded_sentences", "total_sentences", "created_at"]
     list_filter = ["status", "encoder_name"]
+
+
+@admin.register(AlignmentRun)
+class AlignmentRunAdmin(admin.ModelAdmin):
+    list_display = ["pk", "corpus", "scope", "status", "pairs_done", "pairs_total", "candidates_written", "model_version", "created_at"]
+    list_filter = ["status", "scope"]
+    raw_id_fields = ["pairs"]
+    readonly_fields = ["created_at", "started_at", "finished_at", "procrastinate_job_id"]
+
+
+@admin.register(AlignedPair)
+class AlignedPairAdmin(admin.ModelAdmin):
+    list_display = ["pk", "run", "pair", "simple_count", "complex_count", "seconds"]
+    raw_id_fields = ["run", "pair"]
+    exclude = ["matrices"]  # compressed float16 arrays: shown on the inspection page
+
+
+@admin.register(ParagraphAlignment)
+class ParagraphAlignmentAdmin(admin.ModelAdmin):
+    list_display = ["pk", "run", "pair", "simple_paragraphs", "complex_paragraphs"]
+    raw_id_fields = ["run", "pair"]
+
+
+@admin.register(CandidateAlignment)
+class CandidateAlignmentAdmin(admin.ModelAdmin):
+    list_display = ["pk", "run", "pair", "simple_sentence", "complex_sentence", "label", "score", "crf_marginal", "disagreement"]
+    list_filter = ["label"]
+    raw_id_fields = ["run", "pair", "simple_sentence", "complex_sentence"]

@@ -150,6 +150,6 @@ def test_outsider_cannot_retry_someone_elses_run(client, outsider, tram_corpus):
     assert run.status == "failed"
 
 
-@pytest.mark.parametrize("model", ["corpus", "document", "paragraph", "sentence", "documentpair", "encoder", "sentenceembedding", "embeddingrun"])
+@pytest.mark.parametrize("model", ["corpus", "document", "paragraph", "sentence", "documentpair", "encoder", "sentenceembedding", "embeddingrun", "alignmentrun", "alignedpair", "paragraphalignment", "candidatealignment"])
 def test_admin_lists_every_model(admin_client, tram_corpus, model):
     assert admin_client.get(f"/admin/alignment/{model}/").status_code == 200
