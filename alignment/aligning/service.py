@@ -196,6 +196,9 @@ def _store_outcome(
     run_id: int, pair: DocumentPair, simple: SideSentences, complex_side: SideSentences, outcome: PairOutcome, started: float
 ) -> None:
     result = outcome.result
+    run = AlignmentRun.objects.select_for_update().get(pk=run_id)  # one writer per run at a time
+    if AlignedPair.objects.filter(run_id=run_id, pair=pair).exists():
+        return  # a second worker on the same run (a requeued stalled job) stored this pair first
     ParagraphAlignment.objects.bulk_create(
         ParagraphAlignment(run_id=run_id, pair=pair, simple_paragraphs=list(group.simple), complex_paragraphs=list(group.complex))
         for group in result.paragraph_groups
@@ -229,7 +232,6 @@ def _store_outcome(
         viterbi=[list(span) for span in result.chosen_complex],
         seconds=seconds,
     )
-    run = AlignmentRun.objects.select_for_update().get(pk=run_id)
     counts = dict(run.label_counts)
     for label, count in outcome.label_counts.items():
         counts[label] = counts.get(label, 0) + count
