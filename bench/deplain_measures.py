@@ -48,9 +48,14 @@ def groups_from_links(matrix: np.ndarray, threshold: float) -> list[AlignmentGro
     return connected_groups(links)
 
 
+def document_folds(count: int, folds: int, seed: int) -> dict[int, int]:
+    """Fold of each document pair index: a seeded permutation, then position % folds."""
+    order = np.random.default_rng(seed).permutation(count)
+    return {int(index): k % folds for k, index in enumerate(order)}
+
+
 def cross_validate(pairs: list[GoldPair], matrices: list[np.ndarray], folds: int, seed: int) -> tuple[EvaluationReport, list[float]]:
-    order = np.random.default_rng(seed).permutation(len(pairs))
-    fold_of = {int(index): k % folds for k, index in enumerate(order)}
+    fold_of = document_folds(len(pairs), folds, seed)
     labels = [
         pair_labels_from_groups(p.groups, len(p.simple_sentences), len(p.complex_sentences)) for p in pairs
     ]

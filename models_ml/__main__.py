@@ -1,27 +1,31 @@
-"""Command line without a database: ``python -m models_ml align | evaluate``.
+"""Command line without a database: ``python -m models_ml align | evaluate | train``.
 
 align     aligns one document pair given as two sentence files (one sentence a line, a blank
           line between paragraphs) and writes one JSON group a line.
 evaluate  compares predicted groups with gold groups (Task 1 / Task 2, sentence-pair and
           group level).
+train     trains the aligner's CRF on gold alignments (Wiki-Manual TSV or DEplain CSV) and
+          saves it as a model directory that ``align --model`` reads.
 
-Bad input ends with exit status 2 and one line on stderr that names the file. ``train``
-comes later (models_ml/train.py) and is not a subcommand yet.
+Bad input ends with exit status 2 and one line on stderr that names the file.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from models_ml.io import (
     AlignmentGroup,
+    GoldPair,
     read_deplain,
     read_groups_jsonl,
     read_sentences_file,
+    read_wiki_manual_tsv,
     write_groups_jsonl,
 )
 
@@ -36,7 +40,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m models_ml",
         description="Sentence alignment of complex and simplified documents, without a database.",
-        epilog="Training ('train') is not available yet; it comes with models_ml/train.py.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     align = commands.add_parser("align", help="align one document pair and write JSON-lines groups")
@@ -65,6 +68,22 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--pred-dir", type=Path, help="directory of <pair_id>.jsonl predictions")
     evaluate.add_argument("--exclude-identical", action="store_true", help="leave out gold pairs marked identical")
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    train = commands.add_parser(
+        "train",
+        help="train the aligner's CRF on gold alignments and save the model directory",
+        description=(
+            "With --format deplain, --gold is the directory holding documents.csv and alignments.csv, "
+            "or the alignments.csv file with documents.csv beside it."
+        ),
+    )
+    train.add_argument("--gold", required=True, type=Path, help="gold alignments (TSV file, or DEplain folder/csv)")
+    train.add_argument("--format", required=True, choices=("wiki-manual", "deplain"), dest="gold_format")
+    train.add_argument("--output", required=True, type=Path, help="model directory to write (Aligner.save)")
+    train.add_argument("--config", type=Path, help="AlignerConfig as JSON (default: the built-in config)")
+    train.add_argument("--epochs", type=int, default=None, help="passes over the training blocks (default: TrainingConfig.epochs, 10)")
+    train.add_argument("--lr", type=float, default=None, help="Adam learning rate (default: TrainingConfig.lr, 0.05)")
+    train.add_argument("--seed", type=int, default=0, help="seeds the CRF's initial parameters and the block order")
+    train.add_argument("--device", default=None, help="override the device, e.g. cpu or cuda:0")
     return parser
 
 
@@ -171,11 +190,73 @@ def run_evaluate(args: argparse.Namespace) -> str:
     return json.dumps(report.as_dict(), indent=2) if args.json else format_report(report)
 
 
+def _read_gold(path: Path, gold_format: str) -> list[GoldPair]:
+    """Gold pairs of a Wiki-Manual TSV, or of DEplain's documents.csv + alignments.csv (folder or csv)."""
+    alignments = path / "alignments.csv" if gold_format == "deplain" and path.is_dir() else path
+    files = [alignments] if gold_format == "wiki-manual" else [alignments.parent / "documents.csv", alignments]
+    for required in files:
+        if not required.is_file():
+            raise InputError(f"{required}: no such file")
+    try:
+        pairs = read_wiki_manual_tsv(alignments) if gold_format == "wiki-manual" else read_deplain(*files)
+    except (ValueError, UnicodeDecodeError) as error:
+        named = any(str(file) in str(error) for file in files)
+        raise InputError(str(error) if named else f"{alignments}: {error}") from None
+    if not any(pair.groups for pair in pairs):
+        raise InputError(f"{alignments}: no gold alignment groups to train on")
+    return pairs
+
+
+def _check_writable_directory(path: Path) -> None:
+    """Fail before training, not after it, when the model directory cannot be created or written."""
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{path}: exists and is not a directory")
+    ancestor = path
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK):
+        raise InputError(f"{path}: cannot create the model directory ({ancestor} is not a writable directory)")
+
+
+def run_train(args: argparse.Namespace) -> str:
+    pairs = _read_gold(args.gold, args.gold_format)
+    _check_writable_directory(args.output)
+    from models_ml.aligner import (  # imports torch: only once the gold is read
+        Aligner,
+        AlignerConfig,
+    )
+    from models_ml.train import TrainingConfig, train_aligner
+
+    config = _load_config(args.config, args.device) if args.config is not None else AlignerConfig(device=args.device or "")
+    defaults = TrainingConfig()
+    try:
+        training = TrainingConfig(
+            epochs=defaults.epochs if args.epochs is None else args.epochs,
+            lr=defaults.lr if args.lr is None else args.lr,
+        )
+    except ValueError as error:
+        raise InputError(f"train: {error}") from None
+    aligner = Aligner(config, seed=args.seed)  # type: ignore[arg-type]
+    try:
+        report = train_aligner(
+            pairs, aligner=aligner, training=training, seed=args.seed, progress=lambda line: print(line, file=sys.stderr)
+        )
+    except ValueError as error:
+        raise InputError(f"{args.gold}: {error}") from None
+    try:
+        aligner.save(args.output)
+    except OSError as error:
+        raise InputError(f"{args.output}: cannot write the model ({error.strerror})") from None
+    return f"{report.summary()}\nsaved to {args.output}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "align":
             run_align(args)
+        elif args.command == "train":
+            print(run_train(args))
         else:
             print(run_evaluate(args))
     except InputError as error:

@@ -33,8 +33,9 @@ similarity is below it stays unaligned), a bias of ``emission_scale * span_bonus
 states of length >= 2 with the span's *minimum* similarity as emission (so a simple sentence
 close to two neighbouring complex sentences picks both: a merge), and transitions of exactly
 zero (the FFNN's output layer is zeroed), so untrained decoding is a per-sentence arg-max
-and splits come from neighbours choosing the same complex sentence. Training (later, in
-``train.py``) overwrites all of these; a loaded model keeps its trained parameters.
+and splits come from neighbours choosing the same complex sentence. Training
+(:mod:`models_ml.train`, on the blocks of :meth:`Aligner.blocks`) starts from this calibration
+and changes all of these; a loaded model keeps its trained parameters.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from models_ml.paragraphs import (
 )
 from models_ml.similarity import MEASURE_BUILDERS, SimilarityMeasure, build_measure
 
-__all__ = ["Aligner", "AlignerConfig", "AlignmentResult"]
+__all__ = ["Aligner", "AlignerConfig", "AlignmentResult", "BlockPlan"]
 
 PARAGRAPH_VARIANTS = ("none", "newsela", "wikipedia")
 LEXICAL_MEASURES = frozenset({"jaccard", "tfidf_cosine", "char3_tfidf_cosine"})  # need no encoder
@@ -187,6 +188,16 @@ class AlignmentResult:
     pair_marginals: np.ndarray
 
 
+@dataclass
+class BlockPlan:
+    """Paragraph groups, the (m, n) bool mask of pairs inside them, and per group the block the
+    CRF decodes: (rows (r,), cols (c,), similarities (r, c) with masked pairs at ``masked_similarity``)."""
+
+    paragraph_groups: list[ParagraphGroup]
+    mask: np.ndarray
+    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
 class Aligner:
     """Composes measure, paragraph aligner and CRF; see the module docstring for the pipeline.
 
@@ -258,14 +269,12 @@ class Aligner:
         similarity = np.asarray(similarity, dtype=np.float32)
         if similarity.shape != (m, n):
             raise ValueError(f"similarity for measure {self.config.measure!r} has shape {similarity.shape}, expected {(m, n)}")
-        paragraph_groups = self._paragraph_groups(similarity, simple_par, complex_par)
-        mask = sentence_pair_mask(paragraph_groups, simple_par, complex_par)  # (m, n)
+        plan = self.blocks(similarity, simple_par, complex_par)
         chosen: list[tuple[int, ...]] = [() for _ in range(m)]
         marginals = np.ones(m, dtype=np.float32)  # (m,)
         pair_marginals = np.zeros((m, n), dtype=np.float32)  # (m, n)
         raw_groups: list[tuple[list[int], list[int]]] = []
-        for rows, cols in _blocks(paragraph_groups, simple_par, complex_par, mask):
-            block = np.where(mask[np.ix_(rows, cols)], similarity[np.ix_(rows, cols)], self.config.masked_similarity)
+        for rows, cols, block in plan.blocks:
             local_groups, local_chosen, local_marginals, local_pairs = self._decode_block(block)  # block: (len(rows), len(cols))
             pair_marginals[np.ix_(rows, cols)] = local_pairs
             for complex_local, simple_local in local_groups:
@@ -275,7 +284,28 @@ class Aligner:
                 marginals[rows[r]] = local_marginals[r]
         groups = [self._labelled(complex_ids, simple_ids, marginals) for complex_ids, simple_ids in raw_groups]
         groups.sort(key=lambda g: (g.simple[0], g.complex[0]))
-        return AlignmentResult(groups, similarity, mask, paragraph_groups, chosen, marginals, pair_marginals)
+        return AlignmentResult(groups, similarity, plan.mask, plan.paragraph_groups, chosen, marginals, pair_marginals)
+
+    def blocks(
+        self, similarity: np.ndarray, simple_paragraphs: Sequence[int] | None, complex_paragraphs: Sequence[int] | None
+    ) -> BlockPlan:
+        """Paragraph alignment and the CRF blocks of one (m, n) similarity matrix: what :meth:`align` decodes.
+
+        Public so that training (:mod:`models_ml.train`) sees exactly the blocks inference sees.
+        """
+        similarity = np.asarray(similarity, dtype=np.float32)  # (m, n)
+        m, n = similarity.shape
+        if m == 0 or n == 0:
+            return BlockPlan([], np.zeros((m, n), dtype=bool), [])
+        simple_par = _paragraph_list(simple_paragraphs, m, "simple")  # (m,)
+        complex_par = _paragraph_list(complex_paragraphs, n, "complex")  # (n,)
+        paragraph_groups = self._paragraph_groups(similarity, simple_par, complex_par)
+        mask = sentence_pair_mask(paragraph_groups, simple_par, complex_par)  # (m, n)
+        blocks = [
+            (rows, cols, np.where(mask[np.ix_(rows, cols)], similarity[np.ix_(rows, cols)], self.config.masked_similarity))
+            for rows, cols in _blocks(paragraph_groups, simple_par, complex_par, mask)
+        ]  # each: rows (r,), cols (c,), masked similarity (r, c)
+        return BlockPlan(paragraph_groups, mask, blocks)
 
     def _paragraph_groups(self, similarity: np.ndarray, simple_par: np.ndarray, complex_par: np.ndarray) -> list[ParagraphGroup]:
         k, l = int(simple_par.max()) + 1, int(complex_par.max()) + 1

@@ -1,0 +1,268 @@
+"""Training the aligner's neural CRF on gold document pairs (Jiang et al. 2020, section 2.3).
+
+Why here and not in ``crf.py``: the CRF only knows similarity matrices and state sequences.
+This module turns gold document pairs into exactly what the CRF sees at inference time:
+
+1. the measure's (m, n) similarity matrix of each pair (computed once, or passed in);
+2. the aligner's paragraph alignment and blocks (:meth:`Aligner.blocks`, the code path
+   :meth:`Aligner.align` uses), so the CRF is trained on the masked blocks it later decodes;
+3. per block, ``emission_scale * block`` and the gold states of its simple sentences
+   (:func:`models_ml.crf.groups_to_states` over the gold sentence pairs inside the block,
+   in block-local indices).
+
+Then :func:`models_ml.crf.train_crf` maximises the log-likelihood. Training starts from the
+aligner's untrained calibration (null threshold, merge bonus, zero transitions), so a few
+epochs refine a sensible model rather than start from noise.
+
+What cannot be learned is counted, not hidden: gold pairs outside every block (lost to
+paragraph alignment: the recall ceiling), gold pairs no state can represent (a simple
+sentence aligned to complex sentences further apart than ``max_span``), and blocks skipped
+because they have more states than ``dense_state_limit`` (the forward algorithm is dense).
+
+Optionally the "partial" label threshold is tuned afterwards on the *training* pairs: the
+value on a fixed grid that maximises Task-2 sentence-pair F1 there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+
+from models_ml.aligner import Aligner
+from models_ml.crf import groups_to_states, train_crf
+from models_ml.evaluate import EvaluationReport, evaluate_pairs, pair_labels_from_groups
+from models_ml.io import AlignmentGroup, GoldPair
+
+__all__ = ["TrainingConfig", "TrainingReport", "train_aligner"]
+
+PARTIAL_THRESHOLD_GRID = tuple(round(0.05 * k, 2) for k in range(21))  # 0.0, 0.05, ..., 1.0
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Optimisation settings; the seed is an argument of :func:`train_aligner`, not part of the config.
+
+    epochs: passes over all training blocks (Adam, one step per block, shuffled each epoch).
+    lr: Adam's learning rate. The CRF's parameters live on the scale of ``emission_scale *
+        similarity`` (about -20..20). 0.05 was best of 0.005 / 0.02 / 0.05 / 0.1 for 10 epochs
+        on DEplain-web dev under document-level cross-validation (bench/deplain_aligner.py).
+    tune_partial_threshold: after training, pick the aligner's ``partial_threshold`` on the
+        training pairs (Task-2 sentence-pair F1, grid 0.0..1.0 step 0.05, lowest on ties).
+    """
+
+    epochs: int = 10
+    lr: float = 0.05
+    tune_partial_threshold: bool = True
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1:
+            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+
+
+@dataclass
+class TrainingReport:
+    """What one training run saw and did.
+
+    log_likelihoods: mean log-likelihood per block in each epoch (during the epoch, from train_crf).
+    initial_log_likelihood / final_log_likelihood: mean over the blocks before and after training.
+    pairs: gold document pairs given; pairs_used: those with at least one trained block.
+    blocks: blocks trained on; skipped_blocks: one reason per block or pair left out.
+    gold_pairs: gold (simple, complex) sentence pairs of the given documents;
+    gold_pairs_outside_blocks: those lost to paragraph alignment (or in a skipped block);
+    gold_pairs_beyond_span: those inside blocks that no CRF state covers (too far apart).
+    partial_threshold: the aligner's threshold after training (tuned or kept).
+    seconds: wall time of the whole run, scoring included.
+    """
+
+    log_likelihoods: list[float]
+    initial_log_likelihood: float
+    final_log_likelihood: float
+    pairs: int
+    pairs_used: int
+    blocks: int
+    skipped_blocks: list[str] = field(default_factory=list)
+    gold_pairs: int = 0
+    gold_pairs_outside_blocks: int = 0
+    gold_pairs_beyond_span: int = 0
+    partial_threshold: float = 0.5
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        """A few lines for the CLI and logs."""
+        reachable = self.gold_pairs - self.gold_pairs_outside_blocks - self.gold_pairs_beyond_span
+        lines = (
+            f"pairs: {self.pairs_used} of {self.pairs} used; blocks: {self.blocks} trained, {len(self.skipped_blocks)} skipped",
+            f"gold sentence pairs: {self.gold_pairs}; outside blocks: {self.gold_pairs_outside_blocks}; "
+            + f"beyond max_span: {self.gold_pairs_beyond_span}; learnable: {reachable}",
+            f"log-likelihood per block: {self.initial_log_likelihood:.3f} -> {self.final_log_likelihood:.3f} "
+            + f"after {len(self.log_likelihoods)} epochs",
+            f"partial_threshold: {self.partial_threshold:.2f}; time: {self.seconds:.1f} s",
+        )
+        return "\n".join(lines)
+
+
+@dataclass
+class _Example:
+    """One training block: scaled similarities (r, c) and gold states (r,)."""
+
+    sim: torch.Tensor
+    gold_states: list[int]
+
+
+def train_aligner(
+    pairs: Sequence[GoldPair],
+    *,
+    aligner: Aligner,
+    training: TrainingConfig,
+    seed: int,
+    progress: Progress | None = None,
+    similarities: Sequence[np.ndarray] | None = None,
+) -> TrainingReport:
+    """Train ``aligner``'s CRF in place on gold document pairs and return what happened.
+
+    similarities: optional precomputed (m, n) matrix per pair (row = simple sentence), as the
+    measure would give; lets a benchmark score each pair once and reuse it across folds.
+    seed: shuffles the block order of every epoch (the CRF's initial parameters come from the
+    aligner's own seed). Raises ValueError when no block can be trained on.
+    """
+    start = time.perf_counter()
+    say = progress or (lambda message: None)
+    if similarities is not None and len(similarities) != len(pairs):
+        raise ValueError(f"got {len(similarities)} similarity matrices for {len(pairs)} gold pairs")
+    matrices = _similarities(pairs, aligner, similarities, say)
+    examples: list[_Example] = []
+    report = TrainingReport([], 0.0, 0.0, pairs=len(pairs), pairs_used=0, blocks=0)
+    for pair, similarity in zip(pairs, matrices):
+        used_before = len(examples)
+        examples.extend(_pair_examples(pair, similarity, aligner, report))
+        report.pairs_used += len(examples) > used_before
+    report.blocks = len(examples)
+    if not examples:
+        reasons = "; ".join(report.skipped_blocks[:3]) or "no gold pairs"
+        raise ValueError(f"no trainable block among {len(pairs)} gold pairs ({reasons})")
+    say(f"training on {len(examples)} blocks of {report.pairs_used} pairs for {training.epochs} epochs")
+    report.initial_log_likelihood = _mean_log_likelihood(aligner, examples)
+    report.log_likelihoods = train_crf(
+        aligner.crf,
+        [(example.sim, example.gold_states) for example in examples],
+        epochs=training.epochs,
+        lr=training.lr,
+        seed=seed,
+        device=aligner.device,
+    )
+    report.final_log_likelihood = _mean_log_likelihood(aligner, examples)
+    if training.tune_partial_threshold:
+        say("tuning partial_threshold on the training pairs")
+        aligner.config = replace(aligner.config, partial_threshold=_tuned_partial_threshold(aligner, pairs, matrices))
+    report.partial_threshold = aligner.config.partial_threshold
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _similarities(
+    pairs: Sequence[GoldPair], aligner: Aligner, given: Sequence[np.ndarray] | None, say: Progress
+) -> list[np.ndarray]:
+    """One float32 (m, n) matrix per pair: the given ones (shape-checked) or the measure's scores."""
+    matrices = []
+    for index, pair in enumerate(pairs):
+        m, n = len(pair.simple_sentences), len(pair.complex_sentences)
+        if given is not None:
+            matrix = np.asarray(given[index], dtype=np.float32)  # (m, n)
+        elif m and n:
+            matrix = aligner.measure.score(pair.simple_sentences, pair.complex_sentences)  # (m, n)
+        else:
+            matrix = np.zeros((m, n), dtype=np.float32)
+        if matrix.shape != (m, n):
+            raise ValueError(f"pair {pair.pair_id}: similarity has shape {matrix.shape}, expected {(m, n)}")
+        matrices.append(matrix)
+        if given is None and (index + 1) % 50 == 0:
+            say(f"scored {index + 1} of {len(pairs)} pairs")
+    return matrices
+
+
+def _pair_examples(pair: GoldPair, similarity: np.ndarray, aligner: Aligner, report: TrainingReport) -> list[_Example]:
+    """Training blocks of one pair, with its gold pairs' bookkeeping added to ``report``."""
+    m, n = similarity.shape
+    gold = set(pair_labels_from_groups(pair.groups, m, n))  # {(simple j, complex i)}
+    report.gold_pairs += len(gold)
+    if m == 0 or n == 0:
+        report.skipped_blocks.append(f"pair {pair.pair_id}: an empty side")
+        return []
+    plan = aligner.blocks(similarity, pair.simple_paragraphs, pair.complex_paragraphs)
+    covered: set[tuple[int, int]] = set()
+    examples = []
+    max_span = aligner.crf.config.max_span
+    for rows, cols, block in plan.blocks:
+        states = len(aligner.crf.states(len(cols))[0]) + 1
+        if states > aligner.config.dense_state_limit:
+            report.skipped_blocks.append(
+                f"pair {pair.pair_id}: block of {len(rows)} x {len(cols)} sentences has {states} states "
+                f"> dense_state_limit {aligner.config.dense_state_limit}"
+            )
+            continue
+        row_of = {int(j): r for r, j in enumerate(rows)}
+        col_of = {int(i): c for c, i in enumerate(cols)}
+        local = [(row_of[j], col_of[i]) for j, i in gold if j in row_of and i in col_of and plan.mask[j, i]]
+        covered.update((int(rows[r]), int(cols[c])) for r, c in local)
+        gold_states = groups_to_states([([c], [r]) for r, c in local], len(rows), len(cols), max_span)  # (r,)
+        report.gold_pairs_beyond_span += len(local) - _represented(local, gold_states, aligner, len(cols))
+        sim = torch.as_tensor(aligner.config.emission_scale * block, dtype=torch.float32)  # (r, c)
+        examples.append(_Example(sim, gold_states))
+    report.gold_pairs_outside_blocks += len(gold - covered)
+    return examples
+
+
+def _represented(local: list[tuple[int, int]], gold_states: list[int], aligner: Aligner, c: int) -> int:
+    """How many of the block-local gold pairs (r, c) the gold states' spans cover."""
+    starts, ends = aligner.crf.states(c)  # (K,), (K,)
+    return sum(1 for r, col in local if gold_states[r] and starts[gold_states[r] - 1] <= col < ends[gold_states[r] - 1])
+
+
+def _mean_log_likelihood(aligner: Aligner, examples: Sequence[_Example]) -> float:
+    """Mean log P(gold states | block) over the examples, without gradients."""
+    crf = aligner.crf.eval()
+    with torch.no_grad():
+        total = sum(float(crf(example.sim.to(aligner.device), example.gold_states)) for example in examples)
+    return total / len(examples)
+
+
+def _tuned_partial_threshold(aligner: Aligner, pairs: Sequence[GoldPair], matrices: Sequence[np.ndarray]) -> float:
+    """The grid value of ``partial_threshold`` with the best Task-2 sentence-pair F1 on these pairs.
+
+    Each pair is decoded once; only the labels change with the threshold (a group is partial
+    when its score is below it), so the sweep re-evaluates, it does not re-decode.
+    """
+    decoded = []
+    for pair, similarity in zip(pairs, matrices):
+        m, n = similarity.shape
+        if m == 0 or n == 0:
+            continue
+        result = aligner.align(
+            pair.complex_sentences, pair.simple_sentences, pair.complex_paragraphs, pair.simple_paragraphs,
+            similarity=similarity,
+        )  # fmt: skip
+        decoded.append((pair.groups, result.groups, m, n))
+    best_threshold, best_f1 = aligner.config.partial_threshold, -1.0
+    for threshold in PARTIAL_THRESHOLD_GRID:
+        total: EvaluationReport | None = None
+        for gold, predicted, m, n in decoded:
+            relabelled = [_with_label(group, threshold) for group in predicted]
+            report = evaluate_pairs(gold, relabelled, m, n)
+            total = report if total is None else total + report
+        f1 = total.sentence_task2.f1 if total is not None else 0.0
+        if f1 > best_f1:  # strict: the lowest threshold wins ties (fewest groups demoted to partial)
+            best_threshold, best_f1 = threshold, f1
+    return best_threshold
+
+
+def _with_label(group: AlignmentGroup, threshold: float) -> AlignmentGroup:
+    score = group.score if group.score is not None else 1.0
+    return replace(group, label="partial" if score < threshold else "aligned")
