@@ -271,6 +271,18 @@ def _build_word_alignment(name: str) -> Callable[..., SimilarityMeasure]:
     return build
 
 
+def _build_cross_encoder(*, encoder: Any = None, device: str = "", **options: Any) -> SimilarityMeasure:
+    """Cross-encoder pair classifier; ``encoder`` is accepted (the aligner passes one) and unused.
+
+    Options: ``model_dir`` (a folder written by ``save_pair_classifier``; without it the head
+    is untrained and the scores are meaningless), ``batch_size``, ``chunk_pairs``.
+    """
+    # imported late: it loads transformers and imports this module
+    from models_ml import cross_encoder
+
+    return cross_encoder.build_cross_encoder_measure(device=device, **options)
+
+
 MEASURE_BUILDERS: dict[str, Callable[..., SimilarityMeasure]] = {
     "embedding_cosine": _build_embedding_cosine,
     "jaccard": JaccardSimilarity,
@@ -287,6 +299,7 @@ MEASURE_BUILDERS: dict[str, Callable[..., SimilarityMeasure]] = {
             "word_movers",
         )
     },
+    "cross_encoder": _build_cross_encoder,
 }
 
 
