@@ -200,6 +200,13 @@
       canvas.style.cursor = "crosshair";
     }
 
+    // A diff opened from far down the table would land out of sight: bring it into view.
+    document.addEventListener("htmx:afterSwap", (event) => {
+      if (event.target.id !== "diff") return;
+      const box = event.target.getBoundingClientRect();
+      if (box.top < 0 || box.top > window.innerHeight) event.target.scrollIntoView({ block: "start", behavior: "smooth" });
+    });
+
     document.addEventListener("htmx:load", (event) => { // fired on new content, so also on an outerHTML-swapped table
       if (selectedId !== null && event.target.id === "candidates") selectRow(selectedId);
     });
