@@ -46,11 +46,11 @@ def run_measure(name: str, aligner) -> object:
 
     if name in LEXICAL_MEASURES:
         return build_measure(name)
+    if name == "cross_encoder":
+        return build_measure(name, device=settings.ENCODER_DEVICE, model_dir=settings.CROSS_ENCODER_MODEL_DIR)
     encoder = load_sentence_encoder(
         aligner.config.encoder, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD
     )
-    if name == "cross_encoder":
-        return build_measure(name, device=settings.ENCODER_DEVICE)
     return build_measure(name, encoder=encoder)
 
 

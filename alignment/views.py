@@ -135,7 +135,9 @@ def _start_run(request: HttpRequest, corpus, pairs=None) -> HttpResponse | None:
         messages.error(request, f"The run was not started: {errors}")
         return None
     try:
-        run = aligning.alignment_run_create(corpus=corpus, pairs=pairs, created_by=request.user, **form.run_arguments())
+        run = aligning.alignment_run_create(
+            corpus=corpus, pairs=pairs, created_by=request.user, model_dir=settings.ALIGNER_MODEL_DIR, **form.run_arguments()
+        )
     except ValueError as exc:
         messages.error(request, f"The run was not started: {exc}")
         return None

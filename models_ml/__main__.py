@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--lr", type=float, default=None, help="Adam learning rate (default: TrainingConfig.lr, 0.05)")
     train.add_argument("--seed", type=int, default=0, help="seeds the CRF's initial parameters and the block order")
     train.add_argument("--device", default=None, help="override the device, e.g. cpu or cuda:0")
+    train.add_argument("--pair-classifier-output", type=Path, help="also fine-tune the cross-encoder pair classifier and save it here")
+    train.add_argument("--pair-classifier-epochs", type=int, default=1, help="epochs for the pair classifier (default 1)")
     return parser
 
 
@@ -221,6 +223,15 @@ def _check_writable_directory(path: Path) -> None:
 def run_train(args: argparse.Namespace) -> str:
     pairs = _read_gold(args.gold, args.gold_format)
     _check_writable_directory(args.output)
+    pair_training = None
+    if args.pair_classifier_output is not None:
+        _check_writable_directory(args.pair_classifier_output)
+        from models_ml.cross_encoder import PairTrainingConfig
+
+        try:
+            pair_training = PairTrainingConfig(epochs=args.pair_classifier_epochs)
+        except ValueError as error:
+            raise InputError(f"pair classifier: {error}") from None
     from models_ml.aligner import (  # imports torch: only once the gold is read
         Aligner,
         AlignerConfig,
@@ -247,7 +258,28 @@ def run_train(args: argparse.Namespace) -> str:
         aligner.save(args.output)
     except OSError as error:
         raise InputError(f"{args.output}: cannot write the model ({error.strerror})") from None
-    return f"{report.summary()}\nsaved to {args.output}"
+    summary = f"{report.summary()}\nsaved to {args.output}"
+    if args.pair_classifier_output is not None:
+        summary += "\n" + _train_pair_classifier(args, pairs, pair_training)
+    return summary
+
+
+def _train_pair_classifier(args: argparse.Namespace, pairs: list, training: object) -> str:
+    from models_ml.cross_encoder import save_pair_classifier
+    from models_ml.encoders import default_device
+    from models_ml.train import fine_tune_pair_classifier
+
+    try:
+        model, losses, count = fine_tune_pair_classifier(
+            pairs, training=training, seed=args.seed, device=args.device or default_device()
+        )
+    except ValueError as error:
+        raise InputError(f"pair classifier: {error}") from None
+    try:
+        save_pair_classifier(model, args.pair_classifier_output)  # type: ignore[arg-type]
+    except OSError as error:
+        raise InputError(f"{args.pair_classifier_output}: cannot write the pair classifier ({error.strerror})") from None
+    return f"pair classifier: {count} examples, loss per epoch {[round(x, 4) for x in losses]}; saved to {args.pair_classifier_output}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

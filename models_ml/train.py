@@ -266,3 +266,30 @@ def _tuned_partial_threshold(aligner: Aligner, pairs: Sequence[GoldPair], matric
 def _with_label(group: AlignmentGroup, threshold: float) -> AlignmentGroup:
     score = group.score if group.score is not None else 1.0
     return replace(group, label="partial" if score < threshold else "aligned")
+
+
+def fine_tune_pair_classifier(
+    pairs: Sequence[GoldPair],
+    *,
+    training: object | None = None,
+    negatives_per_positive: int = 3,
+    seed: int,
+    device: str,
+) -> tuple[object, list[float], int]:
+    """Fine-tune a fresh cross-encoder (bundled MiniLM + head) on gold groups; returns (model, losses, examples).
+
+    Every pair inside a gold group is a positive with the group's label; negatives are
+    drawn from the pairs in no group, ``negatives_per_positive`` per positive.
+    """
+    from models_ml.cross_encoder import PairClassifier, PairTrainingConfig, pair_examples_from_groups, train_pair_classifier
+
+    examples = []
+    for index, pair in enumerate(pairs):
+        examples += pair_examples_from_groups(
+            pair.simple_sentences, pair.complex_sentences, pair.groups, negatives_per_positive=negatives_per_positive, seed=seed + index
+        )
+    if not examples:
+        raise ValueError("no training examples: the gold has no groups")
+    model = PairClassifier(seed=seed)
+    losses = train_pair_classifier(model, examples, training or PairTrainingConfig(), seed=seed, device=device)
+    return model, losses, len(examples)

@@ -132,6 +132,11 @@ ENCODER_DEVICE = envstr("ENCODER_DEVICE", "")  # "" = CUDA when present, else CP
 ENCODER_ALLOW_DOWNLOAD = envbool("ENCODER_ALLOW_DOWNLOAD", False)
 EMBEDDING_BATCH_SIZE = envint("EMBEDDING_BATCH_SIZE", 256)  # sentences stored per transaction
 ENCODER_BATCH_SIZE = envint("ENCODER_BATCH_SIZE", 32)  # sentences per forward pass
+# Alignment runs: a trained aligner (python -m models_ml train --output DIR) used by runs started
+# from the pages; "" = the untrained, hand-calibrated aligner. The cross-encoder measure needs a
+# fine-tuned pair classifier (train --pair-classifier-output DIR).
+ALIGNER_MODEL_DIR = envstr("ALIGNER_MODEL_DIR", "")
+CROSS_ENCODER_MODEL_DIR = envstr("CROSS_ENCODER_MODEL_DIR", "")
 
 # Import limits and defaults.
 IMPORT_MAX_FILE_BYTES = envint("IMPORT_MAX_FILE_BYTES", 5 * 1024 * 1024)

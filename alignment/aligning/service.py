@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F
@@ -57,6 +58,11 @@ def alignment_config_build(
             raise ValueError(f"unknown similarity measure {name!r}; known measures: {', '.join(sorted(MEASURE_BUILDERS))}")
     if aligner.measure not in chosen:
         chosen.insert(0, aligner.measure)
+    if "cross_encoder" in chosen and not settings.CROSS_ENCODER_MODEL_DIR:
+        raise ValueError(
+            "the cross_encoder measure needs a fine-tuned pair classifier: set CROSS_ENCODER_MODEL_DIR "
+            "(python -m models_ml train ... --pair-classifier-output DIR); an untrained head scores noise"
+        )
     return {"aligner": aligner.to_dict(), "measures": chosen, "model_dir": model_dir, "top_k": TOP_K}, version
 
 

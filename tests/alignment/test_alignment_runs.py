@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from alignment.aligning import scoring
 from alignment.aligning.service import alignment_run_cancel, alignment_run_create, alignment_run_retry
@@ -180,3 +181,26 @@ def test_pairs_of_another_corpus_are_rejected(stories, tram_corpus):
     with pytest.raises(ValueError, match="do not belong to corpus 'Stories'"):
         alignment_run_create(corpus=stories, pairs=foreign)
     assert not AlignmentRun.objects.exists()
+
+
+def test_cross_encoder_measure_is_refused_without_a_fine_tuned_classifier(stories, settings):
+    settings.CROSS_ENCODER_MODEL_DIR = ""
+    with pytest.raises(ValueError, match="cross_encoder measure needs a fine-tuned pair classifier"):
+        alignment_run_create(corpus=stories, measures=["jaccard", "cross_encoder"])
+    assert not AlignmentRun.objects.exists()
+
+
+def test_run_with_a_trained_model_directory_uses_its_weights(stories, run_worker, tmp_path):
+    from models_ml.aligner import Aligner, AlignerConfig
+
+    trained = Aligner(AlignerConfig(measure="tfidf_cosine", null_score=0.15, paragraph_variant="none", device="cpu"))
+    with torch.no_grad():
+        trained.crf.null_emission.fill_(1e6)  # a "model" that leaves every sentence unaligned
+    trained.save(tmp_path / "model")
+    run = alignment_run_create(corpus=stories, model_dir=str(tmp_path / "model"), measures=["jaccard"])
+    assert str((tmp_path / "model").resolve()) in run.model_version and "sha256" in run.model_version
+    assert run.config["aligner"]["measure"] == "tfidf_cosine"  # the saved config, not the default
+    run_worker(["alignment"])
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.candidates_written > 0
+    assert set(run.label_counts) == {"not_aligned"}

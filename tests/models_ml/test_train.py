@@ -268,3 +268,28 @@ def test_cli_train_to_an_unwritable_output_exits_2_before_training(
     assert status == 2
     assert f"{blocker / 'model'}: cannot create the model directory" in err
     assert "training on" not in err  # failed before any training started
+
+
+def test_cli_train_also_fine_tunes_and_saves_the_pair_classifier(
+    tmp_path: Path, config_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from models_ml.cross_encoder import load_pair_classifier
+
+    gold = write_wiki_tsv(tmp_path / "gold.tsv", [weak_overlap_pair(0)])
+    classifier = tmp_path / "classifier"
+    argv = ["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(tmp_path / "model"), "--config", str(config_file)]
+    status = main([*argv, "--pair-classifier-output", str(classifier), "--device", "cpu"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert f"saved to {classifier}" in out and "pair classifier:" in out
+    probabilities = load_pair_classifier(classifier, device="cpu").predict_proba(["a b"], ["a b c"])
+    assert probabilities.shape == (1, 3)
+
+
+def test_cli_train_with_bad_pair_classifier_epochs_exits_2(tmp_path: Path, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gold = write_wiki_tsv(tmp_path / "gold.tsv", [weak_overlap_pair(0)])
+    argv = ["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(tmp_path / "model"), "--config", str(config_file)]
+    status = main([*argv, "--pair-classifier-output", str(tmp_path / "c"), "--pair-classifier-epochs", "0"])
+    assert status == 2
+    assert "pair classifier: epochs and batch_size must be >= 1" in capsys.readouterr().err
+    assert not (tmp_path / "model").exists()  # checked before anything is trained or written
