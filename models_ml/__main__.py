@@ -158,14 +158,14 @@ def _document_size(*group_lists: Sequence[AlignmentGroup]) -> tuple[int, int]:
 
 
 def run_evaluate(args: argparse.Namespace) -> str:
-    from models_ml.evaluate import evaluate_corpus, evaluate_pairs, format_report
+    from models_ml.evaluate import evaluate_corpus, format_report, format_sweep, group_score_sweep
 
     if args.gold_format == "jsonl":
         if args.gold is None or args.pred is None:
             raise InputError("evaluate: --gold and --pred are required with --gold-format jsonl")
         gold, pred = _read_groups(args.gold), _read_groups(args.pred)
         m, n = _document_size(gold, pred)
-        report = evaluate_pairs(gold, pred, m, n, exclude_identical=args.exclude_identical)
+        documents = [(gold, pred, m, n)]
     else:
         if args.gold_documents is None or args.gold_alignments is None or args.pred_dir is None:
             raise InputError("evaluate: --gold-documents, --gold-alignments and --pred-dir are required with deplain")
@@ -185,11 +185,17 @@ def run_evaluate(args: argparse.Namespace) -> str:
             pred_path = args.pred_dir / f"{pair.pair_id}.jsonl"
             pred = _read_groups(pred_path) if pred_path.is_file() else []
             documents.append((pair.groups, pred, len(pair.simple_sentences), len(pair.complex_sentences)))
-        try:
-            report = evaluate_corpus(documents, exclude_identical=args.exclude_identical)
-        except ValueError as error:
-            raise InputError(f"{args.pred_dir}: {error}") from None
-    return json.dumps(report.as_dict(), indent=2) if args.json else format_report(report)
+    try:
+        report = evaluate_corpus(documents, exclude_identical=args.exclude_identical)
+        sweep = group_score_sweep(documents, exclude_identical=args.exclude_identical)
+    except ValueError as error:
+        raise InputError(f"{args.pred_dir or args.pred}: {error}") from None
+    if args.json:
+        data = report.as_dict()
+        if sweep is not None:
+            data["sweep"] = {name: {"threshold": t, **prf.as_dict()} for name, (t, prf) in sweep.items()}
+        return json.dumps(data, indent=2)
+    return format_report(report) + ("\n\n" + format_sweep(sweep) if sweep is not None else "")
 
 
 def _read_gold(path: Path, gold_format: str) -> list[GoldPair]:

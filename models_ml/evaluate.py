@@ -236,6 +236,49 @@ def threshold_sweep(
     return SweepResult(threshold=best_threshold, metrics=best, curve=curve)
 
 
+def group_score_sweep(
+    documents: Sequence[tuple[Sequence[AlignmentGroup], Sequence[AlignmentGroup], int, int]],
+    *,
+    exclude_identical: bool = False,
+    max_thresholds: int = 200,
+) -> dict[str, tuple[float, PRF]] | None:
+    """Best threshold on the predicted groups' scores for each figure: name -> (threshold, PRF).
+
+    For predictions from a score-only measure: keeping only groups whose score is >= t,
+    which t maximises each of the four F1s (sentence/group x Task 1/2)? Tried thresholds
+    are the distinct scores, thinned to ``max_thresholds`` quantiles. Returns None when a
+    predicted group has no score or all scores are equal (nothing to sweep).
+    """
+    scores = [g.score for _, predicted, _, _ in documents for g in predicted]
+    if not scores or any(score is None for score in scores) or len(set(scores)) < 2:
+        return None
+    distinct = np.unique(np.asarray(scores, dtype=np.float64))  # (T,) ascending
+    if distinct.size > max_thresholds:
+        distinct = np.unique(np.quantile(distinct, np.linspace(0.0, 1.0, max_thresholds)))
+    best: dict[str, tuple[float, PRF]] = {}
+    for threshold in distinct.tolist():
+        kept = [(gold, [g for g in predicted if g.score >= threshold], m, n) for gold, predicted, m, n in documents]
+        report = evaluate_corpus(kept, exclude_identical=exclude_identical)
+        for name, prf in (
+            ("sentence task 1", report.sentence_task1),
+            ("sentence task 2", report.sentence_task2),
+            ("group task 1", report.group_task1),
+            ("group task 2", report.group_task2),
+        ):
+            if name not in best or prf.f1 > best[name][1].f1:
+                best[name] = (float(threshold), prf)
+    return best
+
+
+def format_sweep(sweep: dict[str, tuple[float, PRF]]) -> str:
+    """The sweep as a table: the threshold that maximises each F1, and the P/R there."""
+    header = f"{'max F1 over group-score thresholds':<36} {'t':>7} {'P':>7} {'R':>7} {'F1':>7}"
+    lines = [header, "-" * len(header)]
+    for name, (threshold, prf) in sweep.items():
+        lines.append(f"{name:<36} {threshold:>7.4f} {prf.precision:>7.4f} {prf.recall:>7.4f} {prf.f1:>7.4f}")
+    return "\n".join(lines)
+
+
 def format_report(report: EvaluationReport) -> str:
     """A fixed-width table of both tasks at both levels, for the CLI and logs."""
     header = f"{'level':<9} {'task':<5} {'P':>7} {'R':>7} {'F1':>7} {'TP':>7} {'FP':>7} {'FN':>7}"

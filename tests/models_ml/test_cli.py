@@ -133,13 +133,37 @@ def test_evaluate_prints_both_tasks_at_both_levels(tmp_path: Path) -> None:
     }
     table = run_cli("evaluate", "--gold", gold, "--pred", pred)
     assert table.returncode == 0
-    rows = [line.split() for line in table.stdout.splitlines() if line.startswith(("sentence", "group"))]
+    report_part, sweep_part = table.stdout.split("\n\n")
+    rows = [line.split() for line in report_part.splitlines() if line.startswith(("sentence", "group"))]
+    assert "max F1 over group-score thresholds" in sweep_part
     assert [(r[0], r[1], r[4]) for r in rows] == [
         ("sentence", "1", "0.8571"),
         ("sentence", "2", "0.6667"),
         ("group", "1", "0.6667"),
         ("group", "2", "0.4000"),
     ]
+
+
+def test_evaluate_sweeps_the_group_score_threshold_for_max_f1(tmp_path: Path) -> None:
+    gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
+    gold.write_text('{"complex": [0], "simple": [0], "label": "aligned"}\n{"complex": [1], "simple": [1], "label": "aligned"}\n', encoding="utf-8")
+    pred.write_text(
+        '{"complex": [0], "simple": [0], "label": "aligned", "score": 0.9}\n'
+        '{"complex": [2], "simple": [2], "label": "aligned", "score": 0.5}\n'
+        '{"complex": [1], "simple": [1], "label": "aligned", "score": 0.7}\n',
+        encoding="utf-8",
+    )
+    completed = run_cli("evaluate", "--gold", gold, "--pred", pred, "--json")
+    sweep = json.loads(completed.stdout)["sweep"]
+    assert sweep["group task 1"]["threshold"] == 0.7  # drops the wrong 0.5 group, keeps both right ones
+    assert sweep["group task 1"]["f1"] == 1.0 and sweep["sentence task 1"]["f1"] == 1.0
+
+
+def test_evaluate_without_scores_prints_no_sweep(tmp_path: Path) -> None:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"complex": [0], "simple": [0], "label": "aligned"}\n', encoding="utf-8")
+    completed = run_cli("evaluate", "--gold", gold, "--pred", gold, "--json")
+    assert completed.returncode == 0 and "sweep" not in json.loads(completed.stdout)
 
 
 def test_evaluate_rejects_missing_gold_file(tmp_path: Path) -> None:
