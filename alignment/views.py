@@ -102,6 +102,8 @@ def corpus_import(request: HttpRequest) -> HttpResponse:
             report = corpus_import_files(corpus=corpus, files=files, options=options)
             if report.documents_created:
                 services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL, created_by=request.user)
+            if report.pairs_created:
+                aligning.alignment_run_for_new_pairs(corpus=corpus, created_by=request.user)
             if not report.errors:
                 messages.success(request, f"Imported {report.documents_created} documents into {corpus.name}.")
     context = {"form": form, "report": report, "corpus": corpus, "corpus_names": selectors.corpus_names_for_import(request.user)}

@@ -93,6 +93,20 @@ def alignment_run_create(
     return run
 
 
+def alignment_run_for_new_pairs(*, corpus: Corpus, created_by: AbstractBaseUser | None = None) -> AlignmentRun | None:
+    """Queue a run over the pairs no run has covered yet (after an import), or None when there are none.
+
+    Uses ALIGNER_MODEL_DIR when set. Pairs in a queued or running run count as covered.
+    """
+    covered = AlignmentRun.objects.filter(corpus=corpus).exclude(
+        status__in=[AlignmentRun.Status.FAILED, AlignmentRun.Status.CANCELLED]
+    ).values("pairs")
+    pairs = list(corpus.pairs.exclude(aligned_pairs__isnull=False).exclude(pk__in=covered))
+    if not pairs:
+        return None
+    return alignment_run_create(corpus=corpus, pairs=pairs, created_by=created_by, model_dir=settings.ALIGNER_MODEL_DIR)
+
+
 def alignment_run_cancel(*, run: AlignmentRun) -> AlignmentRun:
     """A queued run is cancelled at once; a running one stops after the pair in flight (kept)."""
     with transaction.atomic():

@@ -33,6 +33,25 @@ def test_import_corpus_stores_good_files_and_fails_naming_the_bad_one(folder, ow
     assert DocumentPair.objects.filter(corpus=corpus).count() == 1
     assert "2 documents created" in out.getvalue()
     assert EmbeddingRun.objects.filter(corpus=corpus).count() == 1
+    alignment = corpus.alignment_runs.get()  # the new pair is queued for alignment too
+    assert list(alignment.pairs.all()) == list(DocumentPair.objects.filter(corpus=corpus))
+    assert f"alignment run #{alignment.pk}" in out.getvalue()
+
+
+def test_import_corpus_queues_alignment_only_for_pairs_not_yet_covered(folder, owner):
+    (folder / "Empty-adv.txt").unlink()
+    call_command("import_corpus", str(folder), corpus="Cmd", owner="owner", stdout=StringIO())
+    (folder / "Bus-adv.txt").write_text("The city bought forty electric buses this year.\n", encoding="utf-8")
+    (folder / "Bus-ele.txt").write_text("The city bought new electric buses.\n", encoding="utf-8")
+    call_command("import_corpus", str(folder), corpus="Cmd", owner="owner", stdout=StringIO())
+    runs = list(Corpus.objects.get(name="Cmd").alignment_runs.order_by("pk"))
+    assert [sorted(p.complex_document.external_id for p in run.pairs.all()) for run in runs] == [["Tram"], ["Bus"]]
+
+
+def test_import_corpus_no_align_queues_no_alignment(folder, owner):
+    (folder / "Empty-adv.txt").unlink()
+    call_command("import_corpus", str(folder), corpus="Cmd", owner="owner", no_align=True, stdout=StringIO())
+    assert not Corpus.objects.get(name="Cmd").alignment_runs.exists()
 
 
 def test_import_corpus_twice_changes_nothing(folder, owner):

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from alignment import services
+from alignment.aligning.service import alignment_run_for_new_pairs
 from alignment.importing.readers import DEFAULT_FILENAME_PATTERN, DEFAULT_LEVEL_HEADER_PATTERN, FORMATS, ImportOptions
 from alignment.importing.service import corpus_import_files, import_paths
 from alignment.models import Corpus
@@ -36,6 +37,7 @@ class Command(BaseCommand):
         parser.add_argument("--level-header-pattern", default=DEFAULT_LEVEL_HEADER_PATTERN)
         parser.add_argument("--max-file-bytes", type=int, default=settings.IMPORT_MAX_FILE_BYTES)
         parser.add_argument("--no-embed", action="store_true", help="Do not queue the embedding job afterwards.")
+        parser.add_argument("--no-align", action="store_true", help="Do not queue an alignment run of the new pairs afterwards.")
 
     def handle(self, *args, **options) -> None:
         try:
@@ -88,6 +90,10 @@ class Command(BaseCommand):
         if report.documents_created and not options["no_embed"]:
             run = services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
             self.stdout.write(f"Embedding queued as run #{run.pk}; a worker (manage.py procrastinate worker) will process it.")
+        if report.pairs_created and not options["no_align"]:
+            alignment = alignment_run_for_new_pairs(corpus=corpus)
+            if alignment is not None:
+                self.stdout.write(f"Alignment of the {alignment.pairs_total} new pair(s) queued as alignment run #{alignment.pk}.")
         if report.errors:
             raise CommandError(f"{len(report.errors)} of {len(report.files)} files were not imported (see above).")
 
