@@ -21,7 +21,14 @@ from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 
 from alignment.aligning.scoring import HEATMAP_MAX_CELLS, unpack_matrices
-from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, DocumentPair, ParagraphAlignment, Sentence
+from alignment.models import (
+    AlignedPair,
+    AlignmentRun,
+    CandidateAlignment,
+    DocumentPair,
+    ParagraphAlignment,
+    Sentence,
+)
 from alignment.selectors import corpora_visible_to
 
 CRF_MARGINAL = "crf_marginal"

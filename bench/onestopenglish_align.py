@@ -43,12 +43,13 @@ def main() -> None:
     args = parser.parse_args()
     folder = require_shared("onestopenglish")
     setup_django()
+    from django.conf import settings
+
     from alignment import services
     from alignment.aligning.service import alignment_run_create
     from alignment.importing.readers import ImportOptions
     from alignment.importing.service import corpus_import_files, import_paths
     from alignment.models import DocumentPair, Sentence
-    from django.conf import settings
 
     corpus, _ = services.corpus_get_or_create(
         name="OneStopEnglish adv-ele", language="en", owner=bench_owner(), level_order=["adv", "ele"]

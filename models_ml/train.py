@@ -281,7 +281,12 @@ def fine_tune_pair_classifier(
     Every pair inside a gold group is a positive with the group's label; negatives are
     drawn from the pairs in no group, ``negatives_per_positive`` per positive.
     """
-    from models_ml.cross_encoder import PairClassifier, PairTrainingConfig, pair_examples_from_groups, train_pair_classifier
+    from models_ml.cross_encoder import (
+        PairClassifier,
+        PairTrainingConfig,
+        pair_examples_from_groups,
+        train_pair_classifier,
+    )
 
     examples = []
     for index, pair in enumerate(pairs):

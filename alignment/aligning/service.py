@@ -16,7 +16,12 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from alignment.aligning.scoring import PairOutcome, PairScorer, SideSentences, pack_matrices
+from alignment.aligning.scoring import (
+    PairOutcome,
+    PairScorer,
+    SideSentences,
+    pack_matrices,
+)
 from alignment.models import (
     AlignedPair,
     AlignmentRun,
@@ -100,7 +105,7 @@ def alignment_run_for_new_pairs(*, corpus: Corpus, created_by: AbstractBaseUser 
     """
     covered = AlignmentRun.objects.filter(corpus=corpus).exclude(
         status__in=[AlignmentRun.Status.FAILED, AlignmentRun.Status.CANCELLED]
-    ).values("pairs")
+    ).filter(pairs__isnull=False).values("pairs")  # no NULL in the NOT IN below
     pairs = list(corpus.pairs.exclude(aligned_pairs__isnull=False).exclude(pk__in=covered))
     if not pairs:
         return None
