@@ -1,1 +1,132 @@
-"""Annotation projects, roles and label events arrive with the annotation workflow."""
+"""Annotation projects, who plays which role in them, assignments, and the append-only label history.
+
+The current label of a sentence pair for an annotator is never stored: it is the
+``new_label`` of that annotator's latest :class:`LabelEvent` for the pair. Changing a
+label, undoing, accepting a suggestion and adjudicating all append events, so the
+history can always be replayed and nothing a person did is lost.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from alignment.models import AlignmentRun, Corpus, DocumentPair, Sentence
+
+
+class AnnotationProject(models.Model):
+    """A corpus, or some of its document pairs, to be labelled by a team."""
+
+    class Strategy(models.TextChoices):
+        DOCUMENTS = "documents", "whole document pairs"
+        QUEUE = "queue", "pair queue"
+
+    name = models.CharField(max_length=200, unique=True)
+    corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="annotation_projects")
+    pairs = models.ManyToManyField(DocumentPair, related_name="annotation_projects")
+    guidelines = models.TextField(blank=True, help_text="Shown to annotators; Markdown-free plain text with examples.")
+    overlap = models.PositiveSmallIntegerField(default=2, help_text="Annotators per item.")
+    strategy = models.CharField(max_length=16, choices=Strategy.choices, default=Strategy.DOCUMENTS)
+    suggestion_run = models.ForeignKey(
+        AlignmentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="annotation_projects",
+        help_text="The alignment run whose candidates are shown as suggestions.",
+    )
+    test_item_rate = models.FloatField(default=0.2, help_text="Share of gold test items mixed into queues (the paper: 1 in 5).")
+    accuracy_threshold = models.FloatField(default=0.85, help_text="Annotators below this accuracy on test items are flagged.")
+    adjudicate_all = models.BooleanField(default=False, help_text="Adjudicate every item, not only disagreements.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ProjectMembership(models.Model):
+    """A user's role in one project; without one, the project does not exist for them (404)."""
+
+    class Role(models.TextChoices):
+        MANAGER = "manager"
+        ANNOTATOR = "annotator"
+        VIEWER = "viewer"
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_memberships")
+    role = models.CharField(max_length=16, choices=Role.choices)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user"], name="membership_unique_per_project")]
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.role} in {self.project}"
+
+
+class Assignment(models.Model):
+    """One document pair given to one annotator in one project."""
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="assignments")
+    pair = models.ForeignKey(DocumentPair, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    created_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project", "pair", "annotator"]
+        constraints = [models.UniqueConstraint(fields=["project", "pair", "annotator"], name="assignment_unique")]
+
+
+class LabelEvent(models.Model):
+    """One change of one annotator's label for one sentence pair. Rows are only ever inserted.
+
+    ``previous`` is the event this one replaces in the annotator's history of the pair
+    (None for the first); a write that names a stale ``previous`` is a concurrent edit
+    (two tabs) and is refused, so the later write never silently overwrites the earlier.
+    ``undoes`` marks an undo: it restores the label before the undone event.
+    """
+
+    class Label(models.TextChoices):
+        ALIGNED = "aligned"
+        PARTIAL = "partial"
+        NOT_ALIGNED = "not_aligned", "not aligned"
+        NONE = "", "unlabelled"
+
+    class Source(models.TextChoices):
+        HUMAN = "human"
+        SUGGESTION = "suggestion", "suggestion accepted"
+        ADJUDICATION = "adjudication"
+        IMPORT = "import"
+        UNDO = "undo"
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.PROTECT, related_name="label_events")
+    pair = models.ForeignKey(DocumentPair, on_delete=models.PROTECT, related_name="label_events")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="label_events")
+    simple_sentence = models.ForeignKey(Sentence, on_delete=models.PROTECT, related_name="label_events_as_simple")
+    complex_sentence = models.ForeignKey(Sentence, on_delete=models.PROTECT, related_name="label_events_as_complex")
+    old_label = models.CharField(max_length=16, choices=Label.choices, blank=True)
+    new_label = models.CharField(max_length=16, choices=Label.choices, blank=True)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.HUMAN)
+    previous = models.OneToOneField("self", null=True, blank=True, on_delete=models.PROTECT, related_name="next_event")
+    undoes = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="undone_by")
+    seconds_spent = models.FloatField(null=True, blank=True, help_text="Time on the item before this action, from the client.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+        indexes = [
+            models.Index(fields=["project", "annotator", "pair"]),
+            models.Index(fields=["project", "pair", "simple_sentence", "complex_sentence"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator}: {self.simple_sentence_id}~{self.complex_sentence_id} {self.old_label or '-'} → {self.new_label or '-'}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None and not kwargs.get("force_insert"):
+            raise ValidationError("label events are append-only: record a new event instead of changing one")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValidationError("label events are append-only and are never deleted")

@@ -1,0 +1,53 @@
+"""Reads for annotation: what a user may see, and labels derived from the event history."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+from django.http import Http404
+
+from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
+
+
+def projects_visible_to(user: AbstractBaseUser) -> QuerySet[AnnotationProject]:
+    if not user.is_authenticated:
+        return AnnotationProject.objects.none()
+    if user.is_staff:
+        return AnnotationProject.objects.all()
+    return AnnotationProject.objects.filter(memberships__user=user).distinct()
+
+
+def role_of(user: AbstractBaseUser, project: AnnotationProject) -> str | None:
+    """The user's role in the project (staff count as managers), or None."""
+    if user.is_staff:
+        return ProjectMembership.Role.MANAGER
+    return ProjectMembership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
+
+
+def project_get_for_user(user: AbstractBaseUser, project_id: int) -> tuple[AnnotationProject, str]:
+    """The project and the user's role in it; 404 for anyone without a role (no existence leak)."""
+    project = AnnotationProject.objects.filter(pk=project_id).select_related("corpus", "suggestion_run").first()
+    role = role_of(user, project) if project is not None and user.is_authenticated else None
+    if project is None or role is None:
+        raise Http404("no such project")
+    return project, role
+
+
+def assignment_get_for_user(user: AbstractBaseUser, project: AnnotationProject, pair_id: int) -> Assignment:
+    """The user's own assignment of a pair; 404 when the pair is not theirs (annotators see only their work)."""
+    assignment = Assignment.objects.filter(project=project, annotator=user, pair_id=pair_id).select_related(
+        "pair__complex_document", "pair__simple_document"
+    ).first()
+    if assignment is None:
+        raise Http404("no such assignment")
+    return assignment
+
+
+def current_labels(project: AnnotationProject, annotator: AbstractBaseUser, pair_id: int) -> dict[tuple[int, int], LabelEvent]:
+    """(simple sentence id, complex sentence id) -> the annotator's latest event there (its new_label is the label)."""
+    latest = (
+        LabelEvent.objects.filter(project=project, annotator=annotator, pair_id=pair_id)
+        .order_by("simple_sentence_id", "complex_sentence_id", "-pk")
+        .distinct("simple_sentence_id", "complex_sentence_id")
+    )
+    return {(e.simple_sentence_id, e.complex_sentence_id): e for e in latest}

@@ -1,0 +1,191 @@
+"""Writes for annotation: projects, roles, assignments and label events (append-only).
+
+Every label write names the event it replaces (``expected_previous``): the event the
+annotator's screen was showing. If another write (a second tab) got there first, the
+write is refused with :class:`LabelConflict` instead of silently overwriting it.
+Writes for one annotator and one document pair are serialised on the assignment row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from alignment.models import AlignmentRun, Corpus, DocumentPair, Sentence
+from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
+
+LABELS = {LabelEvent.Label.ALIGNED, LabelEvent.Label.PARTIAL, LabelEvent.Label.NOT_ALIGNED, LabelEvent.Label.NONE}
+
+
+class LabelConflict(Exception):
+    """The pair's label changed since the screen loaded it (another tab or a double submit)."""
+
+    def __init__(self, message: str, current: LabelEvent | None) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+def project_create(
+    *,
+    name: str,
+    corpus: Corpus,
+    created_by: AbstractBaseUser,
+    pairs: Sequence[DocumentPair] | None = None,
+    suggestion_run: AlignmentRun | None = None,
+    guidelines: str = "",
+    overlap: int = 2,
+    strategy: str = AnnotationProject.Strategy.DOCUMENTS,
+) -> AnnotationProject:
+    """A project over ``pairs`` (default: all of the corpus); its creator becomes its manager."""
+    chosen = list(pairs) if pairs is not None else list(corpus.pairs.all())
+    if not chosen:
+        raise ValueError(f"corpus {corpus.name!r} has no document pairs to annotate")
+    foreign = [pair.pk for pair in chosen if pair.corpus_id != corpus.pk]
+    if foreign:
+        raise ValueError(f"document pairs {foreign} do not belong to corpus {corpus.name!r}")
+    if suggestion_run is not None and suggestion_run.corpus_id != corpus.pk:
+        raise ValueError(f"alignment run {suggestion_run.pk} belongs to another corpus")
+    if overlap < 1:
+        raise ValueError(f"overlap must be at least 1, got {overlap}")
+    if AnnotationProject.objects.filter(name=name).exists():
+        raise ValueError(f"a project called {name!r} exists already")
+    with transaction.atomic():
+        project = AnnotationProject.objects.create(
+            name=name, corpus=corpus, suggestion_run=suggestion_run, guidelines=guidelines, overlap=overlap,
+            strategy=strategy, created_by=created_by,
+        )
+        project.pairs.set(chosen)
+        ProjectMembership.objects.create(project=project, user=created_by, role=ProjectMembership.Role.MANAGER)
+    return project
+
+
+def membership_set(*, project: AnnotationProject, user: AbstractBaseUser, role: str) -> ProjectMembership:
+    if role not in ProjectMembership.Role.values:
+        raise ValueError(f"unknown role {role!r}; roles: {', '.join(ProjectMembership.Role.values)}")
+    membership, _ = ProjectMembership.objects.update_or_create(project=project, user=user, defaults={"role": role})
+    return membership
+
+
+def assignments_distribute(*, project: AnnotationProject) -> int:
+    """Give every pair of the project to ``overlap`` annotators, least-loaded first; returns new assignments.
+
+    Idempotent: pairs that already have enough annotators are left alone.
+    """
+    annotators = list(
+        ProjectMembership.objects.filter(project=project, role=ProjectMembership.Role.ANNOTATOR).select_related("user")
+    )
+    if not annotators:
+        raise ValueError(f"project {project.name!r} has no annotators to assign work to")
+    load = {m.user_id: Assignment.objects.filter(project=project, annotator_id=m.user_id).count() for m in annotators}
+    created = 0
+    with transaction.atomic():
+        for pair in project.pairs.order_by("pk"):
+            have = set(Assignment.objects.filter(project=project, pair=pair).values_list("annotator_id", flat=True))
+            for user_id in sorted((u for u in load if u not in have), key=lambda u: (load[u], u)):
+                if len(have) >= project.overlap:
+                    break
+                Assignment.objects.create(project=project, pair=pair, annotator_id=user_id)
+                have.add(user_id)
+                load[user_id] += 1
+                created += 1
+    return created
+
+
+def _latest_event(project: AnnotationProject, annotator: AbstractBaseUser, simple_id: int, complex_id: int) -> LabelEvent | None:
+    return (
+        LabelEvent.objects.filter(project=project, annotator=annotator, simple_sentence_id=simple_id, complex_sentence_id=complex_id)
+        .order_by("-pk")
+        .first()
+    )
+
+
+def _locked_assignment(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> Assignment:
+    assignment = Assignment.objects.select_for_update().filter(project=project, annotator=annotator, pair=pair).first()
+    if assignment is None:
+        raise PermissionError(f"{annotator} is not assigned document pair {pair.pk} in project {project.name!r}")
+    return assignment
+
+
+def label_record(
+    *,
+    project: AnnotationProject,
+    annotator: AbstractBaseUser,
+    pair: DocumentPair,
+    simple_sentence_id: int,
+    complex_sentence_id: int,
+    label: str,
+    expected_previous: int | None,
+    source: str = LabelEvent.Source.HUMAN,
+    seconds_spent: float | None = None,
+) -> LabelEvent:
+    """Append the annotator's new label for a sentence pair of ``pair``.
+
+    ``expected_previous`` is the id of the event the screen showed for this sentence pair
+    (None when it showed no label). Raises ValueError for a bad label or sentences
+    outside the pair, PermissionError when the pair is not assigned to the annotator,
+    and LabelConflict when the label changed meanwhile.
+    """
+    if label not in LABELS:
+        raise ValueError(f"unknown label {label!r}; labels: aligned, partial, not_aligned")
+    if source not in LabelEvent.Source.values or source == LabelEvent.Source.UNDO:
+        raise ValueError(f"unknown or reserved source {source!r}")
+    sentences = dict(Sentence.objects.filter(pk__in=[simple_sentence_id, complex_sentence_id]).values_list("pk", "document_id"))
+    if sentences.get(simple_sentence_id) != pair.simple_document_id:
+        raise ValueError(f"sentence {simple_sentence_id} is not a sentence of the simple document of pair {pair.pk}")
+    if sentences.get(complex_sentence_id) != pair.complex_document_id:
+        raise ValueError(f"sentence {complex_sentence_id} is not a sentence of the complex document of pair {pair.pk}")
+    with transaction.atomic():
+        _locked_assignment(project, annotator, pair)
+        latest = _latest_event(project, annotator, simple_sentence_id, complex_sentence_id)
+        if (latest.pk if latest else None) != expected_previous:
+            raise LabelConflict(
+                "this pair was changed elsewhere (another tab?) since this page loaded it: "
+                f"it is now {_label_name(latest)}; reload to see the current label",
+                latest,
+            )
+        old = latest.new_label if latest else LabelEvent.Label.NONE
+        return LabelEvent.objects.create(
+            project=project, pair=pair, annotator=annotator, simple_sentence_id=simple_sentence_id,
+            complex_sentence_id=complex_sentence_id, old_label=old, new_label=label, source=source, previous=latest,
+            seconds_spent=seconds_spent,
+        )
+
+
+def label_undo(*, project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> LabelEvent | None:
+    """Undo the annotator's most recent not-yet-undone change in ``pair`` by appending its inverse.
+
+    Repeated undos walk further back. Returns None when there is nothing left to undo.
+    """
+    with transaction.atomic():
+        _locked_assignment(project, annotator, pair)
+        candidates = LabelEvent.objects.filter(project=project, annotator=annotator, pair=pair, undoes__isnull=True)
+        undone_ids = set(
+            LabelEvent.objects.filter(project=project, annotator=annotator, pair=pair, undoes__isnull=False).values_list("undoes_id", flat=True)
+        )
+        target = candidates.exclude(pk__in=undone_ids).order_by("-pk").first()
+        if target is None:
+            return None
+        latest = _latest_event(project, annotator, target.simple_sentence_id, target.complex_sentence_id)
+        return LabelEvent.objects.create(
+            project=project, pair=pair, annotator=annotator, simple_sentence_id=target.simple_sentence_id,
+            complex_sentence_id=target.complex_sentence_id, old_label=latest.new_label if latest else "",
+            new_label=target.old_label, source=LabelEvent.Source.UNDO, previous=latest, undoes=target,
+        )
+
+
+def assignment_complete(*, project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> Assignment:
+    with transaction.atomic():
+        assignment = _locked_assignment(project, annotator, pair)
+        if assignment.completed_at is None:
+            assignment.completed_at = timezone.now()
+            assignment.save(update_fields=["completed_at"])
+    return assignment
+
+
+def _label_name(event: LabelEvent | None) -> str:
+    if event is None or not event.new_label:
+        return "unlabelled"
+    return LabelEvent.Label(event.new_label).label
