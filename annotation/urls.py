@@ -1,0 +1,17 @@
+from django.urls import path
+
+from annotation import annotate_views, views
+
+app_name = "annotation"
+
+urlpatterns = [
+    path("projects/", views.project_list, name="project_list"),
+    path("projects/new/", views.project_create, name="project_create"),
+    path("projects/<int:project_id>/", views.project_detail, name="project_detail"),
+    path("projects/<int:project_id>/members/", views.project_members, name="project_members"),
+    path("projects/<int:project_id>/assign/", views.project_assign, name="project_assign"),
+    path("projects/<int:project_id>/pairs/<int:pair_id>/", annotate_views.annotate_pair, name="annotate_pair"),
+    path("projects/<int:project_id>/pairs/<int:pair_id>/label/", annotate_views.label_save, name="label_save"),
+    path("projects/<int:project_id>/pairs/<int:pair_id>/undo/", annotate_views.label_undo, name="label_undo"),
+    path("projects/<int:project_id>/pairs/<int:pair_id>/done/", annotate_views.assignment_done, name="assignment_done"),
+]
