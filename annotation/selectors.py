@@ -51,3 +51,41 @@ def current_labels(project: AnnotationProject, annotator: AbstractBaseUser, pair
         .distinct("simple_sentence_id", "complex_sentence_id")
     )
     return {(e.simple_sentence_id, e.complex_sentence_id): e for e in latest}
+
+
+def corpora_for_projects(user: AbstractBaseUser):
+    """Corpora the user may build a project on: their own, all of them for staff."""
+    from alignment.models import Corpus
+
+    return Corpus.objects.all() if user.is_staff else Corpus.objects.filter(owner=user)
+
+
+def project_progress(project: AnnotationProject) -> list[dict]:
+    """Per assignment: simple sentences with a current label (any pair labelled, undone ones not) / all, done flag.
+
+    One DISTINCT ON query gives every annotator's latest event per sentence pair in the project.
+    """
+    from django.db.models import Count
+
+    latest = (
+        LabelEvent.objects.filter(project=project)
+        .order_by("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "-pk")
+        .distinct("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id")
+        .values_list("annotator_id", "pair_id", "simple_sentence_id", "new_label")
+    )
+    labelled: dict[tuple[int, int], set[int]] = {}
+    for annotator_id, pair_id, simple_id, label in latest:
+        if label:
+            labelled.setdefault((annotator_id, pair_id), set()).add(simple_id)
+    rows = (
+        Assignment.objects.filter(project=project)
+        .select_related("pair__complex_document", "pair__simple_document", "annotator")
+        .annotate(simple_total=Count("pair__simple_document__sentences"))
+        .order_by("pair__complex_document__external_id", "pair__simple_document__level", "annotator__username")
+    )
+    progress = []
+    for row in rows:
+        touched = len(labelled.get((row.annotator_id, row.pair_id), ()))
+        percent = round(100 * touched / row.simple_total) if row.simple_total else 0
+        progress.append({"assignment": row, "touched": touched, "total": row.simple_total, "percent": percent})
+    return progress

@@ -2,24 +2,87 @@
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from annotation import selectors, services
+from annotation.forms import MemberForm, ProjectCreateForm
+from annotation.models import ProjectMembership
+
+
+def _manager_project(request: HttpRequest, project_id: int):
+    project, role = selectors.project_get_for_user(request.user, project_id)
+    if role != ProjectMembership.Role.MANAGER:
+        raise PermissionDenied("only the project's managers do this")
+    return project
 
 
 def project_list(request: HttpRequest) -> HttpResponse:
-    raise Http404("not written yet")
+    projects = selectors.projects_visible_to(request.user).select_related("corpus")
+    roles = {p.pk: selectors.role_of(request.user, p) for p in projects}
+    rows = [(project, roles[project.pk]) for project in projects]
+    return render(request, "annotation/project_list.html", {"rows": rows, "may_create": selectors.corpora_for_projects(request.user).exists()})
 
 
+@require_http_methods(["GET", "POST"])
 def project_create(request: HttpRequest) -> HttpResponse:
-    raise Http404("not written yet")
+    corpora = selectors.corpora_for_projects(request.user)
+    form = ProjectCreateForm(request.POST or None, corpora=corpora, initial={"corpus": request.GET.get("corpus")})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        run = data["suggestion_run"] or data["corpus"].alignment_runs.filter(status="succeeded").first()
+        try:
+            project = services.project_create(
+                name=data["name"], corpus=data["corpus"], created_by=request.user, suggestion_run=run,
+                guidelines=data["guidelines"], overlap=data["overlap"], strategy=data["strategy"],
+            )
+        except ValueError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, f"Project {project.name} created. Add annotators, then assign the pairs.")
+            return redirect("annotation:project_detail", project_id=project.pk)
+    return render(request, "annotation/project_create.html", {"form": form})
 
 
 def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
-    raise Http404("not written yet")
+    project, role = selectors.project_get_for_user(request.user, project_id)
+    progress = selectors.project_progress(project)
+    if role == ProjectMembership.Role.ANNOTATOR:
+        progress = [row for row in progress if row["assignment"].annotator_id == request.user.pk]
+    touched, total = sum(r["touched"] for r in progress), sum(r["total"] for r in progress)
+    context = {
+        "project": project,
+        "role": role,
+        "progress": progress,
+        "percent": round(100 * touched / total) if total else 0,
+        "members": project.memberships.select_related("user").order_by("role", "user__username"),
+        "member_form": MemberForm(),
+    }
+    return render(request, "annotation/project_detail.html", context)
 
 
+@require_POST
 def project_members(request: HttpRequest, project_id: int) -> HttpResponse:
-    raise Http404("not written yet")
+    project = _manager_project(request, project_id)
+    form = MemberForm(request.POST)
+    if form.is_valid():
+        services.membership_set(project=project, user=form.cleaned_data["username"], role=form.cleaned_data["role"])
+        messages.success(request, f"{form.cleaned_data['username']} is now {form.cleaned_data['role']}.")
+    else:
+        messages.error(request, "Member not added: " + "; ".join(" ".join(errors) for errors in form.errors.values()))
+    return redirect("annotation:project_detail", project_id=project.pk)
 
 
+@require_POST
 def project_assign(request: HttpRequest, project_id: int) -> HttpResponse:
-    raise Http404("not written yet")
+    project = _manager_project(request, project_id)
+    try:
+        created = services.assignments_distribute(project=project)
+    except ValueError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"{created} new assignment{'s' if created != 1 else ''}.")
+    return redirect("annotation:project_detail", project_id=project.pk)

@@ -1,0 +1,40 @@
+from django.contrib import admin
+
+from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
+
+
+class MembershipInline(admin.TabularInline):
+    model = ProjectMembership
+    extra = 0
+    raw_id_fields = ["user"]
+
+
+@admin.register(AnnotationProject)
+class AnnotationProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "corpus", "strategy", "overlap", "suggestion_run", "created_at"]
+    raw_id_fields = ["pairs", "suggestion_run"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ["project", "pair", "annotator", "completed_at"]
+    list_filter = ["project"]
+    raw_id_fields = ["pair", "annotator"]
+
+
+@admin.register(LabelEvent)
+class LabelEventAdmin(admin.ModelAdmin):
+    """Read-only: the history is append-only, so the admin can look but never edit or delete."""
+
+    list_display = ["pk", "project", "annotator", "simple_sentence", "complex_sentence", "old_label", "new_label", "source", "created_at"]
+    list_filter = ["project", "source", "new_label"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
