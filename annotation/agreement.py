@@ -1,0 +1,404 @@
+"""Inter-annotator agreement over sentence-pair labels, as plain data.
+
+Annotators label (simple sentence, complex sentence) pairs as ``aligned``,
+``partial`` or ``not_aligned``. This module turns those labels into the
+numbers the agreement dashboard shows: Cohen's kappa for each pair of
+annotators, Fleiss' kappa, Krippendorff's alpha (nominal), confusion matrices
+and set-level alignment precision / recall / F1 (between annotators, and
+between each annotator and the automatic aligner).
+
+It never imports Django: the annotation app's selectors read the labels and
+pass them here as ``ratings``, a mapping ``annotator name -> {item -> label}``,
+where an item is any hashable key (the app uses
+``(simple_sentence_id, complex_sentence_id)`` tuples).
+
+The statistics come from maintained libraries rather than hand-written
+formulas: scikit-learn (Cohen's kappa, confusion matrix), statsmodels
+(Fleiss' kappa) and ``krippendorff`` (Krippendorff's alpha). What this module
+owns is the bookkeeping around them: which items each measure is computed
+over, and saying *why* a measure is undefined instead of showing ``nan``.
+
+Two scopes are reported, and every report says which one it is:
+
+* ``"shown candidates"``: only the pairs annotators were actually shown;
+* ``"all sentence pairs"``: every sentence pair of the document pair, with the
+  pairs nobody was shown counted as ``not_aligned`` (see
+  :func:`expand_to_all_pairs`). The mass of trivially not-aligned pairs
+  inflates agreement in this scope, which is why both are shown side by side.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import krippendorff
+import numpy as np
+from sklearn.metrics import cohen_kappa_score
+from sklearn.metrics import confusion_matrix as sklearn_confusion_matrix
+from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+LABELS: tuple[str, ...] = ("aligned", "partial", "not_aligned")
+NOT_ALIGNED = "not_aligned"
+
+SCOPE_SHOWN = "shown candidates"
+SCOPE_ALL_PAIRS = "all sentence pairs"
+SCOPES: tuple[str, ...] = (SCOPE_SHOWN, SCOPE_ALL_PAIRS)
+
+# Task 1 counts a partial alignment as a link; Task 2 only counts full ones.
+LINKED_LABELS_BY_TASK: dict[int, frozenset[str]] = {
+    1: frozenset({"aligned", "partial"}),
+    2: frozenset({"aligned"}),
+}
+
+UNDEFINED_ONE_LABEL = "undefined: one label only"
+
+Ratings = Mapping[str, Mapping[Hashable, str]]
+AnnotatorPair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class AgreementReport:
+    """Agreement among annotators over one scope of one document pair or project.
+
+    A measure is ``None`` when it is undefined for this data (a single
+    annotator, no shared items, or everyone using one label so that chance
+    agreement is already perfect); the matching ``*_undefined`` field says why,
+    so the dashboard can show the reason rather than a misleading ``nan``.
+    """
+
+    scope: str
+    # Items with at least two ratings: the only ones that carry agreement.
+    items: int
+    annotators: tuple[str, ...]
+    # Keys are (a, b) with a < b. A pair with no common items is still listed.
+    cohen: dict[AnnotatorPair, float | None]
+    cohen_undefined: dict[AnnotatorPair, str]
+    cohen_items: dict[AnnotatorPair, int]
+    # Fleiss needs a complete items x raters table, so it is computed over the
+    # items rated by every annotator who rated anything.
+    fleiss: float | None
+    fleiss_undefined: str | None
+    fleiss_items: int
+    fleiss_annotators: tuple[str, ...]
+    # Krippendorff's alpha uses every item with >= 2 ratings (missing allowed).
+    krippendorff_alpha: float | None
+    krippendorff_undefined: str | None
+    # annotator -> label -> count, every label of LABELS present.
+    label_counts: dict[str, dict[str, int]]
+    # (a, b) with a < b -> 3x3 counts, rows = a's label, cols = b's label.
+    confusion_matrices: dict[AnnotatorPair, list[list[int]]] = field(repr=False)
+
+    def confusion(self, a: str, b: str) -> list[list[int]]:
+        """Confusion matrix over the items both rated: rows ``a``'s label, columns ``b``'s.
+
+        Either order of the two names works: the stored matrix is transposed
+        when asked for as (b, a), so callers need not know the key order.
+        """
+        if (a, b) in self.confusion_matrices:
+            return [list(row) for row in self.confusion_matrices[(a, b)]]
+        if (b, a) in self.confusion_matrices:
+            stored = self.confusion_matrices[(b, a)]
+            return [list(column) for column in zip(*stored)]
+        raise ValueError(
+            f"no confusion matrix for annotators {a!r} and {b!r}; "
+            f"annotators in this report: {', '.join(self.annotators) or '(none)'}"
+        )
+
+
+@dataclass(frozen=True)
+class PRF:
+    """Set-level alignment precision / recall / F1 of ``other`` against ``reference``.
+
+    An item is a link when its label counts as linked for the task. A value
+    is ``None`` when its denominator is zero (e.g. precision when ``other``
+    links nothing): showing 0 or 1 there would invent a result.
+    """
+
+    tp: int
+    fp: int
+    fn: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+
+
+def validate_ratings(ratings: Ratings) -> None:
+    """Raise ``ValueError`` naming the annotator, item and label of the first bad rating.
+
+    Unknown labels usually mean a caller passed display text or a stale
+    label set; failing loudly beats silently computing agreement on garbage.
+    """
+    if not isinstance(ratings, Mapping):
+        raise ValueError(
+            f"ratings must map annotator name -> {{item: label}}, got {type(ratings).__name__}"
+        )
+    for annotator, labels in ratings.items():
+        if not isinstance(annotator, str):
+            raise ValueError(f"annotator names must be strings, got {annotator!r}")
+        _validate_labels(labels, owner=f"annotator {annotator!r}")
+
+
+def expand_to_all_pairs(
+    ratings: Ratings, universe: Iterable[Hashable], default: str = NOT_ALIGNED
+) -> dict[str, dict[Hashable, str]]:
+    """The "all sentence pairs" view: every unrated item of ``universe`` gets ``default``.
+
+    Only pass annotators who completed the document pair: for them an unshown
+    or unlabelled pair really is a "no link" judgement; for someone half-way
+    through it would be a guess. Existing labels are kept as they are.
+    """
+    validate_ratings(ratings)
+    if default not in LABELS:
+        raise ValueError(f"default label {default!r} is not one of {', '.join(LABELS)}")
+    all_items = list(dict.fromkeys(universe))
+    known_items = set(all_items)
+    expanded: dict[str, dict[Hashable, str]] = {}
+    for annotator, labels in ratings.items():
+        outside = [item for item in labels if item not in known_items]
+        if outside:
+            raise ValueError(
+                f"annotator {annotator!r} rated item {outside[0]!r}, "
+                "which is not in the universe of sentence pairs"
+            )
+        expanded[annotator] = {item: labels.get(item, default) for item in all_items}
+    return expanded
+
+
+def agreement_report(ratings: Ratings, *, scope: str) -> AgreementReport:
+    """Compute every agreement measure for ``ratings`` and label the result with ``scope``.
+
+    ``scope`` is not inferred: the caller knows whether it passed the shown
+    candidates or the output of :func:`expand_to_all_pairs`, and the
+    dashboard must never show one as the other.
+    """
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(map(repr, SCOPES))}, got {scope!r}")
+    validate_ratings(ratings)
+    annotators = tuple(sorted(ratings))
+    by_item = _ratings_by_item(ratings, annotators)
+
+    cohen: dict[AnnotatorPair, float | None] = {}
+    cohen_undefined: dict[AnnotatorPair, str] = {}
+    cohen_items: dict[AnnotatorPair, int] = {}
+    confusion_matrices: dict[AnnotatorPair, list[list[int]]] = {}
+    for a, b in combinations(annotators, 2):
+        common = [item for item in ratings[a] if item in ratings[b]]
+        labels_a = [ratings[a][item] for item in common]
+        labels_b = [ratings[b][item] for item in common]
+        value, reason = _cohen_kappa(labels_a, labels_b)
+        cohen[(a, b)] = value
+        if reason is not None:
+            cohen_undefined[(a, b)] = reason
+        cohen_items[(a, b)] = len(common)
+        confusion_matrices[(a, b)] = _confusion(labels_a, labels_b)
+
+    # An annotator with no ratings would empty the "rated by everyone" set.
+    fleiss_annotators = tuple(name for name in annotators if ratings[name])
+    fleiss_rows: list[list[Hashable]] = []
+    if len(fleiss_annotators) < 2:
+        fleiss_value, fleiss_reason = None, "undefined: needs at least 2 annotators with ratings"
+    else:
+        fleiss_rows = [
+            [labels[name] for name in fleiss_annotators]
+            for labels in by_item.values()
+            if len(labels) == len(fleiss_annotators)
+        ]
+        fleiss_value, fleiss_reason = _fleiss_kappa(fleiss_rows, LABELS)
+
+    alpha_units = [
+        [labels.get(name) for labels in by_item.values() if len(labels) >= 2]
+        for name in annotators
+    ]
+    alpha_value, alpha_reason = _krippendorff_alpha(alpha_units, LABELS)
+
+    return AgreementReport(
+        scope=scope,
+        items=sum(1 for labels in by_item.values() if len(labels) >= 2),
+        annotators=annotators,
+        cohen=cohen,
+        cohen_undefined=cohen_undefined,
+        cohen_items=cohen_items,
+        fleiss=fleiss_value,
+        fleiss_undefined=fleiss_reason,
+        fleiss_items=len(fleiss_rows),
+        fleiss_annotators=fleiss_annotators,
+        krippendorff_alpha=alpha_value,
+        krippendorff_undefined=alpha_reason,
+        label_counts={
+            name: {label: sum(1 for v in ratings[name].values() if v == label) for label in LABELS}
+            for name in annotators
+        },
+        confusion_matrices=confusion_matrices,
+    )
+
+
+def alignment_prf(
+    reference: Mapping[Hashable, str], other: Mapping[Hashable, str], *, task: int = 1
+) -> PRF:
+    """Precision / recall / F1 of ``other``'s links against ``reference``'s links.
+
+    Agreement is measured on the *sets* of linked sentence pairs, as in
+    sentence-alignment evaluation: an item missing from one side counts as
+    not linked there. ``task=1`` counts ``aligned`` and ``partial`` as links;
+    ``task=2`` counts only ``aligned``.
+    """
+    linked_labels = _linked_labels(task)
+    _validate_labels(reference, owner="reference")
+    _validate_labels(other, owner="other")
+    reference_links = {item for item, label in reference.items() if label in linked_labels}
+    other_links = {item for item, label in other.items() if label in linked_labels}
+    tp = len(reference_links & other_links)
+    fp = len(other_links - reference_links)
+    fn = len(reference_links - other_links)
+    return PRF(
+        tp=tp,
+        fp=fp,
+        fn=fn,
+        precision=tp / (tp + fp) if tp + fp else None,
+        recall=tp / (tp + fn) if tp + fn else None,
+        f1=2 * tp / (2 * tp + fp + fn) if tp + fp + fn else None,
+    )
+
+
+def pairwise_alignment_prf(ratings: Ratings, *, task: int = 1) -> dict[AnnotatorPair, PRF]:
+    """Alignment P/R/F1 for each annotator pair (a, b), a < b, with ``a`` as reference.
+
+    F1 is symmetric; precision and recall swap if the pair is read the other way.
+    """
+    validate_ratings(ratings)
+    return {
+        (a, b): alignment_prf(ratings[a], ratings[b], task=task)
+        for a, b in combinations(sorted(ratings), 2)
+    }
+
+
+def aligner_alignment_prf(
+    ratings: Ratings, aligner_labels: Mapping[Hashable, str], *, task: int = 1
+) -> dict[str, PRF]:
+    """Alignment P/R/F1 of the automatic aligner against each annotator.
+
+    The annotator is the reference, so precision is the share of the
+    aligner's links the annotator confirms and recall the share of the
+    annotator's links the aligner found.
+    """
+    validate_ratings(ratings)
+    _validate_labels(aligner_labels, owner="aligner")
+    return {
+        name: alignment_prf(ratings[name], aligner_labels, task=task) for name in sorted(ratings)
+    }
+
+
+def _validate_labels(labels: Mapping[Hashable, str], *, owner: str) -> None:
+    if not isinstance(labels, Mapping):
+        raise ValueError(f"{owner} labels must map item -> label, got {type(labels).__name__}")
+    for item, label in labels.items():
+        if label not in LABELS:
+            raise ValueError(
+                f"{owner} gave item {item!r} the unknown label {label!r}; "
+                f"expected one of {', '.join(LABELS)}"
+            )
+
+
+def _linked_labels(task: int) -> frozenset[str]:
+    if task not in LINKED_LABELS_BY_TASK:
+        raise ValueError(f"task must be 1 (aligned or partial) or 2 (aligned only), got {task!r}")
+    return LINKED_LABELS_BY_TASK[task]
+
+
+def _ratings_by_item(
+    ratings: Ratings, annotators: tuple[str, ...]
+) -> dict[Hashable, dict[str, str]]:
+    """Item -> {annotator: label}, in first-seen order (items need not be sortable)."""
+    by_item: dict[Hashable, dict[str, str]] = {}
+    for name in annotators:
+        for item, label in ratings[name].items():
+            by_item.setdefault(item, {})[name] = label
+    return by_item
+
+
+def _defined(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+def _cohen_kappa(labels_a: list[str], labels_b: list[str]) -> tuple[float | None, str | None]:
+    """Cohen's kappa via scikit-learn, with the undefined cases named.
+
+    Kappa is 0/0 when chance agreement is already 1, i.e. both annotators
+    used the same single label. That case is detected here so the reason is
+    ours; a ``nan`` from scikit-learn is still mapped to ``None`` as a
+    safety net.
+    """
+    if len(labels_a) < 2:
+        return None, f"undefined: {len(labels_a)} item(s) rated by both, needs at least 2"
+    if len(set(labels_a) | set(labels_b)) == 1:
+        return None, UNDEFINED_ONE_LABEL
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = cohen_kappa_score(labels_a, labels_b, labels=list(LABELS))
+    defined = _defined(value)
+    return defined, None if defined is not None else "undefined: scikit-learn returned NaN"
+
+
+def _confusion(labels_a: list[str], labels_b: list[str]) -> list[list[int]]:
+    if not labels_a:
+        return [[0] * len(LABELS) for _ in LABELS]
+    matrix = sklearn_confusion_matrix(labels_a, labels_b, labels=list(LABELS))
+    return [[int(count) for count in row] for row in matrix]
+
+
+def _fleiss_kappa(
+    rows: list[list[Hashable]], categories: tuple[Hashable, ...]
+) -> tuple[float | None, str | None]:
+    """Fleiss' kappa via statsmodels over complete rows (one label per rater per item).
+
+    ``categories`` is a parameter rather than always ``LABELS`` so that the
+    published five-category example can be run through the same code path.
+    """
+    if not rows:
+        return None, "undefined: no item rated by every annotator"
+    if len({label for row in rows for label in row}) == 1:
+        return None, UNDEFINED_ONE_LABEL
+    code = {label: index for index, label in enumerate(categories)}
+    coded = np.array([[code[label] for label in row] for row in rows])  # (items, raters)
+    table, _ = aggregate_raters(coded, n_cat=len(categories))  # (items, categories)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = fleiss_kappa(table, method="fleiss")
+    defined = _defined(value)
+    return defined, None if defined is not None else "undefined: statsmodels returned NaN"
+
+
+def _krippendorff_alpha(
+    units_by_rater: list[list[Hashable | None]], categories: tuple[Hashable, ...]
+) -> tuple[float | None, str | None]:
+    """Nominal Krippendorff's alpha via ``krippendorff``; ``None`` entries are missing ratings.
+
+    ``units_by_rater`` is the raters x units reliability matrix. Labels are
+    coded as category indices and the full ``categories`` domain is passed,
+    so the codes do not depend on which labels happen to occur.
+    """
+    if len(units_by_rater) < 2:
+        return None, "undefined: needs at least 2 annotators"
+    code = {label: float(index) for index, label in enumerate(categories)}
+    matrix = np.array(
+        [[np.nan if label is None else code[label] for label in row] for row in units_by_rater],
+        dtype=float,
+    ).reshape(len(units_by_rater), -1)  # (raters, units)
+    pairable = np.sum(~np.isnan(matrix), axis=0) >= 2  # (units,)
+    if not pairable.any():
+        return None, "undefined: no item rated by at least 2 annotators"
+    if len(np.unique(matrix[:, pairable][~np.isnan(matrix[:, pairable])])) == 1:
+        return None, UNDEFINED_ONE_LABEL
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = krippendorff.alpha(
+            reliability_data=matrix,
+            value_domain=list(code.values()),
+            level_of_measurement="nominal",
+        )
+    defined = _defined(float(value))
+    return defined, None if defined is not None else "undefined: krippendorff returned NaN"
