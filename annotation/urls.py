@@ -10,6 +10,7 @@ urlpatterns = [
     path("projects/<int:project_id>/", views.project_detail, name="project_detail"),
     path("projects/<int:project_id>/members/", views.project_members, name="project_members"),
     path("projects/<int:project_id>/assign/", views.project_assign, name="project_assign"),
+    path("projects/<int:project_id>/agreement/", views.project_agreement_view, name="project_agreement"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/", annotate_views.annotate_pair, name="annotate_pair"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/label/", annotate_views.label_save, name="label_save"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/undo/", annotate_views.label_undo, name="label_undo"),

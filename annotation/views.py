@@ -9,6 +9,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import selectors, services
+from annotation.agreement import LABELS
+from annotation.agreement_data import project_agreement
 from annotation.forms import MemberForm, ProjectCreateForm
 from annotation.models import ProjectMembership
 
@@ -86,3 +88,19 @@ def project_assign(request: HttpRequest, project_id: int) -> HttpResponse:
     else:
         messages.success(request, f"{created} new assignment{'s' if created != 1 else ''}.")
     return redirect("annotation:project_detail", project_id=project.pk)
+
+
+def project_agreement_view(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The agreement dashboard: for managers and viewers (annotators do not see each other's labels)."""
+    project, role = selectors.project_get_for_user(request.user, project_id)
+    if role == ProjectMembership.Role.ANNOTATOR:
+        raise PermissionDenied("the agreement dashboard is for managers and viewers")
+    agreement = project_agreement(project)
+    pairs = list(agreement.shown.confusion_matrices)
+    chosen = (request.GET.get("a", ""), request.GET.get("b", ""))
+    if chosen not in pairs and (chosen[1], chosen[0]) not in pairs:
+        chosen = pairs[0] if pairs else None
+    confusion = list(zip(LABELS, agreement.shown.confusion(*chosen))) if chosen else None
+    context = {"project": project, "role": role, "agreement": agreement, "labels": LABELS, "chosen": chosen,
+               "annotator_pairs": pairs, "confusion": confusion}
+    return render(request, "annotation/project_agreement.html", context)

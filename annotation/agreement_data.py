@@ -1,0 +1,115 @@
+"""Ratings for the agreement dashboard, built from the label history (reads only).
+
+Scopes (both always shown, and named, because they give very different numbers):
+- "shown candidates": the sentence pairs the aligner proposed for the document pair plus
+  every pair any annotator labelled; an annotator who marked the pair done counts the
+  shown pairs they left unlabelled as not aligned.
+- "all sentence pairs": every (simple, complex) pair of the document pair; unlabelled
+  pairs count as not aligned for annotators who marked the pair done. The mass of
+  trivially not-aligned pairs inflates agreement here.
+Annotators who have not marked a pair done contribute only their explicit labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from alignment.models import CandidateAlignment, DocumentPair
+from annotation.agreement import (
+    SCOPE_ALL_PAIRS,
+    SCOPE_SHOWN,
+    AgreementReport,
+    PRF,
+    agreement_report,
+    aligner_alignment_prf,
+    pairwise_alignment_prf,
+)
+from annotation.models import AnnotationProject, Assignment, LabelEvent
+
+Item = tuple[int, int]  # (simple sentence id, complex sentence id)
+
+
+@dataclass
+class PairRatings:
+    pair: DocumentPair
+    shown: dict[str, dict[Item, str]] = field(default_factory=dict)
+    all_pairs: dict[str, dict[Item, str]] = field(default_factory=dict)
+    aligner: dict[Item, str] = field(default_factory=dict)
+
+
+def _explicit_labels(project: AnnotationProject) -> dict[tuple[int, int], dict[Item, str]]:
+    """(annotator id, pair id) -> item -> current non-empty label."""
+    latest = (
+        LabelEvent.objects.filter(project=project)
+        .order_by("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "-pk")
+        .distinct("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id")
+        .values_list("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "new_label")
+    )
+    labels: dict[tuple[int, int], dict[Item, str]] = {}
+    for annotator_id, pair_id, simple_id, complex_id, label in latest:
+        if label:
+            labels.setdefault((annotator_id, pair_id), {})[(simple_id, complex_id)] = label
+    return labels
+
+
+def project_ratings(project: AnnotationProject) -> list[PairRatings]:
+    explicit = _explicit_labels(project)
+    assignments = Assignment.objects.filter(project=project).select_related("annotator")
+    by_pair: dict[int, list[Assignment]] = {}
+    for assignment in assignments:
+        by_pair.setdefault(assignment.pair_id, []).append(assignment)
+    result = []
+    for pair in project.pairs.select_related("complex_document", "simple_document").order_by("pk"):
+        ratings = PairRatings(pair=pair)
+        if project.suggestion_run_id:
+            rows = CandidateAlignment.objects.filter(run_id=project.suggestion_run_id, pair=pair)
+            ratings.aligner = {(s, c): label for s, c, label in rows.values_list("simple_sentence_id", "complex_sentence_id", "label")}
+        pair_assignments = by_pair.get(pair.pk, [])
+        shown = set(ratings.aligner)
+        for assignment in pair_assignments:
+            shown |= set(explicit.get((assignment.annotator_id, pair.pk), {}))
+        simple_ids = list(pair.simple_document.sentences.values_list("pk", flat=True))
+        complex_ids = list(pair.complex_document.sentences.values_list("pk", flat=True))
+        for assignment in pair_assignments:
+            name = assignment.annotator.get_username()
+            own = explicit.get((assignment.annotator_id, pair.pk), {})
+            done = assignment.completed_at is not None
+            ratings.shown[name] = {**{item: "not_aligned" for item in shown}, **own} if done else dict(own)
+            ratings.all_pairs[name] = (
+                {**{(s, c): "not_aligned" for s in simple_ids for c in complex_ids}, **own} if done else dict(own)
+            )
+        result.append(ratings)
+    return result
+
+
+@dataclass
+class ProjectAgreement:
+    shown: AgreementReport
+    all_pairs: AgreementReport
+    pairwise: dict[tuple[str, str], PRF]
+    versus_aligner: dict[str, PRF]
+    per_pair: list[tuple[DocumentPair, AgreementReport, AgreementReport]]
+
+
+def _merged(parts: list[dict[str, dict[Item, str]]]) -> dict[str, dict[Item, str]]:
+    merged: dict[str, dict[Item, str]] = {}
+    for part in parts:
+        for name, labels in part.items():
+            merged.setdefault(name, {}).update(labels)  # items are sentence ids: unique across pairs
+    return merged
+
+
+def project_agreement(project: AnnotationProject) -> ProjectAgreement:
+    pairs = project_ratings(project)
+    shown = _merged([p.shown for p in pairs])
+    aligner = {item: label for p in pairs for item, label in p.aligner.items()}
+    return ProjectAgreement(
+        shown=agreement_report(shown, scope=SCOPE_SHOWN),
+        all_pairs=agreement_report(_merged([p.all_pairs for p in pairs]), scope=SCOPE_ALL_PAIRS),
+        pairwise=pairwise_alignment_prf(shown),
+        versus_aligner=aligner_alignment_prf(shown, aligner) if aligner else {},
+        per_pair=[
+            (p.pair, agreement_report(p.shown, scope=SCOPE_SHOWN), agreement_report(p.all_pairs, scope=SCOPE_ALL_PAIRS))
+            for p in pairs
+        ],
+    )
