@@ -41,6 +41,7 @@ def _explicit_labels(project: AnnotationProject) -> dict[tuple[int, int], dict[I
     """(annotator id, pair id) -> item -> current non-empty label."""
     latest = (
         LabelEvent.objects.filter(project=project)
+        .exclude(source=LabelEvent.Source.ADJUDICATION)
         .order_by("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "-pk")
         .distinct("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id")
         .values_list("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "new_label")

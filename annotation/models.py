@@ -130,3 +130,27 @@ class LabelEvent(models.Model):
 
     def delete(self, *args, **kwargs):
         raise ValidationError("label events are append-only and are never deleted")
+
+
+class PairVerification(models.Model):
+    """A manager marking a document pair verified (the paper's step 3), or withdrawing it. Append-only.
+
+    The latest row per (project, pair) says whether the pair is verified; verified pairs
+    are the gold set that training and export use.
+    """
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.PROTECT, related_name="verifications")
+    pair = models.ForeignKey(DocumentPair, on_delete=models.PROTECT, related_name="verifications")
+    verified = models.BooleanField()
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    note = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+        indexes = [models.Index(fields=["project", "pair"])]
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            raise ValidationError("verifications are append-only: record a new one")
+        super().save(*args, **kwargs)

@@ -47,6 +47,7 @@ def current_labels(project: AnnotationProject, annotator: AbstractBaseUser, pair
     """(simple sentence id, complex sentence id) -> the annotator's latest event there (its new_label is the label)."""
     latest = (
         LabelEvent.objects.filter(project=project, annotator=annotator, pair_id=pair_id)
+        .exclude(source=LabelEvent.Source.ADJUDICATION)
         .order_by("simple_sentence_id", "complex_sentence_id", "-pk")
         .distinct("simple_sentence_id", "complex_sentence_id")
     )
@@ -69,6 +70,7 @@ def project_progress(project: AnnotationProject) -> list[dict]:
 
     latest = (
         LabelEvent.objects.filter(project=project)
+        .exclude(source=LabelEvent.Source.ADJUDICATION)
         .order_by("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "-pk")
         .distinct("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id")
         .values_list("annotator_id", "pair_id", "simple_sentence_id", "new_label")

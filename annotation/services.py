@@ -95,8 +95,20 @@ def assignments_distribute(*, project: AnnotationProject) -> int:
 
 
 def _latest_event(project: AnnotationProject, annotator: AbstractBaseUser, simple_id: int, complex_id: int) -> LabelEvent | None:
+    """The annotator's own latest event for the sentence pair (adjudications are a separate stream)."""
     return (
         LabelEvent.objects.filter(project=project, annotator=annotator, simple_sentence_id=simple_id, complex_sentence_id=complex_id)
+        .exclude(source=LabelEvent.Source.ADJUDICATION)
+        .order_by("-pk")
+        .first()
+    )
+
+
+def _latest_adjudication(project: AnnotationProject, simple_id: int, complex_id: int) -> LabelEvent | None:
+    return (
+        LabelEvent.objects.filter(
+            project=project, source=LabelEvent.Source.ADJUDICATION, simple_sentence_id=simple_id, complex_sentence_id=complex_id
+        )
         .order_by("-pk")
         .first()
     )
@@ -130,13 +142,9 @@ def label_record(
     """
     if label not in LABELS:
         raise ValueError(f"unknown label {label!r}; labels: aligned, partial, not_aligned")
-    if source not in LabelEvent.Source.values or source == LabelEvent.Source.UNDO:
+    if source not in LabelEvent.Source.values or source in (LabelEvent.Source.UNDO, LabelEvent.Source.ADJUDICATION):
         raise ValueError(f"unknown or reserved source {source!r}")
-    sentences = dict(Sentence.objects.filter(pk__in=[simple_sentence_id, complex_sentence_id]).values_list("pk", "document_id"))
-    if sentences.get(simple_sentence_id) != pair.simple_document_id:
-        raise ValueError(f"sentence {simple_sentence_id} is not a sentence of the simple document of pair {pair.pk}")
-    if sentences.get(complex_sentence_id) != pair.complex_document_id:
-        raise ValueError(f"sentence {complex_sentence_id} is not a sentence of the complex document of pair {pair.pk}")
+    _check_sentences(pair, simple_sentence_id, complex_sentence_id)
     with transaction.atomic():
         _locked_assignment(project, annotator, pair)
         latest = _latest_event(project, annotator, simple_sentence_id, complex_sentence_id)
@@ -154,6 +162,57 @@ def label_record(
         )
 
 
+def _check_sentences(pair: DocumentPair, simple_sentence_id: int, complex_sentence_id: int) -> None:
+    sentences = dict(Sentence.objects.filter(pk__in=[simple_sentence_id, complex_sentence_id]).values_list("pk", "document_id"))
+    if sentences.get(simple_sentence_id) != pair.simple_document_id:
+        raise ValueError(f"sentence {simple_sentence_id} is not a sentence of the simple document of pair {pair.pk}")
+    if sentences.get(complex_sentence_id) != pair.complex_document_id:
+        raise ValueError(f"sentence {complex_sentence_id} is not a sentence of the complex document of pair {pair.pk}")
+
+
+def adjudicate(
+    *,
+    project: AnnotationProject,
+    reviewer: AbstractBaseUser,
+    pair: DocumentPair,
+    simple_sentence_id: int,
+    complex_sentence_id: int,
+    label: str,
+    expected_previous: int | None,
+) -> LabelEvent:
+    """Set the final label of a sentence pair (an adjudication event; annotators' own events stay as they are)."""
+    if label not in LABELS - {LabelEvent.Label.NONE}:
+        raise ValueError(f"unknown label {label!r}; labels: aligned, partial, not_aligned")
+    if not project.pairs.filter(pk=pair.pk).exists():
+        raise ValueError(f"document pair {pair.pk} is not part of project {project.name!r}")
+    _check_sentences(pair, simple_sentence_id, complex_sentence_id)
+    with transaction.atomic():
+        DocumentPair.objects.select_for_update().filter(pk=pair.pk).first()  # one adjudicator write per pair at a time
+        latest = _latest_adjudication(project, simple_sentence_id, complex_sentence_id)
+        if (latest.pk if latest else None) != expected_previous:
+            raise LabelConflict(f"another reviewer set this pair to {_label_name(latest)} meanwhile; reload", latest)
+        return LabelEvent.objects.create(
+            project=project, pair=pair, annotator=reviewer, simple_sentence_id=simple_sentence_id,
+            complex_sentence_id=complex_sentence_id, old_label=latest.new_label if latest else "", new_label=label,
+            source=LabelEvent.Source.ADJUDICATION, previous=latest,
+        )
+
+
+def pair_verify(*, project: AnnotationProject, pair: DocumentPair, by: AbstractBaseUser, verified: bool = True, note: str = ""):
+    """Mark the pair verified (gold) or withdraw that; verifying needs every item settled."""
+    from annotation.models import PairVerification
+    from annotation.review import pair_item_states
+
+    if verified:
+        pending = [state for state in pair_item_states(project, pair) if state.final is None]
+        if pending:
+            raise ValueError(
+                f"{len(pending)} sentence pair(s) still need adjudication or every annotator's labels before "
+                f"{pair} can be verified"
+            )
+    return PairVerification.objects.create(project=project, pair=pair, verified=verified, by=by, note=note)
+
+
 def label_undo(*, project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> LabelEvent | None:
     """Undo the annotator's most recent not-yet-undone change in ``pair`` by appending its inverse.
 
@@ -161,7 +220,9 @@ def label_undo(*, project: AnnotationProject, annotator: AbstractBaseUser, pair:
     """
     with transaction.atomic():
         _locked_assignment(project, annotator, pair)
-        candidates = LabelEvent.objects.filter(project=project, annotator=annotator, pair=pair, undoes__isnull=True)
+        candidates = LabelEvent.objects.filter(project=project, annotator=annotator, pair=pair, undoes__isnull=True).exclude(
+            source=LabelEvent.Source.ADJUDICATION
+        )
         undone_ids = set(
             LabelEvent.objects.filter(project=project, annotator=annotator, pair=pair, undoes__isnull=False).values_list("undoes_id", flat=True)
         )
@@ -188,4 +249,4 @@ def assignment_complete(*, project: AnnotationProject, annotator: AbstractBaseUs
 def _label_name(event: LabelEvent | None) -> str:
     if event is None or not event.new_label:
         return "unlabelled"
-    return LabelEvent.Label(event.new_label).label
+    return str(LabelEvent.Label(event.new_label).label).lower()

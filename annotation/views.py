@@ -5,12 +5,14 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import selectors, services
 from annotation.agreement import LABELS
 from annotation.agreement_data import project_agreement
+from annotation.review import pair_item_states, pair_verified, reviewer_changes
 from annotation.forms import MemberForm, ProjectCreateForm
 from annotation.models import ProjectMembership
 
@@ -62,6 +64,8 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "percent": round(100 * touched / total) if total else 0,
         "members": project.memberships.select_related("user").order_by("role", "user__username"),
         "member_form": MemberForm(),
+        "verified_pairs": _verified_pair_ids(project),
+        "reviewer_changes": reviewer_changes(project, request.user) if role == ProjectMembership.Role.ANNOTATOR else [],
     }
     return render(request, "annotation/project_detail.html", context)
 
@@ -104,3 +108,56 @@ def project_agreement_view(request: HttpRequest, project_id: int) -> HttpRespons
     context = {"project": project, "role": role, "agreement": agreement, "labels": LABELS, "chosen": chosen,
                "annotator_pairs": pairs, "confusion": confusion}
     return render(request, "annotation/project_agreement.html", context)
+
+
+def _verified_pair_ids(project) -> set[int]:
+    latest: dict[int, bool] = {}
+    for pair_id, verified in project.verifications.order_by("pk").values_list("pair_id", "verified"):
+        latest[pair_id] = verified
+    return {pair_id for pair_id, verified in latest.items() if verified}
+
+
+def pair_review(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
+    """Adjudication of one document pair: every annotator's label side by side, pick the final one, verify."""
+    project = _manager_project(request, project_id)
+    pair = get_object_or_404(project.pairs.select_related("complex_document", "simple_document"), pk=pair_id)
+    states = pair_item_states(project, pair)
+    show = request.GET.get("show", "open")
+    shown = states if show == "all" else [s for s in states if s.final is None or s.disagreement]
+    context = {
+        "project": project, "pair": pair, "states": shown, "show": show, "labels": LABELS,
+        "annotators": list(states[0].labels) if states else [],
+        "open_count": sum(1 for s in states if s.final is None), "total": len(states),
+        "verified": pair_verified(project, pair),
+    }
+    return render(request, "annotation/pair_review.html", context)
+
+
+@require_POST
+def pair_adjudicate(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
+    project = _manager_project(request, project_id)
+    pair = get_object_or_404(project.pairs.all(), pk=pair_id)
+    try:
+        previous = int(request.POST["expected_previous"]) if request.POST.get("expected_previous") else None
+        services.adjudicate(
+            project=project, reviewer=request.user, pair=pair, simple_sentence_id=int(request.POST.get("simple_sentence_id", "")),
+            complex_sentence_id=int(request.POST.get("complex_sentence_id", "")), label=request.POST.get("label", ""),
+            expected_previous=previous,
+        )
+    except (ValueError, services.LabelConflict) as error:
+        messages.error(request, f"Not saved: {error}")
+    return redirect(f"{reverse('annotation:pair_review', args=[project.pk, pair.pk])}?show={request.POST.get('show', 'open')}")
+
+
+@require_POST
+def pair_verify(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
+    project = _manager_project(request, project_id)
+    pair = get_object_or_404(project.pairs.all(), pk=pair_id)
+    verified = request.POST.get("verified", "1") == "1"
+    try:
+        services.pair_verify(project=project, pair=pair, by=request.user, verified=verified)
+    except ValueError as error:
+        messages.error(request, f"Not verified: {error}")
+    else:
+        messages.success(request, "Pair verified: it is now gold." if verified else "Verification withdrawn.")
+    return redirect("annotation:pair_review", project_id=project.pk, pair_id=pair.pk)

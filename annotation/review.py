@@ -1,0 +1,96 @@
+"""Reads for adjudication and verification: the state of every labelled sentence pair of a document pair.
+
+An item is a (simple, complex) sentence pair that some annotator labelled. For each
+annotator assigned the document pair, their label is their current label, or
+"not aligned" when they marked the pair done without labelling the item, or missing
+while they are still working. The item is settled when a reviewer adjudicated it, or
+when every assigned annotator gave the same label (accepted automatically, unless the
+project adjudicates everything).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from alignment.models import DocumentPair, Sentence
+from annotation.models import AnnotationProject, Assignment, LabelEvent, PairVerification
+
+
+@dataclass
+class ItemState:
+    simple: Sentence
+    complex: Sentence
+    labels: dict[str, str | None]  # annotator username -> label, None while they are still working
+    adjudication: LabelEvent | None
+    agreed: str | None  # the label everyone gave, when they all gave one and agree
+
+    @property
+    def disagreement(self) -> bool:
+        given = [label for label in self.labels.values() if label is not None]
+        return len(set(given)) > 1
+
+    @property
+    def final(self) -> str | None:
+        if self.adjudication is not None:
+            return self.adjudication.new_label
+        return self.agreed
+
+    @property
+    def status(self) -> str:
+        if self.adjudication is not None:
+            return "adjudicated"
+        if self.agreed is not None:
+            return "agreed"
+        return "disagreement" if self.disagreement else "waiting for annotators"
+
+
+def pair_item_states(project: AnnotationProject, pair: DocumentPair) -> list[ItemState]:
+    assignments = list(Assignment.objects.filter(project=project, pair=pair).select_related("annotator"))
+    events = (
+        LabelEvent.objects.filter(project=project, pair=pair)
+        .order_by("annotator_id", "source", "simple_sentence_id", "complex_sentence_id", "-pk")
+    )
+    own: dict[tuple[int, int], dict[int, tuple[int, str]]] = {}  # item -> annotator id -> (event id, label)
+    adjudications: dict[tuple[int, int], LabelEvent] = {}
+    for event in events:
+        key = (event.simple_sentence_id, event.complex_sentence_id)
+        if event.source == LabelEvent.Source.ADJUDICATION:
+            if key not in adjudications or event.pk > adjudications[key].pk:
+                adjudications[key] = event
+            continue
+        latest = own.setdefault(key, {})
+        if event.annotator_id not in latest or event.pk > latest[event.annotator_id][0]:
+            latest[event.annotator_id] = (event.pk, event.new_label)
+    items = sorted({k for k, by in own.items() if any(label for _, label in by.values())} | set(adjudications))
+    sentences = Sentence.objects.in_bulk({i for key in items for i in key})
+    states = []
+    for key in items:
+        labels: dict[str, str | None] = {}
+        for assignment in assignments:
+            pk_label = own.get(key, {}).get(assignment.annotator_id)
+            label = pk_label[1] if pk_label else ""
+            if not label:
+                label = "not_aligned" if assignment.completed_at else None
+            labels[assignment.annotator.get_username()] = label
+        given = list(labels.values())
+        agreed = given[0] if given and None not in given and len(set(given)) == 1 and not project.adjudicate_all else None
+        states.append(ItemState(sentences[key[0]], sentences[key[1]], labels, adjudications.get(key), agreed))
+    states.sort(key=lambda s: (s.simple.index, s.complex.index))
+    return states
+
+
+def pair_verified(project: AnnotationProject, pair: DocumentPair) -> PairVerification | None:
+    """The latest verification row when it says verified, else None."""
+    latest = PairVerification.objects.filter(project=project, pair=pair).order_by("-pk").first()
+    return latest if latest is not None and latest.verified else None
+
+
+def reviewer_changes(project: AnnotationProject, annotator) -> list[tuple[ItemState, str | None]]:
+    """Items of the annotator's pairs where a reviewer's final label differs from theirs."""
+    changes = []
+    name = annotator.get_username()
+    for assignment in Assignment.objects.filter(project=project, annotator=annotator).select_related("pair"):
+        for state in pair_item_states(project, assignment.pair):
+            if state.adjudication is not None and state.labels.get(name) != state.final:
+                changes.append((state, state.labels.get(name)))
+    return changes

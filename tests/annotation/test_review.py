@@ -1,0 +1,101 @@
+"""Adjudication and verification: disagreements surface, agreement is accepted, the final label is a new event."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from alignment.models import DocumentPair
+from annotation import selectors, services
+from annotation.models import LabelEvent, PairVerification
+from annotation.review import pair_item_states, pair_verified
+
+
+@pytest.fixture
+def team(tram_corpus, owner):
+    users = get_user_model().objects
+    anna, ben = users.create_user("anna", password="a-pass-123"), users.create_user("ben", password="b-pass-123")
+    project = services.project_create(name="Review", corpus=tram_corpus, created_by=owner, overlap=2)
+    for user in (anna, ben):
+        services.membership_set(project=project, user=user, role="annotator")
+    services.assignments_distribute(project=project)
+    pair = DocumentPair.objects.get(corpus=tram_corpus)
+    simple = list(pair.simple_document.sentences.order_by("index"))
+    complex_ = list(pair.complex_document.sentences.order_by("index"))
+
+    def label(user, s, c, value):
+        services.label_record(project=project, annotator=user, pair=pair, simple_sentence_id=simple[s].pk,
+                              complex_sentence_id=complex_[c].pk, label=value, expected_previous=None)
+
+    label(anna, 0, 0, "aligned"), label(ben, 0, 0, "aligned")  # agreed
+    label(anna, 1, 0, "aligned"), label(ben, 1, 0, "partial")  # disagreement
+    label(anna, 2, 2, "partial")  # ben leaves it: not aligned once he is done
+    return project, anna, ben, pair, simple, complex_
+
+
+def _state(states, simple, complex_):
+    return next(s for s in states if (s.simple.pk, s.complex.pk) == (simple.pk, complex_.pk))
+
+
+def test_items_are_agreed_disagreed_or_waiting(team):
+    project, anna, ben, pair, simple, complex_ = team
+    states = pair_item_states(project, pair)
+    assert _state(states, simple[0], complex_[0]).final == "aligned"
+    assert _state(states, simple[1], complex_[0]).status == "disagreement"
+    assert _state(states, simple[2], complex_[2]).status == "waiting for annotators"
+    services.assignment_complete(project=project, annotator=ben, pair=pair)
+    assert _state(pair_item_states(project, pair), simple[2], complex_[2]).labels == {"anna": "partial", "ben": "not_aligned"}
+
+
+def test_verification_waits_for_adjudication_then_makes_the_pair_gold(team, owner):
+    project, anna, ben, pair, simple, complex_ = team
+    services.assignment_complete(project=project, annotator=ben, pair=pair)
+    with pytest.raises(ValueError, match="2 sentence pair\\(s\\) still need adjudication"):
+        services.pair_verify(project=project, pair=pair, by=owner)
+    for s, c, label in ((1, 0, "partial"), (2, 2, "not_aligned")):
+        services.adjudicate(project=project, reviewer=owner, pair=pair, simple_sentence_id=simple[s].pk,
+                            complex_sentence_id=complex_[c].pk, label=label, expected_previous=None)
+    services.pair_verify(project=project, pair=pair, by=owner)
+    assert pair_verified(project, pair) is not None
+    assert all(state.final is not None for state in pair_item_states(project, pair))
+    # the annotators' own labels are untouched; the reviewer's decision is its own event stream
+    assert selectors.current_labels(project, ben, pair.pk)[(simple[1].pk, complex_[0].pk)].new_label == "partial"
+    assert LabelEvent.objects.filter(source="adjudication").count() == 2
+
+
+def test_annotator_sees_what_the_reviewer_changed(client, team, owner):
+    project, anna, ben, pair, simple, complex_ = team
+    services.adjudicate(project=project, reviewer=owner, pair=pair, simple_sentence_id=simple[1].pk,
+                        complex_sentence_id=complex_[0].pk, label="partial", expected_previous=None)
+    client.force_login(anna)
+    html = client.get(reverse("annotation:project_detail", args=[project.pk])).content.decode()
+    assert "What the reviewer changed in your work" in html and simple[1].text in html
+    client.force_login(ben)
+    assert "What the reviewer changed" not in client.get(reverse("annotation:project_detail", args=[project.pk])).content.decode()
+
+
+def test_review_page_adjudicates_and_verifies_through_forms(client, team, owner):
+    project, anna, ben, pair, simple, complex_ = team
+    client.force_login(owner)
+    url = reverse("annotation:pair_review", args=[project.pk, pair.pk])
+    html = client.get(url).content.decode()
+    assert "disagreement" in html and simple[1].text in html
+    client.post(reverse("annotation:pair_adjudicate", args=[project.pk, pair.pk]), {
+        "simple_sentence_id": simple[1].pk, "complex_sentence_id": complex_[0].pk, "label": "aligned", "expected_previous": ""})
+    response = client.post(reverse("annotation:pair_verify", args=[project.pk, pair.pk]), {"verified": "1"}, follow=True)
+    assert "Not verified: 1 sentence pair(s) still need" in response.content.decode()  # anna's (2, 2) is still waiting on ben
+    assert not PairVerification.objects.exists()
+
+
+def test_stale_adjudication_is_refused_and_annotators_cannot_review(client, team, owner):
+    project, anna, ben, pair, simple, complex_ = team
+    first = services.adjudicate(project=project, reviewer=owner, pair=pair, simple_sentence_id=simple[1].pk,
+                                complex_sentence_id=complex_[0].pk, label="aligned", expected_previous=None)
+    with pytest.raises(services.LabelConflict, match="another reviewer set this pair to aligned"):
+        services.adjudicate(project=project, reviewer=owner, pair=pair, simple_sentence_id=simple[1].pk,
+                            complex_sentence_id=complex_[0].pk, label="partial", expected_previous=None)
+    assert first.pk
+    client.force_login(anna)
+    assert client.get(reverse("annotation:pair_review", args=[project.pk, pair.pk])).status_code == 403
+    assert client.post(reverse("annotation:pair_verify", args=[project.pk, pair.pk])).status_code == 403
