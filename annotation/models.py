@@ -35,6 +35,9 @@ class AnnotationProject(models.Model):
     test_item_rate = models.FloatField(default=0.2, help_text="Share of gold test items mixed into queues (the paper: 1 in 5).")
     accuracy_threshold = models.FloatField(default=0.85, help_text="Annotators below this accuracy on test items are flagged.")
     adjudicate_all = models.BooleanField(default=False, help_text="Adjudicate every item, not only disagreements.")
+    exclude_flagged = models.BooleanField(
+        default=True, help_text="Leave annotators flagged by quality control out of adjudication and agreement-based acceptance."
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -154,3 +157,30 @@ class PairVerification(models.Model):
         if self.pk is not None:
             raise ValidationError("verifications are append-only: record a new one")
         super().save(*args, **kwargs)
+
+
+class GoldItem(models.Model):
+    """A sentence pair with a known label, mixed into annotators' queues to measure their accuracy."""
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="gold_items")
+    simple_sentence = models.ForeignKey(Sentence, on_delete=models.PROTECT, related_name="+")
+    complex_sentence = models.ForeignKey(Sentence, on_delete=models.PROTECT, related_name="+")
+    label = models.CharField(max_length=16, choices=LabelEvent.Label.choices[:3])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+        constraints = [models.UniqueConstraint(fields=["project", "simple_sentence", "complex_sentence"], name="gold_item_unique")]
+
+
+class GoldAnswer(models.Model):
+    """An annotator's answer to a gold test item (append-only; an empty label retracts the previous answer)."""
+
+    gold_item = models.ForeignKey(GoldItem, on_delete=models.CASCADE, related_name="answers")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="gold_answers")
+    label = models.CharField(max_length=16, choices=LabelEvent.Label.choices, blank=True)
+    seconds_spent = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]

@@ -46,6 +46,11 @@ class ItemState:
 
 def pair_item_states(project: AnnotationProject, pair: DocumentPair) -> list[ItemState]:
     assignments = list(Assignment.objects.filter(project=project, pair=pair).select_related("annotator"))
+    if project.exclude_flagged:
+        from annotation.queue import flagged_annotator_ids
+
+        flagged = flagged_annotator_ids(project)
+        assignments = [a for a in assignments if a.annotator_id not in flagged]
     events = (
         LabelEvent.objects.filter(project=project, pair=pair)
         .order_by("annotator_id", "source", "simple_sentence_id", "complex_sentence_id", "-pk")

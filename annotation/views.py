@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation import selectors, services
 from annotation.agreement import LABELS
 from annotation.agreement_data import project_agreement
+from annotation import queue as queue_mode
 from annotation.review import pair_item_states, pair_verified, reviewer_changes
 from annotation.forms import MemberForm, ProjectCreateForm
 from annotation.models import ProjectMembership
@@ -66,6 +67,8 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "member_form": MemberForm(),
         "verified_pairs": _verified_pair_ids(project),
         "reviewer_changes": reviewer_changes(project, request.user) if role == ProjectMembership.Role.ANNOTATOR else [],
+        "accuracy": queue_mode.annotator_accuracy(project) if role != ProjectMembership.Role.ANNOTATOR else [],
+        "gold_item_count": project.gold_items.count(),
     }
     return render(request, "annotation/project_detail.html", context)
 
@@ -161,3 +164,42 @@ def pair_verify(request: HttpRequest, project_id: int, pair_id: int) -> HttpResp
     else:
         messages.success(request, "Pair verified: it is now gold." if verified else "Verification withdrawn.")
     return redirect("annotation:pair_review", project_id=project.pk, pair_id=pair.pk)
+
+
+@require_POST
+def project_gold_items(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = _manager_project(request, project_id)
+    created = queue_mode.gold_items_from_verified(project)
+    messages.success(request, f"{created} new gold test item{'s' if created != 1 else ''} from the verified pairs.")
+    return redirect("annotation:project_detail", project_id=project.pk)
+
+
+@require_http_methods(["GET", "POST"])
+def project_queue(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Queue mode: one candidate pair at a time with its context; a POST records the answer and shows the next."""
+    project, role = selectors.project_get_for_user(request.user, project_id)
+    order = request.GET.get("order", "uncertainty")
+    if order not in queue_mode.ORDERS:
+        messages.error(request, f"unknown queue order {order!r}; showing uncertainty order")
+        order = "uncertainty"
+    if request.method == "POST":
+        try:
+            if request.POST.get("action") == "undo":
+                messages.info(request, queue_mode.queue_undo(project=project, annotator=request.user).capitalize() + ".")
+            else:
+                seconds = float(request.POST["seconds_spent"]) if request.POST.get("seconds_spent") else None
+                queue_mode.queue_answer(
+                    project=project, annotator=request.user, kind=request.POST.get("kind", ""),
+                    item_id=int(request.POST.get("item_id") or 0), label=request.POST.get("label", ""), seconds_spent=seconds,
+                )
+        except (ValueError, PermissionError, services.LabelConflict) as error:
+            messages.error(request, f"Not saved: {error}")
+        return redirect(f"{reverse('annotation:project_queue', args=[project.pk])}?order={order}")
+    item = queue_mode.queue_next(project, request.user, order)
+    diff = None
+    if item is not None:
+        from alignment.inspection import word_diff
+
+        diff = word_diff(item.complex.text, item.simple.text)
+    context = {"project": project, "role": role, "item": item, "order": order, "orders": queue_mode.ORDERS, "diff": diff}
+    return render(request, "annotation/queue.html", context)

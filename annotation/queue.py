@@ -1,0 +1,202 @@
+"""Queue mode and quality control: one candidate at a time, gold test items mixed in, per-annotator accuracy.
+
+Order of the queue (the annotator picks): ``uncertainty`` puts candidates whose CRF
+marginal is closest to 0.5 first, ``disagreement`` those whose similarity measures
+disagree most, ``random`` a random order. Every ``round(1 / test_item_rate)``-th item is a
+gold test item the annotator has not answered yet; it looks exactly like the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F, Func, QuerySet
+
+from alignment.models import CandidateAlignment, DocumentPair, Sentence
+from annotation import services
+from annotation.models import AnnotationProject, Assignment, GoldAnswer, GoldItem, LabelEvent
+from annotation.review import pair_item_states, pair_verified
+
+ORDERS = ("uncertainty", "disagreement", "random")
+MIN_ANSWERS_TO_FLAG = 5
+
+
+class Abs(Func):
+    function = "ABS"
+
+
+@dataclass
+class QueueItem:
+    kind: str  # "candidate" | "gold"
+    item_id: int  # CandidateAlignment id or GoldItem id
+    pair: DocumentPair
+    simple: Sentence
+    complex: Sentence
+    simple_context: tuple[Sentence | None, Sentence | None]  # the sentences before and after
+    complex_context: tuple[Sentence | None, Sentence | None]
+    expected_previous: int | None  # the annotator's latest event on this sentence pair
+
+
+def _labelled_items(project: AnnotationProject, annotator: AbstractBaseUser) -> set[tuple[int, int]]:
+    return set(
+        LabelEvent.objects.filter(project=project, annotator=annotator)
+        .exclude(source=LabelEvent.Source.ADJUDICATION)
+        .values_list("simple_sentence_id", "complex_sentence_id")
+    )
+
+
+def _latest_gold_answers(project: AnnotationProject) -> dict[tuple[int, int], GoldAnswer]:
+    """(gold item id, annotator id) -> latest answer."""
+    answers: dict[tuple[int, int], GoldAnswer] = {}
+    for answer in GoldAnswer.objects.filter(gold_item__project=project).select_related("gold_item").order_by("pk"):
+        answers[(answer.gold_item_id, answer.annotator_id)] = answer
+    return answers
+
+
+def candidate_queue(project: AnnotationProject, annotator: AbstractBaseUser, order: str) -> QuerySet[CandidateAlignment]:
+    if order not in ORDERS:
+        raise ValueError(f"unknown queue order {order!r}; orders: {', '.join(ORDERS)}")
+    if project.suggestion_run_id is None:
+        return CandidateAlignment.objects.none()
+    pairs = Assignment.objects.filter(project=project, annotator=annotator).values("pair")
+    queue = CandidateAlignment.objects.filter(run_id=project.suggestion_run_id, pair__in=pairs)
+    if order == "uncertainty":
+        return queue.annotate(distance=Abs(F("crf_marginal") - 0.5)).order_by("distance", "pk")
+    if order == "disagreement":
+        return queue.order_by("-disagreement", "pk")
+    return queue.order_by("?")
+
+
+def _context(sentence: Sentence) -> tuple[Sentence | None, Sentence | None]:
+    around = {s.index: s for s in Sentence.objects.filter(document_id=sentence.document_id, index__in=[sentence.index - 1, sentence.index + 1])}
+    return around.get(sentence.index - 1), around.get(sentence.index + 1)
+
+
+def queue_next(project: AnnotationProject, annotator: AbstractBaseUser, order: str = "uncertainty") -> QueueItem | None:
+    """The next item for the annotator, or None when their queue is empty."""
+    labelled = _labelled_items(project, annotator)
+    answers = _latest_gold_answers(project)
+    answered = {gold_id for (gold_id, user_id), answer in answers.items() if user_id == annotator.pk and answer.label}
+    gold_pairs = set(GoldItem.objects.filter(project=project).values_list("simple_sentence_id", "complex_sentence_id"))
+    period = round(1 / project.test_item_rate) if project.test_item_rate > 0 else 0
+    if period and (len(labelled) + len(answered) + 1) % period == 0:
+        gold = GoldItem.objects.filter(project=project).exclude(pk__in=answered).order_by("?").select_related(
+            "simple_sentence", "complex_sentence"
+        ).first()
+        if gold is not None:
+            pair = DocumentPair.objects.get(simple_document_id=gold.simple_sentence.document_id, complex_document_id=gold.complex_sentence.document_id)
+            return _item("gold", gold.pk, pair, gold.simple_sentence, gold.complex_sentence, None)
+    for candidate in candidate_queue(project, annotator, order).select_related("pair", "simple_sentence", "complex_sentence")[:200]:
+        key = (candidate.simple_sentence_id, candidate.complex_sentence_id)
+        if key in labelled or key in gold_pairs:
+            continue
+        return _item("candidate", candidate.pk, candidate.pair, candidate.simple_sentence, candidate.complex_sentence, None)
+    return None
+
+
+def _item(kind: str, item_id: int, pair: DocumentPair, simple: Sentence, complex_: Sentence, previous: int | None) -> QueueItem:
+    return QueueItem(kind, item_id, pair, simple, complex_, _context(simple), _context(complex_), previous)
+
+
+def queue_answer(
+    *, project: AnnotationProject, annotator: AbstractBaseUser, kind: str, item_id: int, label: str, seconds_spent: float | None
+) -> None:
+    """Record the annotator's label for a queue item (a label event, or a gold answer for test items)."""
+    if label not in ("aligned", "partial", "not_aligned"):
+        raise ValueError(f"unknown label {label!r}; labels: aligned, partial, not_aligned")
+    if kind == "gold":
+        gold = GoldItem.objects.filter(project=project, pk=item_id).first()
+        if gold is None:
+            raise ValueError(f"no test item {item_id} in project {project.name!r}")
+        GoldAnswer.objects.create(gold_item=gold, annotator=annotator, label=label, seconds_spent=seconds_spent)
+        return
+    if kind != "candidate":
+        raise ValueError(f"unknown queue item kind {kind!r}")
+    candidate = CandidateAlignment.objects.filter(pk=item_id, run_id=project.suggestion_run_id).select_related("pair").first()
+    if candidate is None:
+        raise ValueError(f"no candidate {item_id} among the project's suggestions")
+    latest = (
+        LabelEvent.objects.filter(project=project, annotator=annotator, simple_sentence_id=candidate.simple_sentence_id,
+                                  complex_sentence_id=candidate.complex_sentence_id)
+        .exclude(source=LabelEvent.Source.ADJUDICATION).order_by("-pk").first()
+    )
+    services.label_record(
+        project=project, annotator=annotator, pair=candidate.pair, simple_sentence_id=candidate.simple_sentence_id,
+        complex_sentence_id=candidate.complex_sentence_id, label=label, expected_previous=latest.pk if latest else None,
+        seconds_spent=seconds_spent,
+    )
+
+
+def queue_undo(*, project: AnnotationProject, annotator: AbstractBaseUser) -> str:
+    """Undo the annotator's latest queue action (label event or gold answer); says what was undone."""
+    with transaction.atomic():
+        undone = set(LabelEvent.objects.filter(project=project, annotator=annotator, undoes__isnull=False).values_list("undoes_id", flat=True))
+        event = (
+            LabelEvent.objects.filter(project=project, annotator=annotator, undoes__isnull=True)
+            .exclude(source=LabelEvent.Source.ADJUDICATION).exclude(pk__in=undone).order_by("-pk").first()
+        )
+        answer = GoldAnswer.objects.filter(gold_item__project=project, annotator=annotator).order_by("-pk").first()
+        if answer is not None and answer.label and (event is None or answer.created_at > event.created_at):
+            GoldAnswer.objects.create(gold_item=answer.gold_item, annotator=annotator, label="")
+            return "the last answer was withdrawn"
+        if event is None:
+            return "nothing to undo"
+        services.label_undo(project=project, annotator=annotator, pair=event.pair)
+        return "the last label was undone"
+
+
+@dataclass
+class Accuracy:
+    annotator: AbstractBaseUser
+    answered: int
+    correct: int
+    seconds_per_item: float | None
+    flagged: bool
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.answered if self.answered else None
+
+
+def annotator_accuracy(project: AnnotationProject) -> list[Accuracy]:
+    """Accuracy on gold test items per annotator; flagged below the project's threshold (after 5 answers)."""
+    from django.contrib.auth import get_user_model
+
+    totals: dict[int, list[int]] = {}
+    for (gold_id, user_id), answer in _latest_gold_answers(project).items():
+        if answer.label:
+            counts = totals.setdefault(user_id, [0, 0])
+            counts[0] += 1
+            counts[1] += int(answer.label == answer.gold_item.label)
+    seconds: dict[int, list[float]] = {}
+    for user_id, spent in LabelEvent.objects.filter(project=project, seconds_spent__isnull=False).values_list("annotator_id", "seconds_spent"):
+        seconds.setdefault(user_id, []).append(spent)
+    users = get_user_model().objects.in_bulk(set(totals) | set(seconds))
+    rows = []
+    for user_id, user in sorted(users.items(), key=lambda item: item[1].get_username()):
+        answered, correct = totals.get(user_id, [0, 0])
+        spent = seconds.get(user_id)
+        flagged = answered >= MIN_ANSWERS_TO_FLAG and correct / answered < project.accuracy_threshold
+        rows.append(Accuracy(user, answered, correct, sum(spent) / len(spent) if spent else None, flagged))
+    return rows
+
+
+def flagged_annotator_ids(project: AnnotationProject) -> set[int]:
+    return {row.annotator.pk for row in annotator_accuracy(project) if row.flagged}
+
+
+def gold_items_from_verified(project: AnnotationProject) -> int:
+    """Turn the settled items of the project's verified pairs into gold test items; returns how many are new."""
+    created = 0
+    for pair in project.pairs.all():
+        if pair_verified(project, pair) is None:
+            continue
+        for state in pair_item_states(project, pair):
+            if state.final:
+                _, new = GoldItem.objects.get_or_create(
+                    project=project, simple_sentence=state.simple, complex_sentence=state.complex, defaults={"label": state.final}
+                )
+                created += int(new)
+    return created
