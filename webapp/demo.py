@@ -82,3 +82,30 @@ def demo_corpus_import(*, owner) -> tuple[Corpus, ImportReport]:
         # Queued after the embedding job, so the worker aligns with the stored vectors.
         alignment_run_create(corpus=corpus, aligner_config={"encoder": settings.ENCODER_MODEL}, model_dir=settings.ALIGNER_MODEL_DIR)
     return corpus, report
+
+
+DEMO_PROJECT_NAME = "Demo: label the six stories"
+
+
+def demo_project_ensure(*, corpus: Corpus, manager, annotator):
+    """A demo annotation project over the demo corpus with the annotator assigned every pair (idempotent).
+
+    Its suggestions come from the demo's alignment run; the candidates appear once the
+    worker has run it.
+    """
+    from annotation import services as annotation_services
+    from annotation.models import AnnotationProject
+
+    project = AnnotationProject.objects.filter(name=DEMO_PROJECT_NAME).first()
+    if project is None:
+        project = annotation_services.project_create(
+            name=DEMO_PROJECT_NAME, corpus=corpus, created_by=manager, overlap=1,
+            suggestion_run=corpus.alignment_runs.order_by("pk").first(),
+            guidelines="Aligned: the simple sentence says the same as the complex one (it may be shorter or simpler).\n"
+            "Partially aligned: they share some content, but each says something the other does not.\n"
+            "Not aligned: no shared content. A simple sentence may align to several complex sentences (a merge), "
+            "and several simple sentences to one complex sentence (a split).",
+        )
+    annotation_services.membership_set(project=project, user=annotator, role="annotator")
+    annotation_services.assignments_distribute(project=project)
+    return project

@@ -97,6 +97,8 @@ def test_setup_demo_is_idempotent_and_prints_working_credentials(db, settings, t
     assert corpus.is_shared
     run = corpus.alignment_runs.get()  # queued once, not again on the second set-up
     assert run.pairs_total == 6 and run.primary_measure == "embedding_cosine"
+    project = corpus.annotation_projects.get()
+    assert project.suggestion_run == run and project.assignments.filter(annotator__username="annotator").count() == 6
     users = get_user_model().objects
     assert users.count() == 2
     manager_password = re.search(r"username: manager\s+password: (\S+)", first.getvalue()).group(1)

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from webapp.demo import demo_accounts_ensure, demo_corpus_import
+from webapp.demo import demo_accounts_ensure, demo_corpus_import, demo_project_ensure
 
 
 class Command(BaseCommand):
@@ -22,6 +22,8 @@ class Command(BaseCommand):
             f"Demo corpus {corpus.name!r}: {report.documents_created} documents imported, "
             f"{report.documents_unchanged} already there."
         )
+        project = demo_project_ensure(corpus=corpus, manager=manager, annotator=get_user_model().objects.get(username="annotator"))
+        self.stdout.write(f"Demo annotation project {project.name!r}: the annotator has {project.assignments.count()} pairs to label.")
         self.stdout.write(self.style.SUCCESS("Log in with:"))
         for credential in credentials:
             self.stdout.write(f"  {credential.role:<16} username: {credential.username:<10} password: {credential.password}")
