@@ -108,3 +108,9 @@ def test_setup_demo_is_idempotent_and_prints_working_credentials(db, settings, t
     assert users.get(username="annotator").check_password("annotator-from-env")
     assert not users.get(username="annotator").is_staff
     assert "12 already there" in second.getvalue()
+
+
+def test_every_response_carries_its_server_time(client, db):
+    response = client.get("/accounts/login/")
+    name, duration = response["Server-Timing"].split(";dur=")
+    assert name == "app" and float(duration) > 0
