@@ -1,21 +1,121 @@
-"""Placeholder: the main annotation screen is being written."""
+"""The annotation screen of one document pair and its writes (label, undo, done). Thin.
+
+Writes answer JSON for the screen's script (``static/js/annotate.js``), which saves
+each action at once, retries network failures and shows conflicts; a refused write
+says why in ``error`` with the HTTP status that fits (400 bad input, 403 not
+assigned, 409 changed in another tab, with the current label).
+"""
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+import math
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation import screen, selectors, services
+from annotation.models import AnnotationProject, Assignment, LabelEvent
 
 
+def _assignment_for(request: HttpRequest, project_id: int, pair_id: int) -> tuple[AnnotationProject, Assignment]:
+    """The project and the user's own assignment of the pair: 404 for outsiders and for pairs not theirs."""
+    project, _role = selectors.project_get_for_user(request.user, project_id)
+    return project, selectors.assignment_get_for_user(request.user, project, pair_id)
+
+
+@require_GET
 def annotate_pair(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
-    raise Http404("not written yet")
+    """The screen; with ``?simple=&complex=`` from htmx, only the word diff of that sentence pair."""
+    project, assignment = _assignment_for(request, project_id, pair_id)
+    if request.htmx and "complex" in request.GET:
+        try:
+            simple_id, complex_id = _int_field(request.GET, "simple"), _int_field(request.GET, "complex")
+            selected = screen.sentence_pair_diff(assignment.pair, simple_id, complex_id)
+        except ValueError as error:
+            return HttpResponse(str(error), status=400, content_type="text/plain")
+        return render(request, "annotation/annotate_pair.html#diff", {"selected": selected})
+    view = screen.screen_build(project=project, assignment=assignment)
+    return render(request, "annotation/annotate_pair.html", {"screen": view, "project": project, "pair": assignment.pair})
 
 
+@require_POST
 def label_save(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
-    raise Http404("not written yet")
+    project, assignment = _assignment_for(request, project_id, pair_id)
+    try:
+        simple_id = _int_field(request.POST, "simple_sentence_id")
+        complex_id = _int_field(request.POST, "complex_sentence_id")
+        expected = _optional_int_field(request.POST, "expected_previous")
+        seconds = _seconds_field(request.POST, "seconds_spent")
+        event = services.label_record(
+            project=project, annotator=request.user, pair=assignment.pair, simple_sentence_id=simple_id,
+            complex_sentence_id=complex_id, label=request.POST.get("label", ""), expected_previous=expected, seconds_spent=seconds,
+        )
+    except services.LabelConflict as conflict:
+        current = conflict.current
+        return JsonResponse(
+            {"error": str(conflict), "current": {"label": current.new_label if current else "", "event": current.pk if current else None}},
+            status=409,
+        )
+    except ValueError as error:
+        return JsonResponse({"error": str(error)}, status=400)
+    except PermissionError as error:
+        return JsonResponse({"error": str(error)}, status=403)
+    return JsonResponse(_event_state(event, project, assignment))
 
 
+@require_POST
 def label_undo(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
-    raise Http404("not written yet")
+    project, assignment = _assignment_for(request, project_id, pair_id)
+    try:
+        event = services.label_undo(project=project, annotator=request.user, pair=assignment.pair)
+    except PermissionError as error:
+        return JsonResponse({"error": str(error)}, status=403)
+    if event is None:
+        progress = screen.pair_progress(project, request.user, assignment.pair)
+        return JsonResponse({"undone": False, "message": "Nothing to undo in this pair.", "progress": progress.as_dict()})
+    return JsonResponse({"undone": True, "message": "Undone.", **_event_state(event, project, assignment)})
 
 
+@require_POST
 def assignment_done(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
-    raise Http404("not written yet")
+    project, assignment = _assignment_for(request, project_id, pair_id)
+    assignment = services.assignment_complete(project=project, annotator=request.user, pair=assignment.pair)
+    if request.htmx:
+        return render(request, "annotation/annotate_pair.html#done", {"project": project, "pair": assignment.pair, "assignment": assignment})
+    messages.success(request, "This pair is marked done.")
+    return redirect("annotation:annotate_pair", project_id=project.pk, pair_id=assignment.pair_id)
+
+
+def _event_state(event: LabelEvent, project: AnnotationProject, assignment: Assignment) -> dict:
+    """What the screen updates after a write: the sentence pair's label and event id, and the pair's progress."""
+    progress = screen.pair_progress(project, assignment.annotator, assignment.pair)
+    return {
+        "simple": event.simple_sentence_id, "complex": event.complex_sentence_id, "label": event.new_label,
+        "event": event.pk, "progress": progress.as_dict(),
+    }
+
+
+def _int_field(data, name: str) -> int:
+    raw = str(data.get(name, "")).strip()
+    if not raw.isdigit():
+        raise ValueError(f"{name}: {raw!r} is not a sentence or event id (a whole number)")
+    return int(raw)
+
+
+def _optional_int_field(data, name: str) -> int | None:
+    return _int_field(data, name) if str(data.get(name, "")).strip() else None
+
+
+def _seconds_field(data, name: str) -> float | None:
+    raw = str(data.get(name, "")).strip()
+    if not raw:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise ValueError(f"{name}: {raw!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"{name}: {raw!r} must be a finite number of seconds, at least 0")
+    return seconds

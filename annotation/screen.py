@@ -1,0 +1,208 @@
+"""Reads for the annotation screen of one document pair: layout, suggestions merged with labels, progress, diff.
+
+Selectors-style: nothing here writes. The screen shows the complex and the simple
+document side by side with aligned paragraphs on one row (from the project's
+suggestion run), and hands the browser a JSON payload: for every simple sentence
+the complex sentences worth judging (the run's candidates plus whatever the
+annotator has already labelled for it) and the annotator's current labels with
+the event ids that the next write must name as ``expected_previous``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from alignment.inspection import WordDiff, word_diff
+from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair, Paragraph, ParagraphAlignment, Sentence
+from alignment.selectors import document_paragraphs
+from annotation.models import AnnotationProject, Assignment, LabelEvent
+from annotation.selectors import current_labels
+
+
+@dataclass(frozen=True)
+class ParagraphBlock:
+    """One paragraph of one side with its sentences; ``number`` is 1-based, as shown."""
+
+    number: int
+    sentences: list[Sentence]
+
+
+@dataclass
+class ParagraphRow:
+    """Paragraphs shown on one row: an aligned group, or (``aligned`` False) the paragraphs that the
+    suggestion run aligned to nothing between two aligned groups; either side may be empty."""
+
+    complex: list[ParagraphBlock] = field(default_factory=list)
+    simple: list[ParagraphBlock] = field(default_factory=list)
+    aligned: bool = True
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Simple sentences of the pair with at least one label, out of all of them."""
+
+    labelled: int
+    total: int
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.labelled / self.total) if self.total else 100
+
+    def as_dict(self) -> dict[str, int]:
+        return {"labelled": self.labelled, "total": self.total, "percent": self.percent}
+
+
+@dataclass
+class AnnotateScreen:
+    """Everything ``annotation/annotate_pair.html`` shows for one assignment."""
+
+    project: AnnotationProject
+    assignment: Assignment
+    pair: DocumentPair
+    rows: list[ParagraphRow]
+    progress: Progress
+    suggestion_note: str  # why there are no suggestions, or ""
+    payload: dict[str, Any]  # for json_script: see screen_build
+
+
+@dataclass(frozen=True)
+class SentencePairDiff:
+    simple: Sentence
+    complex: Sentence
+    diff: WordDiff
+
+
+def suggestion_run_for(project: AnnotationProject, pair: DocumentPair) -> tuple[AlignmentRun | None, str]:
+    """The project's suggestion run if it stored a result for ``pair``, else None and the reason to show."""
+    run = project.suggestion_run
+    if run is None:
+        return None, "This project has no suggestion run: pick complex sentences yourself by clicking them."
+    if not run.aligned_pairs.filter(pair=pair).exists():
+        return None, f"The suggestion run #{run.pk} has not aligned this pair (yet): pick complex sentences yourself by clicking them."
+    return run, ""
+
+
+def paragraph_rows(pair: DocumentPair, run: AlignmentRun | None) -> list[ParagraphRow]:
+    """Rows of paragraphs, aligned groups side by side; without a run, one row holding both documents.
+
+    ParagraphAlignment indices count only paragraphs that have sentences (the aligner
+    skips empty ones), so paragraphs are numbered the same way here.
+    """
+    complex_blocks = _blocks(pair.complex_document_id)  # position among non-empty paragraphs -> block
+    simple_blocks = _blocks(pair.simple_document_id)
+    groups = list(ParagraphAlignment.objects.filter(run=run, pair=pair).order_by("pk")) if run is not None else []
+    if not groups:
+        return [ParagraphRow(complex=complex_blocks, simple=simple_blocks)]
+    rows: list[tuple[list[int], list[int]]] = []  # (complex positions, simple positions)
+    placed: tuple[set[int], set[int]] = (set(), set())
+    for group in groups:
+        complex_positions = sorted(p for p in group.complex_paragraphs if 0 <= p < len(complex_blocks) and p not in placed[0])
+        simple_positions = sorted(p for p in group.simple_paragraphs if 0 <= p < len(simple_blocks) and p not in placed[1])
+        if complex_positions or simple_positions:
+            rows.append((complex_positions, simple_positions))
+            placed[0].update(complex_positions)
+            placed[1].update(simple_positions)
+    rows.sort(key=lambda row: (min(row[1], default=-1), min(row[0], default=-1)))
+    gaps = _unaligned_by_gap(rows, placed, (len(complex_blocks), len(simple_blocks)))
+    result: list[ParagraphRow] = []
+    for k in range(len(rows) + 1):
+        if k in gaps:
+            complex_positions, simple_positions = gaps[k]
+            result.append(ParagraphRow([complex_blocks[p] for p in complex_positions], [simple_blocks[p] for p in simple_positions], aligned=False))
+        if k < len(rows):
+            complex_positions, simple_positions = rows[k]
+            result.append(ParagraphRow([complex_blocks[p] for p in complex_positions], [simple_blocks[p] for p in simple_positions]))
+    return result
+
+
+def _unaligned_by_gap(
+    rows: list[tuple[list[int], list[int]]], placed: tuple[set[int], set[int]], counts: tuple[int, int]
+) -> dict[int, tuple[list[int], list[int]]]:
+    """Paragraphs no group holds, by the gap they fall in: gap k lies just before aligned row k.
+
+    A paragraph goes after the last row holding an earlier paragraph of its side, so the
+    complex and simple paragraphs left over between the same two aligned groups share a row.
+    """
+    gaps: dict[int, tuple[list[int], list[int]]] = {}
+    for side in (0, 1):
+        for position in range(counts[side]):
+            if position in placed[side]:
+                continue
+            gap = 1 + max((k for k, row in enumerate(rows) if any(p < position for p in row[side])), default=-1)
+            gaps.setdefault(gap, ([], []))[side].append(position)
+    return gaps
+
+
+def _blocks(document_id: int) -> list[ParagraphBlock]:
+    paragraphs: list[tuple[Paragraph, list[Sentence]]] = document_paragraphs(document_id)
+    return [ParagraphBlock(number=paragraph.index + 1, sentences=sentences) for paragraph, sentences in paragraphs if sentences]
+
+
+def candidates_by_simple(
+    run: AlignmentRun | None, pair: DocumentPair, labels: dict[tuple[int, int], LabelEvent]
+) -> dict[int, list[dict[str, Any]]]:
+    """simple sentence id -> complex sentences to judge, in document order.
+
+    Each entry: ``complex`` (sentence id), ``predicted`` (the run's label, or None for a
+    pair the annotator linked that the aligner never proposed), ``score`` (primary
+    measure) and ``marginal`` (CRF marginal), both None without a suggestion.
+    """
+    by_simple: dict[int, dict[int, dict[str, Any]]] = {}
+    if run is not None:
+        rows = CandidateAlignment.objects.filter(run=run, pair=pair).values_list(
+            "simple_sentence_id", "complex_sentence_id", "label", "score", "crf_marginal"
+        )
+        for simple_id, complex_id, label, score, marginal in rows:
+            by_simple.setdefault(simple_id, {})[complex_id] = {
+                "complex": complex_id, "predicted": label, "score": round(score, 3), "marginal": round(marginal, 3),
+            }
+    for simple_id, complex_id in labels:
+        by_simple.setdefault(simple_id, {}).setdefault(
+            complex_id, {"complex": complex_id, "predicted": None, "score": None, "marginal": None}
+        )
+    order = dict(Sentence.objects.filter(document_id=pair.complex_document_id).values_list("pk", "index"))
+    return {simple_id: sorted(entries.values(), key=lambda entry: order.get(entry["complex"], 0)) for simple_id, entries in by_simple.items()}
+
+
+def labels_payload(labels: dict[tuple[int, int], LabelEvent]) -> dict[str, dict[str, Any]]:
+    """``"simple_id:complex_id"`` -> the current label and the id of the event that set it."""
+    return {f"{simple_id}:{complex_id}": {"label": event.new_label, "event": event.pk} for (simple_id, complex_id), event in labels.items()}
+
+
+def pair_progress(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> Progress:
+    labels = current_labels(project, annotator, pair.pk)
+    return _progress(pair, labels)
+
+
+def _progress(pair: DocumentPair, labels: dict[tuple[int, int], LabelEvent]) -> Progress:
+    labelled = {simple_id for (simple_id, _), event in labels.items() if event.new_label}
+    return Progress(labelled=len(labelled), total=Sentence.objects.filter(document_id=pair.simple_document_id).count())
+
+
+def screen_build(*, project: AnnotationProject, assignment: Assignment) -> AnnotateScreen:
+    pair = assignment.pair
+    run, note = suggestion_run_for(project, pair)
+    labels = current_labels(project, assignment.annotator, pair.pk)
+    rows = paragraph_rows(pair, run)
+    progress = _progress(pair, labels)
+    payload = {
+        "simple": list(Sentence.objects.filter(document_id=pair.simple_document_id).order_by("index").values_list("pk", flat=True)),
+        "candidates": {str(simple_id): entries for simple_id, entries in candidates_by_simple(run, pair, labels).items()},
+        "labels": labels_payload(labels),
+        "progress": progress.as_dict(),
+    }
+    return AnnotateScreen(project=project, assignment=assignment, pair=pair, rows=rows, progress=progress, suggestion_note=note, payload=payload)
+
+
+def sentence_pair_diff(pair: DocumentPair, simple_id: int, complex_id: int) -> SentencePairDiff:
+    """The two sentences and their word diff; ValueError naming the sentence when it is not part of ``pair``."""
+    simple = Sentence.objects.filter(pk=simple_id, document_id=pair.simple_document_id).first()
+    if simple is None:
+        raise ValueError(f"sentence {simple_id} is not a sentence of the simple document of pair {pair.pk}")
+    complex_sentence = Sentence.objects.filter(pk=complex_id, document_id=pair.complex_document_id).first()
+    if complex_sentence is None:
+        raise ValueError(f"sentence {complex_id} is not a sentence of the complex document of pair {pair.pk}")
+    return SentencePairDiff(simple=simple, complex=complex_sentence, diff=word_diff(complex_sentence.text, simple.text))
