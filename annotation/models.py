@@ -184,3 +184,28 @@ class GoldAnswer(models.Model):
 
     class Meta:
         ordering = ["pk"]
+
+
+class ParagraphCorrection(models.Model):
+    """An annotator's paragraph alignment of a document pair (step 1 of the paper's procedure). Append-only.
+
+    ``groups`` is a list of ``[complex paragraph positions, simple paragraph positions]``,
+    positions counted among the paragraphs that have sentences, as the aligner counts
+    them. The latest row per (project, pair, annotator) replaces the aligner's paragraph
+    alignment on that annotator's screen.
+    """
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.PROTECT, related_name="paragraph_corrections")
+    pair = models.ForeignKey(DocumentPair, on_delete=models.PROTECT, related_name="paragraph_corrections")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="paragraph_corrections")
+    groups = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+        indexes = [models.Index(fields=["project", "pair", "annotator"])]
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            raise ValidationError("paragraph corrections are append-only: record a new one")
+        super().save(*args, **kwargs)

@@ -85,7 +85,24 @@ def suggestion_run_for(project: AnnotationProject, pair: DocumentPair) -> tuple[
     return run, ""
 
 
-def paragraph_rows(pair: DocumentPair, run: AlignmentRun | None) -> list[ParagraphRow]:
+@dataclass(frozen=True)
+class ParagraphGroupLike:
+    complex_paragraphs: list[int]
+    simple_paragraphs: list[int]
+
+
+def paragraph_groups_for(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, run: AlignmentRun | None) -> tuple[list, bool]:
+    """The annotator's own paragraph alignment if they corrected it, else the run's; and whether it is their own."""
+    from annotation.models import ParagraphCorrection
+
+    correction = ParagraphCorrection.objects.filter(project=project, pair=pair, annotator=annotator).order_by("-pk").first()
+    if correction is not None:
+        return [ParagraphGroupLike(list(c), list(s)) for c, s in correction.groups], True
+    groups = list(ParagraphAlignment.objects.filter(run=run, pair=pair).order_by("pk")) if run is not None else []
+    return groups, False
+
+
+def paragraph_rows(pair: DocumentPair, run: AlignmentRun | None, groups: list | None = None) -> list[ParagraphRow]:
     """Rows of paragraphs, aligned groups side by side; without a run, one row holding both documents.
 
     ParagraphAlignment indices count only paragraphs that have sentences (the aligner
@@ -93,7 +110,8 @@ def paragraph_rows(pair: DocumentPair, run: AlignmentRun | None) -> list[Paragra
     """
     complex_blocks = _blocks(pair.complex_document_id)  # position among non-empty paragraphs -> block
     simple_blocks = _blocks(pair.simple_document_id)
-    groups = list(ParagraphAlignment.objects.filter(run=run, pair=pair).order_by("pk")) if run is not None else []
+    if groups is None:
+        groups = list(ParagraphAlignment.objects.filter(run=run, pair=pair).order_by("pk")) if run is not None else []
     if not groups:
         return [ParagraphRow(complex=complex_blocks, simple=simple_blocks)]
     rows: list[tuple[list[int], list[int]]] = []  # (complex positions, simple positions)
@@ -134,6 +152,11 @@ def _unaligned_by_gap(
             gap = 1 + max((k for k, row in enumerate(rows) if any(p < position for p in row[side])), default=-1)
             gaps.setdefault(gap, ([], []))[side].append(position)
     return gaps
+
+
+def paragraph_blocks(document_id: int) -> list[ParagraphBlock]:
+    """The document's paragraphs that have sentences, in order (position = list index)."""
+    return _blocks(document_id)
 
 
 def _blocks(document_id: int) -> list[ParagraphBlock]:
@@ -186,7 +209,8 @@ def screen_build(*, project: AnnotationProject, assignment: Assignment) -> Annot
     pair = assignment.pair
     run, note = suggestion_run_for(project, pair)
     labels = current_labels(project, assignment.annotator, pair.pk)
-    rows = paragraph_rows(pair, run)
+    groups, _own = paragraph_groups_for(project, assignment.annotator, pair, run)
+    rows = paragraph_rows(pair, run, groups)
     progress = _progress(pair, labels)
     payload = {
         "simple": list(Sentence.objects.filter(document_id=pair.simple_document_id).order_by("index").values_list("pk", flat=True)),

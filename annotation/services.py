@@ -250,3 +250,34 @@ def _label_name(event: LabelEvent | None) -> str:
     if event is None or not event.new_label:
         return "unlabelled"
     return str(LabelEvent.Label(event.new_label).label).lower()
+
+
+def paragraph_correction_record(
+    *, project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, links: Sequence[tuple[int, int]]
+):
+    """Store the annotator's paragraph alignment given as (complex position, simple position) links.
+
+    Linked paragraphs form groups by connectivity, so neighbouring paragraphs linked to
+    the same paragraph merge into one group, as in the aligner. Positions count the
+    paragraphs that have sentences; a position outside either document is a ValueError.
+    """
+    from alignment.models import Paragraph
+    from annotation.models import ParagraphCorrection
+    from models_ml.io import connected_groups
+
+    counts = [
+        Paragraph.objects.filter(document_id=document_id, sentences__isnull=False).distinct().count()
+        for document_id in (pair.complex_document_id, pair.simple_document_id)
+    ]
+    for complex_position, simple_position in links:
+        if not (0 <= complex_position < counts[0] and 0 <= simple_position < counts[1]):
+            raise ValueError(
+                f"paragraph link ({complex_position}, {simple_position}) is outside the documents "
+                f"({counts[0]} complex and {counts[1]} simple paragraphs)"
+            )
+    groups = connected_groups((c, s, "aligned") for c, s in links)
+    with transaction.atomic():
+        _locked_assignment(project, annotator, pair)
+        return ParagraphCorrection.objects.create(
+            project=project, pair=pair, annotator=annotator, groups=[[list(g.complex), list(g.simple)] for g in groups]
+        )

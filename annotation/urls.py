@@ -16,6 +16,7 @@ urlpatterns = [
     path("projects/<int:project_id>/pairs/<int:pair_id>/review/", views.pair_review, name="pair_review"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/adjudicate/", views.pair_adjudicate, name="pair_adjudicate"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/verify/", views.pair_verify, name="pair_verify"),
+    path("projects/<int:project_id>/pairs/<int:pair_id>/paragraphs/", views.paragraphs_step, name="paragraphs_step"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/", annotate_views.annotate_pair, name="annotate_pair"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/label/", annotate_views.label_save, name="label_save"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/undo/", annotate_views.label_undo, name="label_undo"),

@@ -203,3 +203,32 @@ def project_queue(request: HttpRequest, project_id: int) -> HttpResponse:
         diff = word_diff(item.complex.text, item.simple.text)
     context = {"project": project, "role": role, "item": item, "order": order, "orders": queue_mode.ORDERS, "diff": diff}
     return render(request, "annotation/queue.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def paragraphs_step(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
+    """Step 1: check and correct which paragraphs align, before labelling sentences."""
+    from annotation import screen
+
+    project, _role = selectors.project_get_for_user(request.user, project_id)
+    assignment = selectors.assignment_get_for_user(request.user, project, pair_id)
+    pair = assignment.pair
+    if request.method == "POST":
+        try:
+            links = [tuple(int(x) for x in value.split(":")) for value in request.POST.getlist("link")]
+            if any(len(link) != 2 for link in links):
+                raise ValueError("a paragraph link must look like complex:simple")
+            services.paragraph_correction_record(project=project, annotator=request.user, pair=pair, links=links)  # type: ignore[arg-type]
+        except ValueError as error:
+            messages.error(request, f"Paragraph alignment not saved: {error}")
+            return redirect("annotation:paragraphs_step", project_id=project.pk, pair_id=pair.pk)
+        messages.success(request, "Paragraph alignment saved; the sentences below follow it.")
+        return redirect("annotation:annotate_pair", project_id=project.pk, pair_id=pair.pk)
+    run, _note = screen.suggestion_run_for(project, pair)
+    groups, own = screen.paragraph_groups_for(project, request.user, pair, run)
+    linked = {(c, s_) for group in groups for c in group.complex_paragraphs for s_ in group.simple_paragraphs}
+    complex_blocks = screen.paragraph_blocks(pair.complex_document_id)
+    simple_blocks = screen.paragraph_blocks(pair.simple_document_id)
+    rows = [(c, block, [(s_, (c, s_) in linked) for s_ in range(len(simple_blocks))]) for c, block in enumerate(complex_blocks)]
+    context = {"project": project, "pair": pair, "rows": rows, "simple_blocks": simple_blocks, "own": own, "run": run}
+    return render(request, "annotation/paragraphs_step.html", context)

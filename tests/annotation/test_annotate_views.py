@@ -226,3 +226,29 @@ def test_without_a_suggestion_run_the_page_shows_why_and_every_sentence(client, 
     assert "has no suggestion run" in page
     assert page.count('class="sentence complex-sentence"') == 5 and page.count('class="sentence simple-sentence"') == 5
     assert _payload(response)["candidates"] == {}
+
+
+def test_paragraph_correction_replaces_the_aligners_paragraphs_on_the_annotators_screen(client, owner, tram_corpus):
+    from django.contrib.auth import get_user_model
+
+    from annotation import services as annotation_services
+    from annotation.models import ParagraphCorrection
+    from annotation.screen import paragraph_groups_for
+
+    pair = tram_corpus.pairs.get()
+    anna = get_user_model().objects.create_user("para", password="p-pass-123")
+    project = annotation_services.project_create(name="Paragraphs", corpus=tram_corpus, created_by=owner, overlap=1)
+    annotation_services.membership_set(project=project, user=anna, role="annotator")
+    annotation_services.assignments_distribute(project=project)
+    client.force_login(anna)
+    url = reverse("annotation:paragraphs_step", args=[project.pk, pair.pk])
+    assert "Step 1: which paragraphs align?" in client.get(url).content.decode()
+    response = client.post(url, {"link": ["0:0", "1:1", "2:1"]})
+    assert response.status_code == 302
+    groups, own = paragraph_groups_for(project, anna, pair, None)
+    assert own and [(g.complex_paragraphs, g.simple_paragraphs) for g in groups] == [([0], [0]), ([1, 2], [1])]
+    bad = client.post(url, {"link": ["0:9"]}, follow=True)
+    assert "Paragraph alignment not saved: paragraph link (0, 9) is outside the documents" in bad.content.decode()
+    assert ParagraphCorrection.objects.count() == 1
+    screen_html = client.get(reverse("annotation:annotate_pair", args=[project.pk, pair.pk])).content.decode()
+    assert 'id="paragraphs-step"' in screen_html
