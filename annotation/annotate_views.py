@@ -90,7 +90,7 @@ def assignment_done(request: HttpRequest, project_id: int, pair_id: int) -> Http
 
 def _event_state(event: LabelEvent, project: AnnotationProject, assignment: Assignment) -> dict:
     """What the screen updates after a write: the sentence pair's label and event id, and the pair's progress."""
-    progress = screen.pair_progress(project, assignment.annotator, assignment.pair)
+    progress = screen.pair_progress(project, event.annotator, assignment.pair)  # event.annotator is request.user: no query
     return {
         "simple": event.simple_sentence_id, "complex": event.complex_sentence_id, "label": event.new_label,
         "event": event.pk, "progress": progress.as_dict(),

@@ -195,9 +195,29 @@ def labels_payload(labels: dict[tuple[int, int], LabelEvent]) -> dict[str, dict[
     return {f"{simple_id}:{complex_id}": {"label": event.new_label, "event": event.pk} for (simple_id, complex_id), event in labels.items()}
 
 
+_PROGRESS_SQL = f"""
+    SELECT
+        (SELECT count(*) FROM {Sentence._meta.db_table} WHERE document_id = %(simple_document)s),
+        (SELECT count(DISTINCT simple_sentence_id) FROM (
+            SELECT DISTINCT ON (simple_sentence_id, complex_sentence_id) simple_sentence_id, new_label
+            FROM {LabelEvent._meta.db_table}
+            WHERE project_id = %(project)s AND annotator_id = %(annotator)s AND pair_id = %(pair)s AND source <> 'adjudication'
+            ORDER BY simple_sentence_id, complex_sentence_id, id DESC
+        ) latest WHERE new_label <> '')
+"""
+
+
 def pair_progress(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> Progress:
-    labels = current_labels(project, annotator, pair.pk)
-    return _progress(pair, labels)
+    """The same figures as :func:`_progress`, in one query: it runs after every label save."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _PROGRESS_SQL,
+            {"simple_document": pair.simple_document_id, "project": project.pk, "annotator": annotator.pk, "pair": pair.pk},
+        )
+        total, labelled = cursor.fetchone()
+    return Progress(labelled=labelled, total=total)
 
 
 def _progress(pair: DocumentPair, labels: dict[tuple[int, int], LabelEvent]) -> Progress:

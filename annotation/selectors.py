@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404
 
 from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
@@ -26,8 +26,13 @@ def role_of(user: AbstractBaseUser, project: AnnotationProject) -> str | None:
 
 def project_get_for_user(user: AbstractBaseUser, project_id: int) -> tuple[AnnotationProject, str]:
     """The project and the user's role in it; 404 for anyone without a role (no existence leak)."""
-    project = AnnotationProject.objects.filter(pk=project_id).select_related("corpus", "suggestion_run").first()
-    role = role_of(user, project) if project is not None and user.is_authenticated else None
+    if not user.is_authenticated:
+        raise Http404("no such project")
+    own_role = ProjectMembership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]
+    project = (
+        AnnotationProject.objects.filter(pk=project_id).select_related("corpus", "suggestion_run").annotate(own_role=Subquery(own_role)).first()
+    )
+    role = (ProjectMembership.Role.MANAGER if user.is_staff else project.own_role) if project is not None else None  # one query
     if project is None or role is None:
         raise Http404("no such project")
     return project, role
