@@ -144,10 +144,8 @@ def label_record(
         raise ValueError(f"unknown label {label!r}; labels: aligned, partial, not_aligned")
     if source not in LabelEvent.Source.values or source in (LabelEvent.Source.UNDO, LabelEvent.Source.ADJUDICATION):
         raise ValueError(f"unknown or reserved source {source!r}")
-    _check_sentences(pair, simple_sentence_id, complex_sentence_id)
     with transaction.atomic():
-        _locked_assignment(project, annotator, pair)
-        latest = _latest_event(project, annotator, simple_sentence_id, complex_sentence_id)
+        latest = _write_guard(project, annotator, pair, simple_sentence_id, complex_sentence_id)
         if (latest.pk if latest else None) != expected_previous:
             raise LabelConflict(
                 "this pair was changed elsewhere (another tab?) since this page loaded it: "
@@ -157,9 +155,53 @@ def label_record(
         old = latest.new_label if latest else LabelEvent.Label.NONE
         return LabelEvent.objects.create(
             project=project, pair=pair, annotator=annotator, simple_sentence_id=simple_sentence_id,
-            complex_sentence_id=complex_sentence_id, old_label=old, new_label=label, source=source, previous=latest,
+            complex_sentence_id=complex_sentence_id, old_label=old, new_label=label, source=source,
+            previous_id=latest.pk if latest else None,
             seconds_spent=seconds_spent,
         )
+
+
+_WRITE_GUARD_SQL = f"""
+    SELECT a.id,
+        (SELECT document_id FROM {Sentence._meta.db_table} WHERE id = %(simple)s),
+        (SELECT document_id FROM {Sentence._meta.db_table} WHERE id = %(complex)s),
+        latest.id, latest.new_label
+    FROM {Assignment._meta.db_table} a
+    LEFT JOIN LATERAL (
+        SELECT id, new_label FROM {LabelEvent._meta.db_table}
+        WHERE project_id = a.project_id AND annotator_id = a.annotator_id
+          AND simple_sentence_id = %(simple)s AND complex_sentence_id = %(complex)s AND source <> 'adjudication'
+        ORDER BY id DESC LIMIT 1
+    ) latest ON true
+    WHERE a.project_id = %(project)s AND a.pair_id = %(pair)s AND a.annotator_id = %(annotator)s
+    FOR UPDATE OF a
+"""
+
+
+def _write_guard(
+    project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, simple_id: int, complex_id: int
+) -> LabelEvent | None:
+    """In one query (a label save is the hottest write): lock the assignment, check both sentences
+    belong to the pair, and fetch the annotator's latest event on the sentence pair (id and label only).
+
+    Same checks and errors as ``_locked_assignment`` + ``_check_sentences`` + ``_latest_event``.
+    """
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(_WRITE_GUARD_SQL, {"simple": simple_id, "complex": complex_id, "project": project.pk,
+                                          "pair": pair.pk, "annotator": annotator.pk})
+        row = cursor.fetchone()
+    if row is None:
+        raise PermissionError(f"{annotator} is not assigned document pair {pair.pk} in project {project.name!r}")
+    _, simple_document, complex_document, latest_id, latest_label = row
+    if simple_document != pair.simple_document_id:
+        raise ValueError(f"sentence {simple_id} is not a sentence of the simple document of pair {pair.pk}")
+    if complex_document != pair.complex_document_id:
+        raise ValueError(f"sentence {complex_id} is not a sentence of the complex document of pair {pair.pk}")
+    if latest_id is None:
+        return None
+    return LabelEvent(pk=latest_id, new_label=latest_label)  # unsaved stand-in: only pk and label are read
 
 
 def _check_sentences(pair: DocumentPair, simple_sentence_id: int, complex_sentence_id: int) -> None:

@@ -69,6 +69,10 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
 ]
 
+# Sessions read from the process's memory cache, written through to the database: one query
+# less on every request (a label save is ~10 queries), and nothing lost when a process restarts.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+
 ROOT_URLCONF = "webapp.urls"
 WSGI_APPLICATION = "webapp.wsgi.application"
 
