@@ -55,7 +55,9 @@ class Command(BaseCommand):
                 try:
                     child.wait(timeout=20)
                 except subprocess.TimeoutExpired:
+                    self.stderr.write(f"{' '.join(child.args[2:4])} did not stop within 20 s of Ctrl-C; killing it")
                     child.kill()
-        failed = [c for c in children if c.returncode not in (0, -signal.SIGTERM, -signal.SIGINT)]
+                    child.wait()
+        failed = [c for c in children if c.returncode not in (0, -signal.SIGTERM, -signal.SIGINT, -signal.SIGKILL)]
         if failed:
-            raise SystemExit(f"a child process exited with status {failed[0].returncode}")
+            raise SystemExit(f"{' '.join(failed[0].args[2:4])} exited with status {failed[0].returncode}")
