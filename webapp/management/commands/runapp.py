@@ -29,8 +29,8 @@ class Command(BaseCommand):
             call_command("setup_demo")
         manage = [sys.executable, "manage.py"]
         children = [
-            subprocess.Popen([*manage, "procrastinate", "worker"]),
-            subprocess.Popen([*manage, "runserver", options["addrport"], "--noreload"]),
+            subprocess.Popen([*manage, "procrastinate", "worker"], preexec_fn=_default_sigint),
+            subprocess.Popen([*manage, "runserver", options["addrport"], "--noreload"], preexec_fn=_default_sigint),
         ]
         self.stdout.write(self.style.SUCCESS(f"Web app on http://{options['addrport']}/ and a worker are running. Ctrl-C stops both."))
 
@@ -61,3 +61,9 @@ class Command(BaseCommand):
         failed = [c for c in children if c.returncode not in (0, -signal.SIGTERM, -signal.SIGINT, -signal.SIGKILL)]
         if failed:
             raise SystemExit(f"{' '.join(failed[0].args[2:4])} exited with status {failed[0].returncode}")
+
+
+def _default_sigint() -> None:
+    """Children take Ctrl-C even when runapp itself was started in the background (where the shell
+    makes SIGINT ignored, which children would inherit and runserver would never stop)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
