@@ -40,7 +40,6 @@ and changes all of these; a loaded model keeps its trained parameters.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -50,6 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from models_ml.checkpoint import read_json, verify_checksums, write_checksums
 from models_ml.crf import CRFConfig, NeuralCRF, states_to_groups
 from models_ml.crf_pruned import decode_pruned
 from models_ml.encoders import DEFAULT_ENCODER
@@ -349,8 +349,7 @@ class Aligner:
         (directory / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2) + "\n", encoding="utf-8")
         state = {name: tensor.detach().cpu() for name, tensor in self.crf.state_dict().items()}
         torch.save(state, directory / "crf.pt")
-        checksums = {name: _sha256(directory / name) for name in MODEL_FILES}
-        (directory / "checksums.json").write_text(json.dumps(checksums, indent=2) + "\n", encoding="utf-8")
+        write_checksums(directory, MODEL_FILES)
 
     @classmethod
     def load(cls, directory: str | Path, *, device: str | None = None, seed: int = 0) -> Aligner:
@@ -359,22 +358,9 @@ class Aligner:
         ``device`` overrides the saved config's device (None keeps it).
         """
         directory = Path(directory)
-        checksums_path = directory / "checksums.json"
-        for path in (checksums_path, *(directory / name for name in MODEL_FILES)):
-            if not path.is_file():
-                raise ValueError(f"{path}: missing from the saved aligner directory")
-        try:
-            checksums = json.loads(checksums_path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ValueError(f"{checksums_path}: not valid JSON ({error})") from None
-        for name in MODEL_FILES:
-            if not isinstance(checksums, dict) or checksums.get(name) != _sha256(directory / name):
-                raise ValueError(f"{directory / name}: checksum mismatch with {checksums_path}; the file was altered")
+        verify_checksums(directory, MODEL_FILES, "aligner")
         config_path = directory / "config.json"
-        try:
-            config_data = json.loads(config_path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ValueError(f"{config_path}: not valid JSON ({error})") from None
+        config_data = read_json(config_path)
         try:
             config = AlignerConfig.from_dict(config_data)
         except ValueError as error:
@@ -390,14 +376,6 @@ class Aligner:
             raise ValueError(f"{crf_path}: not a CRF state_dict for this config ({error})") from None
         aligner.crf.to(aligner.device).eval()
         return aligner
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _pair_marginals(

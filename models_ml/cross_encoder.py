@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from models_ml.aligner import _sha256
+from models_ml.checkpoint import read_json, verify_checksums, write_checksums
 from models_ml.encoders import DEFAULT_ENCODER, EncoderUnavailable, resolve_model_path
 from models_ml.evaluate import pair_labels_from_groups
 from models_ml.io import AlignmentGroup
@@ -440,29 +440,19 @@ def save_pair_classifier(model: PairClassifier, directory: str | Path) -> None:
     (directory / "config.json").write_text(json.dumps(asdict(model.config), indent=2) + "\n", encoding="utf-8")
     state = {name: tensor.detach().cpu() for name, tensor in model.state_dict().items()}
     torch.save(state, directory / "pair_classifier.pt")
-    checksums = {name: _sha256(directory / name) for name in MODEL_FILES}
-    (directory / "checksums.json").write_text(json.dumps(checksums, indent=2) + "\n", encoding="utf-8")
+    write_checksums(directory, MODEL_FILES)
 
 
 def load_pair_classifier(directory: str | Path, *, device: str) -> PairClassifier:
     """Rebuild a saved classifier on ``device`` in eval mode; ValueError naming the file when one is missing or altered."""
     directory = Path(directory)
-    checksums_path = directory / "checksums.json"
-    for path in (checksums_path, *(directory / name for name in MODEL_FILES)):
-        if not path.is_file():
-            raise ValueError(f"{path}: missing from the saved pair-classifier directory")
-    try:
-        checksums = json.loads(checksums_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{checksums_path}: not valid JSON ({error})") from None
-    for name in MODEL_FILES:
-        if not isinstance(checksums, dict) or checksums.get(name) != _sha256(directory / name):
-            raise ValueError(f"{directory / name}: checksum mismatch with {checksums_path}; the file was altered")
+    verify_checksums(directory, MODEL_FILES, "pair-classifier")
     config_path = directory / "config.json"
     try:
-        config = CrossEncoderConfig.from_dict(json.loads(config_path.read_text(encoding="utf-8")))
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError, TypeError) as error:
-        raise ValueError(f"{config_path}: {error}") from None
+        config = CrossEncoderConfig.from_dict(read_json(config_path))
+    except (ValueError, TypeError) as error:
+        message = str(error)
+        raise ValueError(message if message.startswith(str(config_path)) else f"{config_path}: {message}") from None
     model = PairClassifier(config)
     weights_path = directory / "pair_classifier.pt"
     try:
