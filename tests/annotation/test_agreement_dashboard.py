@@ -3,38 +3,23 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from alignment.models import DocumentPair
 from annotation import services
 from annotation.agreement import SCOPE_SHOWN, agreement_report
 from annotation.agreement_data import project_agreement
 
 
 @pytest.fixture
-def team(tram_corpus, owner):
-    users = get_user_model().objects
-    anna, ben = users.create_user("anna", password="a-pass-123"), users.create_user("ben", password="b-pass-123")
-    project = services.project_create(name="Agree", corpus=tram_corpus, created_by=owner, overlap=2)
-    for user in (anna, ben):
-        services.membership_set(project=project, user=user, role="annotator")
-    services.assignments_distribute(project=project)
-    pair = DocumentPair.objects.get(corpus=tram_corpus)
-    simple = list(pair.simple_document.sentences.order_by("index"))
-    complex_ = list(pair.complex_document.sentences.order_by("index"))
-
-    def label(user, s, c, value):
-        services.label_record(project=project, annotator=user, pair=pair, simple_sentence_id=simple[s].pk,
-                              complex_sentence_id=complex_[c].pk, label=value, expected_previous=None)
-
-    label(anna, 0, 0, "aligned"), label(ben, 0, 0, "aligned")
-    label(anna, 1, 0, "aligned"), label(ben, 1, 0, "partial")
-    label(anna, 2, 2, "partial"), label(ben, 2, 2, "partial")
-    label(anna, 3, 3, "aligned")
-    for user in (anna, ben):
-        services.assignment_complete(project=project, annotator=user, pair=pair)
-    return project, anna, ben, pair, simple, complex_
+def team(team_of_two):
+    t = team_of_two
+    t.label(t.anna, 0, 0, "aligned"), t.label(t.ben, 0, 0, "aligned")
+    t.label(t.anna, 1, 0, "aligned"), t.label(t.ben, 1, 0, "partial")
+    t.label(t.anna, 2, 2, "partial"), t.label(t.ben, 2, 2, "partial")
+    t.label(t.anna, 3, 3, "aligned")
+    for user in (t.anna, t.ben):
+        services.assignment_complete(project=t.project, annotator=user, pair=t.pair)
+    return t.project, t.anna, t.ben, t.pair, t.simple, t.complex_
 
 
 def test_shown_scope_matches_the_statistics_on_hand_built_ratings(team):

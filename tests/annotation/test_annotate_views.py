@@ -10,20 +10,10 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 import alignment.aligning.service as aligning
-from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair, ParagraphAlignment
+from alignment.models import AlignmentRun, CandidateAlignment, ParagraphAlignment
 from alignment.tasks import run_measure
 from annotation import screen, services
 from annotation.models import Assignment, LabelEvent
-
-
-@pytest.fixture
-def annotator(db):
-    return get_user_model().objects.create_user("anna", password="anna-pass-123")
-
-
-@pytest.fixture
-def pair(tram_corpus):
-    return DocumentPair.objects.get(corpus=tram_corpus)
 
 
 @pytest.fixture
@@ -229,7 +219,6 @@ def test_without_a_suggestion_run_the_page_shows_why_and_every_sentence(client, 
 
 
 def test_paragraph_correction_replaces_the_aligners_paragraphs_on_the_annotators_screen(client, owner, tram_corpus):
-    from django.contrib.auth import get_user_model
 
     from annotation import services as annotation_services
     from annotation.models import ParagraphCorrection

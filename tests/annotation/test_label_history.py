@@ -7,14 +7,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.http import Http404
 
-from alignment.models import DocumentPair
 from annotation import selectors, services
 from annotation.models import Assignment, LabelEvent
-
-
-@pytest.fixture
-def annotator(db):
-    return get_user_model().objects.create_user("anna", password="anna-pass-123")
 
 
 @pytest.fixture
@@ -23,11 +17,6 @@ def project(tram_corpus, owner, annotator):
     services.membership_set(project=project, user=annotator, role="annotator")
     assert services.assignments_distribute(project=project) == 1
     return project
-
-
-@pytest.fixture
-def pair(tram_corpus):
-    return DocumentPair.objects.get(corpus=tram_corpus)
 
 
 def _ids(pair, simple_index: int, complex_index: int) -> dict:

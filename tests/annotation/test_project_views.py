@@ -12,11 +12,6 @@ from annotation.models import AnnotationProject, Assignment, ProjectMembership
 
 
 @pytest.fixture
-def annotator(db):
-    return get_user_model().objects.create_user("anna", password="anna-pass-123")
-
-
-@pytest.fixture
 def project(tram_corpus, owner, annotator):
     project = services.project_create(name="Trams gold", corpus=tram_corpus, created_by=owner, overlap=1)
     services.membership_set(project=project, user=annotator, role="annotator")

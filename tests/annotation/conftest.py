@@ -1,0 +1,53 @@
+"""Shared fixtures for the annotation tests: an annotator, the tram pair, and a two-annotator team."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from alignment.models import DocumentPair, Sentence
+from annotation import services
+from annotation.models import AnnotationProject
+
+
+@pytest.fixture
+def annotator(db):
+    return get_user_model().objects.create_user("anna", password="anna-pass-123")
+
+
+@pytest.fixture
+def pair(tram_corpus):
+    return DocumentPair.objects.get(corpus=tram_corpus)
+
+
+@dataclass
+class Team:
+    """A project over the tram pair with annotators anna and ben both assigned it."""
+
+    project: AnnotationProject
+    anna: object
+    ben: object
+    pair: DocumentPair
+    simple: list[Sentence]
+    complex_: list[Sentence]
+
+    def label(self, user, simple_index: int, complex_index: int, value: str) -> None:
+        services.label_record(
+            project=self.project, annotator=user, pair=self.pair, simple_sentence_id=self.simple[simple_index].pk,
+            complex_sentence_id=self.complex_[complex_index].pk, label=value, expected_previous=None,
+        )
+
+
+@pytest.fixture
+def team_of_two(tram_corpus, owner, pair) -> Team:
+    users = get_user_model().objects
+    anna, ben = users.create_user("anna", password="a-pass-123"), users.create_user("ben", password="b-pass-123")
+    project = services.project_create(name="Team", corpus=tram_corpus, created_by=owner, overlap=2)
+    for user in (anna, ben):
+        services.membership_set(project=project, user=user, role="annotator")
+    services.assignments_distribute(project=project)
+    simple = list(pair.simple_document.sentences.order_by("index"))
+    complex_ = list(pair.complex_document.sentences.order_by("index"))
+    return Team(project, anna, ben, pair, simple, complex_)
