@@ -24,7 +24,8 @@ from annotation.agreement import (
     aligner_alignment_prf,
     pairwise_alignment_prf,
 )
-from annotation.models import AnnotationProject, Assignment, LabelEvent
+from annotation.models import AnnotationProject, Assignment
+from annotation.selectors import latest_label_events
 
 Item = tuple[int, int]  # (simple sentence id, complex sentence id)
 
@@ -39,12 +40,8 @@ class PairRatings:
 
 def _explicit_labels(project: AnnotationProject) -> dict[tuple[int, int], dict[Item, str]]:
     """(annotator id, pair id) -> item -> current non-empty label."""
-    latest = (
-        LabelEvent.objects.filter(project=project)
-        .exclude(source=LabelEvent.Source.ADJUDICATION)
-        .order_by("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "-pk")
-        .distinct("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id")
-        .values_list("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "new_label")
+    latest = latest_label_events(project).values_list(
+        "annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "new_label"
     )
     labels: dict[tuple[int, int], dict[Item, str]] = {}
     for annotator_id, pair_id, simple_id, complex_id, label in latest:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import F, Func, QuerySet
+from django.db.models import Avg, Exists, F, Func, OuterRef, QuerySet
 
 from alignment.models import CandidateAlignment, DocumentPair, Sentence
 from annotation import services
@@ -56,12 +56,18 @@ def _latest_gold_answers(project: AnnotationProject) -> dict[tuple[int, int], Go
 
 
 def candidate_queue(project: AnnotationProject, annotator: AbstractBaseUser, order: str) -> QuerySet[CandidateAlignment]:
+    """The suggestions on the annotator's pairs that they have not labelled and that are not gold items, in order."""
     if order not in ORDERS:
         raise ValueError(f"unknown queue order {order!r}; orders: {', '.join(ORDERS)}")
     if project.suggestion_run_id is None:
         return CandidateAlignment.objects.none()
     pairs = Assignment.objects.filter(project=project, annotator=annotator).values("pair")
-    queue = CandidateAlignment.objects.filter(run_id=project.suggestion_run_id, pair__in=pairs)
+    same_item = {"simple_sentence": OuterRef("simple_sentence"), "complex_sentence": OuterRef("complex_sentence")}
+    touched = LabelEvent.objects.filter(project=project, annotator=annotator, **same_item).exclude(source=LabelEvent.Source.ADJUDICATION)
+    is_gold = GoldItem.objects.filter(project=project, **same_item)
+    queue = CandidateAlignment.objects.filter(run_id=project.suggestion_run_id, pair__in=pairs).filter(
+        ~Exists(touched), ~Exists(is_gold)  # in SQL, so the queue never runs dry behind a window of answered items
+    )
     if order == "uncertainty":
         return queue.annotate(distance=Abs(F("crf_marginal") - 0.5)).order_by("distance", "pk")
     if order == "disagreement":
@@ -79,7 +85,6 @@ def queue_next(project: AnnotationProject, annotator: AbstractBaseUser, order: s
     labelled = _labelled_items(project, annotator)
     answers = _latest_gold_answers(project)
     answered = {gold_id for (gold_id, user_id), answer in answers.items() if user_id == annotator.pk and answer.label}
-    gold_pairs = set(GoldItem.objects.filter(project=project).values_list("simple_sentence_id", "complex_sentence_id"))
     period = round(1 / project.test_item_rate) if project.test_item_rate > 0 else 0
     if period and (len(labelled) + len(answered) + 1) % period == 0:
         gold = GoldItem.objects.filter(project=project).exclude(pk__in=answered).order_by("?").select_related(
@@ -88,12 +93,10 @@ def queue_next(project: AnnotationProject, annotator: AbstractBaseUser, order: s
         if gold is not None:
             pair = DocumentPair.objects.get(simple_document_id=gold.simple_sentence.document_id, complex_document_id=gold.complex_sentence.document_id)
             return _item("gold", gold.pk, pair, gold.simple_sentence, gold.complex_sentence, None)
-    for candidate in candidate_queue(project, annotator, order).select_related("pair", "simple_sentence", "complex_sentence")[:200]:
-        key = (candidate.simple_sentence_id, candidate.complex_sentence_id)
-        if key in labelled or key in gold_pairs:
-            continue
-        return _item("candidate", candidate.pk, candidate.pair, candidate.simple_sentence, candidate.complex_sentence, None)
-    return None
+    candidate = candidate_queue(project, annotator, order).select_related("pair", "simple_sentence", "complex_sentence").first()
+    if candidate is None:
+        return None
+    return _item("candidate", candidate.pk, candidate.pair, candidate.simple_sentence, candidate.complex_sentence, None)
 
 
 def _item(kind: str, item_id: int, pair: DocumentPair, simple: Sentence, complex_: Sentence, previous: int | None) -> QueueItem:
@@ -170,16 +173,19 @@ def annotator_accuracy(project: AnnotationProject) -> list[Accuracy]:
             counts = totals.setdefault(user_id, [0, 0])
             counts[0] += 1
             counts[1] += int(answer.label == answer.gold_item.label)
-    seconds: dict[int, list[float]] = {}
-    for user_id, spent in LabelEvent.objects.filter(project=project, seconds_spent__isnull=False).values_list("annotator_id", "seconds_spent"):
-        seconds.setdefault(user_id, []).append(spent)
+    seconds = dict(  # mean seconds per label, in the database rather than over every event in Python
+        LabelEvent.objects.filter(project=project, seconds_spent__isnull=False)
+        .order_by()
+        .values("annotator_id")
+        .annotate(mean=Avg("seconds_spent"))
+        .values_list("annotator_id", "mean")
+    )
     users = get_user_model().objects.in_bulk(set(totals) | set(seconds))
     rows = []
     for user_id, user in sorted(users.items(), key=lambda item: item[1].get_username()):
         answered, correct = totals.get(user_id, [0, 0])
-        spent = seconds.get(user_id)
         flagged = answered >= MIN_ANSWERS_TO_FLAG and correct / answered < project.accuracy_threshold
-        rows.append(Accuracy(user, answered, correct, sum(spent) / len(spent) if spent else None, flagged))
+        rows.append(Accuracy(user, answered, correct, seconds.get(user_id), flagged))
     return rows
 
 
@@ -190,10 +196,11 @@ def flagged_annotator_ids(project: AnnotationProject) -> set[int]:
 def gold_items_from_verified(project: AnnotationProject) -> int:
     """Turn the settled items of the project's verified pairs into gold test items; returns how many are new."""
     created = 0
+    flagged = flagged_annotator_ids(project) if project.exclude_flagged else set()
     for pair in project.pairs.all():
         if pair_verified(project, pair) is None:
             continue
-        for state in pair_item_states(project, pair):
+        for state in pair_item_states(project, pair, flagged=flagged):
             if state.final:
                 _, new = GoldItem.objects.get_or_create(
                     project=project, simple_sentence=state.simple, complex_sentence=state.complex, defaults={"label": state.final}

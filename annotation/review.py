@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from alignment.models import DocumentPair, Sentence
 from annotation.models import AnnotationProject, Assignment, LabelEvent, PairVerification
+from annotation.selectors import latest_label_events
 
 
 @dataclass
@@ -44,36 +45,34 @@ class ItemState:
         return "disagreement" if self.disagreement else "waiting for annotators"
 
 
-def pair_item_states(project: AnnotationProject, pair: DocumentPair) -> list[ItemState]:
+def pair_item_states(project: AnnotationProject, pair: DocumentPair, *, flagged: set[int] | None = None) -> list[ItemState]:
+    """Every labelled sentence pair of ``pair``; ``flagged`` (annotator ids, computed once by callers that
+    loop over pairs) defaults to the project's flagged annotators."""
     assignments = list(Assignment.objects.filter(project=project, pair=pair).select_related("annotator"))
     if project.exclude_flagged:
-        from annotation.queue import flagged_annotator_ids
+        if flagged is None:
+            from annotation.queue import flagged_annotator_ids
 
-        flagged = flagged_annotator_ids(project)
+            flagged = flagged_annotator_ids(project)
         assignments = [a for a in assignments if a.annotator_id not in flagged]
-    events = (
-        LabelEvent.objects.filter(project=project, pair=pair)
-        .order_by("annotator_id", "source", "simple_sentence_id", "complex_sentence_id", "-pk")
-    )
-    own: dict[tuple[int, int], dict[int, tuple[int, str]]] = {}  # item -> annotator id -> (event id, label)
-    adjudications: dict[tuple[int, int], LabelEvent] = {}
-    for event in events:
-        key = (event.simple_sentence_id, event.complex_sentence_id)
-        if event.source == LabelEvent.Source.ADJUDICATION:
-            if key not in adjudications or event.pk > adjudications[key].pk:
-                adjudications[key] = event
-            continue
-        latest = own.setdefault(key, {})
-        if event.annotator_id not in latest or event.pk > latest[event.annotator_id][0]:
-            latest[event.annotator_id] = (event.pk, event.new_label)
-    items = sorted({k for k, by in own.items() if any(label for _, label in by.values())} | set(adjudications))
+    own: dict[tuple[int, int], dict[int, str]] = {}  # item -> annotator id -> current label
+    for annotator_id, simple_id, complex_id, label in latest_label_events(project, pair=pair).values_list(
+        "annotator_id", "simple_sentence_id", "complex_sentence_id", "new_label"
+    ):
+        own.setdefault((simple_id, complex_id), {})[annotator_id] = label
+    adjudications = {
+        (event.simple_sentence_id, event.complex_sentence_id): event
+        for event in LabelEvent.objects.filter(project=project, pair=pair, source=LabelEvent.Source.ADJUDICATION)
+        .order_by("simple_sentence_id", "complex_sentence_id", "-pk")
+        .distinct("simple_sentence_id", "complex_sentence_id")
+    }
+    items = sorted({k for k, by in own.items() if any(by.values())} | set(adjudications))
     sentences = Sentence.objects.in_bulk({i for key in items for i in key})
     states = []
     for key in items:
         labels: dict[str, str | None] = {}
         for assignment in assignments:
-            pk_label = own.get(key, {}).get(assignment.annotator_id)
-            label = pk_label[1] if pk_label else ""
+            label = own.get(key, {}).get(assignment.annotator_id, "")
             if not label:
                 label = "not_aligned" if assignment.completed_at else None
             labels[assignment.annotator.get_username()] = label
@@ -92,10 +91,13 @@ def pair_verified(project: AnnotationProject, pair: DocumentPair) -> PairVerific
 
 def reviewer_changes(project: AnnotationProject, annotator) -> list[tuple[ItemState, str | None]]:
     """Items of the annotator's pairs where a reviewer's final label differs from theirs."""
+    from annotation.queue import flagged_annotator_ids
+
     changes = []
     name = annotator.get_username()
+    flagged = flagged_annotator_ids(project) if project.exclude_flagged else set()
     for assignment in Assignment.objects.filter(project=project, annotator=annotator).select_related("pair"):
-        for state in pair_item_states(project, assignment.pair):
+        for state in pair_item_states(project, assignment.pair, flagged=flagged):
             if state.adjudication is not None and state.labels.get(name) != state.final:
                 changes.append((state, state.labels.get(name)))
     return changes

@@ -48,14 +48,23 @@ def assignment_get_for_user(user: AbstractBaseUser, project: AnnotationProject, 
     return assignment
 
 
+def latest_label_events(project: AnnotationProject, **filters) -> QuerySet[LabelEvent]:
+    """Each annotator's latest own event per sentence pair (adjudications are another stream).
+
+    Its ``new_label`` is that annotator's current label ("" when undone): the one place
+    the current labels are derived from the history.
+    """
+    return (
+        LabelEvent.objects.filter(project=project, **filters)
+        .exclude(source=LabelEvent.Source.ADJUDICATION)
+        .order_by("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "-pk")
+        .distinct("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id")
+    )
+
+
 def current_labels(project: AnnotationProject, annotator: AbstractBaseUser, pair_id: int) -> dict[tuple[int, int], LabelEvent]:
     """(simple sentence id, complex sentence id) -> the annotator's latest event there (its new_label is the label)."""
-    latest = (
-        LabelEvent.objects.filter(project=project, annotator=annotator, pair_id=pair_id)
-        .exclude(source=LabelEvent.Source.ADJUDICATION)
-        .order_by("simple_sentence_id", "complex_sentence_id", "-pk")
-        .distinct("simple_sentence_id", "complex_sentence_id")
-    )
+    latest = latest_label_events(project, annotator=annotator, pair_id=pair_id)
     return {(e.simple_sentence_id, e.complex_sentence_id): e for e in latest}
 
 
@@ -73,13 +82,7 @@ def project_progress(project: AnnotationProject) -> list[dict]:
     """
     from django.db.models import Count
 
-    latest = (
-        LabelEvent.objects.filter(project=project)
-        .exclude(source=LabelEvent.Source.ADJUDICATION)
-        .order_by("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "-pk")
-        .distinct("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id")
-        .values_list("annotator_id", "pair_id", "simple_sentence_id", "new_label")
-    )
+    latest = latest_label_events(project).values_list("annotator_id", "pair_id", "simple_sentence_id", "new_label")
     labelled: dict[tuple[int, int], set[int]] = {}
     for annotator_id, pair_id, simple_id, label in latest:
         if label:
