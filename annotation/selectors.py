@@ -3,39 +3,31 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import OuterRef, QuerySet, Subquery, Value
 from django.http import Http404
 
 from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
 
 
-def projects_visible_to(user: AbstractBaseUser) -> QuerySet[AnnotationProject]:
+def projects_with_role(user: AbstractBaseUser) -> QuerySet[AnnotationProject]:
+    """Projects annotated with ``role``: the user's role in each (staff are managers everywhere).
+
+    Only projects where the user has a role are included; the role comes in the same query.
+    """
     if not user.is_authenticated:
         return AnnotationProject.objects.none()
     if user.is_staff:
-        return AnnotationProject.objects.all()
-    return AnnotationProject.objects.filter(memberships__user=user).distinct()
-
-
-def role_of(user: AbstractBaseUser, project: AnnotationProject) -> str | None:
-    """The user's role in the project (staff count as managers), or None."""
-    if user.is_staff:
-        return ProjectMembership.Role.MANAGER
-    return ProjectMembership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
+        return AnnotationProject.objects.annotate(role=Value(ProjectMembership.Role.MANAGER.value))
+    own_role = ProjectMembership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]
+    return AnnotationProject.objects.annotate(role=Subquery(own_role)).filter(role__isnull=False)
 
 
 def project_get_for_user(user: AbstractBaseUser, project_id: int) -> tuple[AnnotationProject, str]:
     """The project and the user's role in it; 404 for anyone without a role (no existence leak)."""
-    if not user.is_authenticated:
+    project = projects_with_role(user).filter(pk=project_id).select_related("corpus", "suggestion_run").first()
+    if project is None:
         raise Http404("no such project")
-    own_role = ProjectMembership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]
-    project = (
-        AnnotationProject.objects.filter(pk=project_id).select_related("corpus", "suggestion_run").annotate(own_role=Subquery(own_role)).first()
-    )
-    role = (ProjectMembership.Role.MANAGER if user.is_staff else project.own_role) if project is not None else None  # one query
-    if project is None or role is None:
-        raise Http404("no such project")
-    return project, role
+    return project, project.role
 
 
 def assignment_get_for_user(user: AbstractBaseUser, project: AnnotationProject, pair_id: int) -> Assignment:

@@ -26,9 +26,7 @@ def _manager_project(request: HttpRequest, project_id: int):
 
 
 def project_list(request: HttpRequest) -> HttpResponse:
-    projects = selectors.projects_visible_to(request.user).select_related("corpus")
-    roles = {p.pk: selectors.role_of(request.user, p) for p in projects}
-    rows = [(project, roles[project.pk]) for project in projects]
+    rows = [(project, project.role) for project in selectors.projects_with_role(request.user).select_related("corpus")]
     return render(request, "annotation/project_list.html", {"rows": rows, "may_create": selectors.corpora_for_projects(request.user).exists()})
 
 
@@ -64,6 +62,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "progress": progress,
         "percent": round(100 * touched / total) if total else 0,
         "members": project.memberships.select_related("user").order_by("role", "user__username"),
+        "pairs": project.pairs.select_related("complex_document", "simple_document"),
         "member_form": MemberForm(),
         "verified_pairs": _verified_pair_ids(project),
         "reviewer_changes": reviewer_changes(project, request.user) if role == ProjectMembership.Role.ANNOTATOR else [],
