@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models_ml.aligner import Aligner, AlignmentResult
+from models_ml.aligner import LEXICAL_MEASURES, Aligner, AlignmentResult
 from models_ml.similarity import SimilarityMeasure
 
 HEATMAP_MAX_CELLS = 250_000  # m x n above this: no stored matrices (a 500 x 500 heatmap is 250k cells)
@@ -84,7 +84,7 @@ class PairScorer:
                 continue
             measure_started = time.perf_counter()
             matrices[name] = np.asarray(self.measure(name).score(simple.texts, complex_side.texts), dtype=np.float32)
-            if name != "jaccard" and not name.endswith("tfidf_cosine"):
+            if name not in LEXICAL_MEASURES:  # the others run the transformer
                 encoder_seconds += time.perf_counter() - measure_started
         measured = time.perf_counter()
         result = self.aligner.align(

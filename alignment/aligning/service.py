@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -32,7 +30,8 @@ from alignment.models import (
     Sentence,
     SentenceEmbedding,
 )
-from models_ml.aligner import Aligner, AlignerConfig
+from models_ml.aligner import MODEL_FILES, Aligner, AlignerConfig
+from models_ml.checkpoint import CHECKSUMS, read_json, sha256, verify_checksums
 from models_ml.similarity import MEASURE_BUILDERS, SimilarityMeasure
 
 logger = logging.getLogger(__name__)
@@ -47,13 +46,13 @@ def alignment_config_build(
     """The run config (validated) and its model version; ValueError naming the bad field or file."""
     if model_dir:
         directory = Path(model_dir)
-        try:
-            saved = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-            checksums = (directory / "checksums.json").read_bytes()
-        except (OSError, json.JSONDecodeError) as error:
-            raise ValueError(f"model directory {model_dir}: cannot read config.json / checksums.json ({error})") from None
+        try:  # the same checks loading will make, so a broken model is refused before a run is queued
+            verify_checksums(directory, MODEL_FILES, "aligner")
+            saved = read_json(directory / "config.json")
+        except ValueError as error:
+            raise ValueError(f"model directory {model_dir}: {error}") from None
         aligner = AlignerConfig.from_dict({**saved, **(aligner_config or {})})
-        version = f"{directory.resolve()} (sha256 {hashlib.sha256(checksums).hexdigest()[:12]})"
+        version = f"{directory.resolve()} (sha256 {sha256(directory / CHECKSUMS)[:12]})"
     else:
         aligner = AlignerConfig.from_dict(aligner_config or {})
         version = "untrained (hand-calibrated)"
