@@ -79,10 +79,17 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--gold", required=True, type=Path, help="gold alignments (TSV file, or DEplain folder/csv)")
     train.add_argument("--format", required=True, choices=("wiki-manual", "deplain"), dest="gold_format")
     train.add_argument("--output", required=True, type=Path, help="model directory to write (Aligner.save)")
-    train.add_argument("--config", type=Path, help="AlignerConfig as JSON (default: the built-in config)")
+    start = train.add_mutually_exclusive_group()
+    start.add_argument("--config", type=Path, help="AlignerConfig as JSON (default: the built-in config)")
+    start.add_argument("--base", type=Path, help="a model directory to continue training from (its config and weights)")
     train.add_argument("--epochs", type=int, default=None, help="passes over the training blocks (default: TrainingConfig.epochs, 10)")
     train.add_argument("--lr", type=float, default=None, help="Adam learning rate (default: TrainingConfig.lr, 0.05)")
-    train.add_argument("--seed", type=int, default=0, help="seeds the CRF's initial parameters and the block order")
+    train.add_argument("--seed", type=int, default=0, help="seeds the CRF's initial parameters, the dev split and the block order")
+    train.add_argument(
+        "--dev-fraction", type=float, default=0.15,
+        help="share of document pairs held out for early stopping (default 0.15; 0 trains on all for --epochs)",
+    )  # fmt: skip
+    train.add_argument("--patience", type=int, default=None, help="epochs without a better dev group F1 before stopping (default 3)")
     train.add_argument("--device", default=None, help="override the device, e.g. cpu or cuda:0")
     train.add_argument("--pair-classifier-output", type=Path, help="also fine-tune the cross-encoder pair classifier and save it here")
     train.add_argument("--pair-classifier-epochs", type=int, default=1, help="epochs for the pair classifier (default 1)")
@@ -215,6 +222,25 @@ def _read_gold(path: Path, gold_format: str) -> list[GoldPair]:
     return pairs
 
 
+def _dev_split(pairs: list[GoldPair], fraction: float, seed: int, source: Path) -> tuple[list[GoldPair], list[GoldPair]]:
+    """Document pairs for training and for early stopping (never one pair in both)."""
+    from models_ml.splits import assign_splits
+
+    if not 0.0 <= fraction < 1.0:
+        raise InputError(f"train: --dev-fraction must be in [0, 1), got {fraction}")
+    labelled = [pair for pair in pairs if pair.groups]
+    if fraction == 0.0:
+        return pairs, []
+    if len(labelled) < 2:
+        raise InputError(
+            f"{source}: early stopping needs at least 2 labelled document pairs (one to train on, one for dev); "
+            f"got {len(labelled)}. Give more gold or pass --dev-fraction 0"
+        )
+    split = assign_splits([pair.pair_id for pair in labelled], seed=seed, fractions={"train": 1.0 - fraction, "dev": fraction})
+    dev_ids = {key for key, name in split.items() if name == "dev"}
+    return [pair for pair in pairs if pair.pair_id not in dev_ids], [pair for pair in labelled if pair.pair_id in dev_ids]
+
+
 def _check_writable_directory(path: Path) -> None:
     """Fail before training, not after it, when the model directory cannot be created or written."""
     if path.exists() and not path.is_dir():
@@ -244,20 +270,33 @@ def run_train(args: argparse.Namespace) -> str:
     )
     from models_ml.train import TrainingConfig, train_aligner
 
-    config = _load_config(args.config, args.device) if args.config is not None else AlignerConfig(device=args.device or "")
     defaults = TrainingConfig()
     try:
         training = TrainingConfig(
             epochs=defaults.epochs if args.epochs is None else args.epochs,
             lr=defaults.lr if args.lr is None else args.lr,
+            patience=defaults.patience if args.patience is None else args.patience,
         )
     except ValueError as error:
         raise InputError(f"train: {error}") from None
-    aligner = Aligner(config, seed=args.seed)  # type: ignore[arg-type]
+    train_pairs, dev_pairs = _dev_split(pairs, args.dev_fraction, args.seed, args.gold)
+    if args.base is not None:
+        if not args.base.is_dir():
+            raise InputError(f"{args.base}: no such model directory")
+        try:
+            aligner = Aligner.load(args.base, device=args.device)
+        except ValueError as error:
+            raise InputError(str(error)) from None
+    else:
+        config = _load_config(args.config, args.device) if args.config is not None else AlignerConfig(device=args.device or "")
+        aligner = Aligner(config, seed=args.seed)  # type: ignore[arg-type]
+    say = lambda line: print(line, file=sys.stderr)  # noqa: E731
     try:
         report = train_aligner(
-            pairs, aligner=aligner, training=training, seed=args.seed, progress=lambda line: print(line, file=sys.stderr)
-        )
+            train_pairs, aligner=aligner, training=training, seed=args.seed, progress=say, dev_pairs=dev_pairs,
+            on_epoch=lambda e: say(f"epoch {e.epoch}/{e.epochs}: log-likelihood {e.log_likelihood:.3f}"
+                                   + (f", dev group F1 {e.dev.group_task1.f1:.3f}" if e.dev else "")),
+        )  # fmt: skip
     except ValueError as error:
         raise InputError(f"{args.gold}: {error}") from None
     try:

@@ -32,7 +32,7 @@ first-order Markov property. The first sentence transitions from a virtual
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -363,12 +363,15 @@ def train_crf(
     lr: float,
     seed: int,
     device: str | torch.device,
+    on_epoch: Callable[[int, float], bool] | None = None,
 ) -> list[float]:
     """Maximise the log-likelihood of (sim (m, n), gold states (m,)) pairs with Adam, one step per pair.
 
     The pair order is shuffled each epoch by a generator seeded from ``seed``, so
     the run is deterministic and no global RNG is touched. Returns the mean
     log-likelihood per example for each epoch (measured before each step).
+    on_epoch(epoch, mean log-likelihood) is called after every epoch (1-based); when it
+    returns True, training stops there (early stopping, cancellation).
     """
     if epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {epochs}")
@@ -382,7 +385,7 @@ def train_crf(
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(crf.parameters(), lr=lr)
     history: list[float] = []
-    for _ in range(epochs):
+    for epoch in range(1, epochs + 1):
         total = 0.0
         for index in torch.randperm(len(prepared), generator=generator).tolist():
             sim, gold = prepared[index]
@@ -392,5 +395,11 @@ def train_crf(
             optimizer.step()
             total += float(log_likelihood.detach())
         history.append(total / len(prepared))
+        if on_epoch is not None:
+            crf.eval()
+            stop = on_epoch(epoch, history[-1])
+            crf.train()
+            if stop:
+                break
     crf.eval()
     return history

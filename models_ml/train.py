@@ -37,7 +37,7 @@ from models_ml.crf import groups_to_states, train_crf
 from models_ml.evaluate import EvaluationReport, evaluate_pairs, pair_labels_from_groups
 from models_ml.io import AlignmentGroup, GoldPair
 
-__all__ = ["TrainingConfig", "TrainingReport", "train_aligner"]
+__all__ = ["EpochReport", "TrainingConfig", "TrainingReport", "evaluate_aligner", "train_aligner"]
 
 PARTIAL_THRESHOLD_GRID = tuple(round(0.05 * k, 2) for k in range(21))  # 0.0, 0.05, ..., 1.0
 
@@ -54,15 +54,20 @@ class TrainingConfig:
         on DEplain-web dev under document-level cross-validation (bench/deplain_aligner.py).
     tune_partial_threshold: after training, pick the aligner's ``partial_threshold`` on the
         training pairs (Task-2 sentence-pair F1, grid 0.0..1.0 step 0.05, lowest on ties).
+    patience: with dev pairs, stop after this many epochs without a better dev group F1
+        (early stopping); the weights of the best epoch (0 = as given) are kept.
     """
 
     epochs: int = 10
     lr: float = 0.05
     tune_partial_threshold: bool = True
+    patience: int = 3
 
     def __post_init__(self) -> None:
         if self.epochs < 1:
             raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+        if self.patience < 1:
+            raise ValueError(f"patience must be >= 1, got {self.patience}")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
 
@@ -94,6 +99,9 @@ class TrainingReport:
     gold_pairs_beyond_span: int = 0
     partial_threshold: float = 0.5
     seconds: float = 0.0
+    dev_f1: list[float] = field(default_factory=list)
+    best_epoch: int | None = None
+    stopped_early: bool = False
 
     def summary(self) -> str:
         """A few lines for the CLI and logs."""
@@ -106,7 +114,23 @@ class TrainingReport:
             + f"after {len(self.log_likelihoods)} epochs",
             f"partial_threshold: {self.partial_threshold:.2f}; time: {self.seconds:.1f} s",
         )
+        if self.dev_f1:
+            lines += (
+                f"dev group F1 per epoch (epoch 0 = before training): {[round(f, 3) for f in self.dev_f1]}; "
+                + f"kept epoch {self.best_epoch}" + ("; stopped early" if self.stopped_early else ""),
+            )
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class EpochReport:
+    """Passed to ``on_epoch`` after every epoch: what a progress bar or a job row shows."""
+
+    epoch: int
+    epochs: int
+    log_likelihood: float
+    dev: EvaluationReport | None
+    best_epoch: int | None
 
 
 @dataclass
@@ -125,6 +149,9 @@ def train_aligner(
     seed: int,
     progress: Progress | None = None,
     similarities: Sequence[np.ndarray] | None = None,
+    dev_pairs: Sequence[GoldPair] = (),
+    dev_similarities: Sequence[np.ndarray] | None = None,
+    on_epoch: Callable[[EpochReport], None] | None = None,
 ) -> TrainingReport:
     """Train ``aligner``'s CRF in place on gold document pairs and return what happened.
 
@@ -132,6 +159,10 @@ def train_aligner(
     measure would give; lets a benchmark score each pair once and reuse it across folds.
     seed: shuffles the block order of every epoch (the CRF's initial parameters come from the
     aligner's own seed). Raises ValueError when no block can be trained on.
+    dev_pairs: held-out pairs for early stopping: after every epoch the aligner decodes them,
+    and training stops after ``training.patience`` epochs without a better group-level Task-1
+    F1; the best epoch's weights are restored (epoch 0, the weights given, can win).
+    on_epoch: called after every epoch with an :class:`EpochReport`; it may raise to cancel.
     """
     start = time.perf_counter()
     say = progress or (lambda message: None)
@@ -150,6 +181,8 @@ def train_aligner(
         raise ValueError(f"no trainable block among {len(pairs)} gold pairs ({reasons})")
     say(f"training on {len(examples)} blocks of {report.pairs_used} pairs for {training.epochs} epochs")
     report.initial_log_likelihood = _mean_log_likelihood(aligner, examples)
+    dev_matrices = _similarities(dev_pairs, aligner, dev_similarities, say) if dev_pairs else []
+    stopper = _EarlyStopping(aligner, dev_pairs, dev_matrices, training, report, on_epoch)
     report.log_likelihoods = train_crf(
         aligner.crf,
         [(example.sim, example.gold_states) for example in examples],
@@ -157,7 +190,9 @@ def train_aligner(
         lr=training.lr,
         seed=seed,
         device=aligner.device,
+        on_epoch=stopper,
     )
+    stopper.restore_best()
     report.final_log_likelihood = _mean_log_likelihood(aligner, examples)
     if training.tune_partial_threshold:
         say("tuning partial_threshold on the training pairs")
@@ -165,6 +200,75 @@ def train_aligner(
     report.partial_threshold = aligner.config.partial_threshold
     report.seconds = time.perf_counter() - start
     return report
+
+
+class _EarlyStopping:
+    """The ``on_epoch`` hook of :func:`train_crf`: dev evaluation, best weights, patience, reporting."""
+
+    def __init__(
+        self,
+        aligner: Aligner,
+        dev_pairs: Sequence[GoldPair],
+        dev_matrices: Sequence[np.ndarray],
+        training: TrainingConfig,
+        report: TrainingReport,
+        on_epoch: Callable[[EpochReport], None] | None,
+    ) -> None:
+        self.aligner, self.dev_pairs, self.dev_matrices = aligner, dev_pairs, dev_matrices
+        self.training, self.report, self.on_epoch = training, report, on_epoch
+        self.best_state: dict[str, torch.Tensor] | None = None
+        self.best_f1 = -1.0
+        self.since_best = 0
+        if dev_pairs:
+            self._score(0)
+
+    def _score(self, epoch: int) -> EvaluationReport:
+        dev = evaluate_aligner(self.aligner, self.dev_pairs, self.dev_matrices)
+        f1 = dev.group_task1.f1
+        self.report.dev_f1.append(f1)
+        if f1 > self.best_f1:
+            self.best_f1, self.since_best, self.report.best_epoch = f1, 0, epoch
+            self.best_state = {name: value.detach().clone() for name, value in self.aligner.crf.state_dict().items()}
+        else:
+            self.since_best += 1
+        return dev
+
+    def __call__(self, epoch: int, log_likelihood: float) -> bool:
+        dev = self._score(epoch) if self.dev_pairs else None
+        if self.on_epoch is not None:
+            self.on_epoch(EpochReport(epoch, self.training.epochs, log_likelihood, dev, self.report.best_epoch))
+        stop = dev is not None and self.since_best >= self.training.patience
+        self.report.stopped_early = stop and epoch < self.training.epochs
+        return stop
+
+    def restore_best(self) -> None:
+        if self.best_state is not None:
+            self.aligner.crf.load_state_dict(self.best_state)
+            self.aligner.crf.eval()
+
+
+def evaluate_aligner(
+    aligner: Aligner, pairs: Sequence[GoldPair], similarities: Sequence[np.ndarray] | None = None
+) -> EvaluationReport:
+    """Decode every pair with ``aligner`` and sum Task 1 / Task 2 against its gold (micro-average)."""
+    if not pairs:
+        raise ValueError("evaluate_aligner needs at least one gold document pair")
+    matrices = _similarities(pairs, aligner, similarities, lambda message: None)
+    total: EvaluationReport | None = None
+    for pair, similarity in zip(pairs, matrices):
+        m, n = similarity.shape
+        if m and n:
+            result = aligner.align(
+                pair.complex_sentences, pair.simple_sentences, pair.complex_paragraphs, pair.simple_paragraphs,
+                similarity=similarity,
+            )  # fmt: skip
+            predicted = result.groups
+        else:
+            predicted = []
+        report = evaluate_pairs(pair.groups, predicted, m, n)
+        total = report if total is None else total + report
+    assert total is not None
+    return total
 
 
 def _similarities(

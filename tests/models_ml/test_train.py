@@ -216,7 +216,8 @@ def test_cli_train_writes_a_model_that_align_uses(
     status = main([*args, "--epochs", "20", "--lr", "0.1", "--seed", "1"])
     out = capsys.readouterr().out
     assert status == 0
-    assert "pairs: 4 of 4 used" in out and f"saved to {model}" in out
+    assert "pairs: 3 of 3 used" in out and f"saved to {model}" in out  # one of the four pairs is the dev pair
+    assert "dev group F1 per epoch" in out
     assert sorted(p.name for p in model.iterdir()) == ["checksums.json", "config.json", "crf.pt"]
     groups = align_unseen_with(model, tmp_path)
     assert [(g.complex, g.simple) for g in groups] == [((0,), (0,)), ((1,), (1,)), ((2,), (2,))]
@@ -278,7 +279,7 @@ def test_cli_train_also_fine_tunes_and_saves_the_pair_classifier(
     gold = write_wiki_tsv(tmp_path / "gold.tsv", [weak_overlap_pair(0)])
     classifier = tmp_path / "classifier"
     argv = ["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(tmp_path / "model"), "--config", str(config_file)]
-    status = main([*argv, "--pair-classifier-output", str(classifier), "--device", "cpu"])
+    status = main([*argv, "--pair-classifier-output", str(classifier), "--device", "cpu", "--dev-fraction", "0"])
     out = capsys.readouterr().out
     assert status == 0, out
     assert f"saved to {classifier}" in out and "pair classifier:" in out
@@ -293,3 +294,78 @@ def test_cli_train_with_bad_pair_classifier_epochs_exits_2(tmp_path: Path, confi
     assert status == 2
     assert "pair classifier: epochs and batch_size must be >= 1" in capsys.readouterr().err
     assert not (tmp_path / "model").exists()  # checked before anything is trained or written
+
+
+def test_early_stopping_keeps_the_best_dev_epoch_and_reports_every_epoch() -> None:
+    pairs = [weak_overlap_pair(i) for i in range(4)]
+    aligner = Aligner(JACCARD, seed=0)
+    seen = []
+    report = train_aligner(
+        pairs[:3], aligner=aligner, training=TrainingConfig(epochs=30, lr=0.1, patience=2), seed=0,
+        dev_pairs=pairs[3:], on_epoch=seen.append,
+    )  # fmt: skip
+    assert report.dev_f1[0] == 0.0  # epoch 0: the untrained calibration links nothing
+    assert report.best_epoch is not None and report.dev_f1[report.best_epoch] == max(report.dev_f1) == 1.0
+    assert report.stopped_early and len(report.log_likelihoods) == report.best_epoch + 2 < 30
+    assert [e.epoch for e in seen] == list(range(1, len(report.log_likelihoods) + 1))
+    assert all(e.dev is not None for e in seen) and seen[-1].best_epoch == report.best_epoch
+    assert group_f1(aligner, pairs[3:]) == 1.0  # the restored weights are the best epoch's
+
+
+def test_early_stopping_restores_the_given_weights_when_training_never_helps_dev() -> None:
+    pairs = [weak_overlap_pair(i) for i in range(3)]
+    base = Aligner(JACCARD, seed=0)
+    train_aligner(pairs, aligner=base, training=TrainingConfig(epochs=20, lr=0.1), seed=0)
+    before = {k: v.clone() for k, v in base.crf.state_dict().items()}
+    # Dev gold that links nothing: the trained weights (epoch 0) are already as good as it gets.
+    empty_dev = GoldPair("dev", pairs[0].complex_sentences, pairs[0].simple_sentences, [], None, None)
+    report = train_aligner(
+        pairs, aligner=base, training=TrainingConfig(epochs=5, lr=0.5, patience=1, tune_partial_threshold=False),
+        seed=1, dev_pairs=[empty_dev],
+    )  # fmt: skip
+    assert report.best_epoch == 0
+    assert all((base.crf.state_dict()[k] == v).all() for k, v in before.items())
+
+
+def test_a_cancelling_on_epoch_hook_stops_training() -> None:
+    class Cancelled(Exception):
+        pass
+
+    def cancel(epoch_report) -> None:
+        if epoch_report.epoch == 2:
+            raise Cancelled
+
+    with pytest.raises(Cancelled):
+        train_aligner([weak_overlap_pair(0)], aligner=Aligner(JACCARD, seed=0), training=TrainingConfig(epochs=9), seed=0, on_epoch=cancel)
+
+
+def test_cli_train_from_a_base_model_keeps_its_config(tmp_path: Path, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gold = write_wiki_tsv(tmp_path / "gold.tsv", [weak_overlap_pair(i) for i in range(4)])
+    base, tuned = tmp_path / "base", tmp_path / "tuned"
+    common = ["train", "--gold", str(gold), "--format", "wiki-manual", "--dev-fraction", "0"]
+    assert main([*common, "--output", str(base), "--config", str(config_file), "--epochs", "2"]) == 0
+    assert main([*common, "--output", str(tuned), "--base", str(base), "--epochs", "20", "--lr", "0.1"]) == 0
+    assert "pairs: 4 of 4 used" in capsys.readouterr().out  # --dev-fraction 0: every pair trains
+    assert json.loads((tuned / "config.json").read_text())["measure"] == "jaccard"
+    assert [(g.complex, g.simple) for g in align_unseen_with(tuned, tmp_path)] == [((0,), (0,)), ((1,), (1,)), ((2,), (2,))]
+
+
+def test_cli_train_from_a_corrupted_base_exits_2_naming_the_file(tmp_path: Path, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gold = write_wiki_tsv(tmp_path / "gold.tsv", [weak_overlap_pair(i) for i in range(3)])
+    base = tmp_path / "base"
+    assert main(["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(base), "--config", str(config_file), "--epochs", "1"]) == 0
+    with (base / "crf.pt").open("ab") as handle:
+        handle.write(b"tampered")
+    capsys.readouterr()
+    status = main(["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(tmp_path / "out"), "--base", str(base)])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "crf.pt" in err and "checksum" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_train_with_early_stopping_needs_two_labelled_pairs(tmp_path: Path, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gold = write_wiki_tsv(tmp_path / "gold.tsv", [weak_overlap_pair(0)])
+    status = main(["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(tmp_path / "m"), "--config", str(config_file)])
+    assert status == 2
+    assert "needs at least 2 labelled document pairs" in capsys.readouterr().err
