@@ -38,6 +38,14 @@ class AnnotationProject(models.Model):
     exclude_flagged = models.BooleanField(
         default=True, help_text="Leave annotators flagged by quality control out of adjudication and agreement-based acceptance."
     )
+    active_model = models.ForeignKey(
+        "annotation.ModelVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The trained aligner whose suggestions annotators see; empty: the untrained aligner.",
+    )  # fmt: skip
+    pending_suggestion_run = models.ForeignKey(
+        AlignmentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The re-alignment after a promotion; it becomes suggestion_run when it succeeds.",
+    )  # fmt: skip
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -209,3 +217,12 @@ class ParagraphCorrection(models.Model):
         if self.pk is not None:
             raise ValidationError("paragraph corrections are append-only: record a new one")
         super().save(*args, **kwargs)
+
+
+# Retraining lives in its own module; importing it here registers its models with this app.
+from annotation.training.models import (  # noqa: F401
+    ModelActivation,
+    ModelVersion,
+    TrainingJob,
+    TrainingSnapshot,
+)

@@ -142,6 +142,8 @@ ENCODER_BATCH_SIZE = envint("ENCODER_BATCH_SIZE", 32)  # sentences per forward p
 # fine-tuned pair classifier (train --pair-classifier-output DIR).
 ALIGNER_MODEL_DIR = envstr("ALIGNER_MODEL_DIR", "")
 CROSS_ENCODER_MODEL_DIR = envstr("CROSS_ENCODER_MODEL_DIR", "")
+# Model versions trained from a project's labels are written here (one folder per version).
+MODEL_DIR = envpath("MODEL_DIR", STATE_DIR / "models")
 
 # Import limits and defaults.
 IMPORT_MAX_FILE_BYTES = envint("IMPORT_MAX_FILE_BYTES", 5 * 1024 * 1024)

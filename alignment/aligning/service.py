@@ -30,6 +30,7 @@ from alignment.models import (
     Sentence,
     SentenceEmbedding,
 )
+from alignment.signals import run_succeeded
 from models_ml.aligner import MODEL_FILES, Aligner, AlignerConfig
 from models_ml.checkpoint import CHECKSUMS, read_json, sha256, verify_checksums
 from models_ml.similarity import MEASURE_BUILDERS, SimilarityMeasure
@@ -204,7 +205,9 @@ def alignment_run_execute(
         )
         raise
     AlignmentRun.objects.filter(pk=run_id).update(status=AlignmentRun.Status.SUCCEEDED, finished_at=timezone.now())
-    return AlignmentRun.objects.get(pk=run_id)
+    finished = AlignmentRun.objects.get(pk=run_id)
+    run_succeeded.send(sender=AlignmentRun, run=finished)
+    return finished
 
 
 def _align_one(run_id: int, pair: DocumentPair, scorer: PairScorer, encoder_name: str) -> None:

@@ -317,13 +317,14 @@ def test_early_stopping_restores_the_given_weights_when_training_never_helps_dev
     base = Aligner(JACCARD, seed=0)
     train_aligner(pairs, aligner=base, training=TrainingConfig(epochs=20, lr=0.1), seed=0)
     before = {k: v.clone() for k, v in base.crf.state_dict().items()}
-    # Dev gold that links nothing: the trained weights (epoch 0) are already as good as it gets.
-    empty_dev = GoldPair("dev", pairs[0].complex_sentences, pairs[0].simple_sentences, [], None, None)
+    # Wrong training gold (every simple sentence linked to a complex sentence it does not paraphrase),
+    # correct dev gold: the weights given (epoch 0) stay the best on dev.
+    wrong = [GoldPair(p.pair_id, p.complex_sentences, p.simple_sentences, [AlignmentGroup(complex=((s + 2) % 3,), simple=(s,)) for s in range(3)], None, None) for p in pairs]
     report = train_aligner(
-        pairs, aligner=base, training=TrainingConfig(epochs=5, lr=0.5, patience=1, tune_partial_threshold=False),
-        seed=1, dev_pairs=[empty_dev],
+        wrong, aligner=base, training=TrainingConfig(epochs=5, lr=0.5, patience=2, tune_partial_threshold=False),
+        seed=1, dev_pairs=[weak_overlap_pair(5)],
     )  # fmt: skip
-    assert report.best_epoch == 0
+    assert report.best_epoch == 0 and report.dev_f1[0] == 1.0
     assert all((base.crf.state_dict()[k] == v).all() for k, v in before.items())
 
 

@@ -1,0 +1,191 @@
+"""The model registry: loading a version (checksums checked), comparing, promoting, rolling back, re-aligning.
+
+Promotion needs the candidate to beat the active version (or the untrained aligner when none
+is active) in group-level Task-1 F1 on the *same* held-out documents: the candidate's test
+documents, which the sticky splits keep out of every training set of the project. A manager
+may force a promotion; the reason is recorded. After any change of the active version the
+project's document pairs are re-aligned in the background with it; the new run becomes the
+project's suggestion run when it succeeds (``annotation.apps`` connects that). Human labels
+are label events and are never touched by any of this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from alignment.aligning.service import alignment_run_create
+from alignment.models import AlignmentRun
+from annotation.models import AnnotationProject
+from annotation.training.models import ModelActivation, ModelVersion
+from annotation.training.snapshot import snapshot_gold_pairs
+from models_ml.aligner import Aligner, AlignerConfig
+from models_ml.checkpoint import CHECKSUMS, sha256
+from models_ml.evaluate import EvaluationReport
+from models_ml.io import GoldPair
+from models_ml.train import evaluate_aligner
+
+MeasureBuilder = Callable[[str, Aligner], object]
+
+
+class ModelCorrupted(ValueError):
+    """A version's files do not match the checksum recorded when it was registered."""
+
+
+def version_load(version: ModelVersion, *, device: str = "") -> Aligner:
+    """The version's aligner; ModelCorrupted naming the file when anything on disk changed."""
+    directory = Path(version.path)
+    checksums = directory / CHECKSUMS
+    if not checksums.is_file():
+        raise ModelCorrupted(f"{checksums}: missing; model {version} of project {version.project_id} cannot be loaded")
+    if sha256(checksums) != version.checksum:
+        raise ModelCorrupted(f"{checksums}: checksum mismatch with the registry; model {version} was altered on disk")
+    try:
+        return Aligner.load(directory, device=device or None)
+    except ValueError as error:
+        raise ModelCorrupted(str(error)) from None
+
+
+def untrained_aligner(project: AnnotationProject, *, device: str = "") -> Aligner:
+    """The project's untrained aligner: its suggestion run's settings without trained weights, else the defaults."""
+    run = project.suggestion_run
+    settings_ = dict(run.config["aligner"]) if run is not None else {}
+    if device:
+        settings_["device"] = device
+    return Aligner(AlignerConfig.from_dict(settings_) if settings_ else AlignerConfig(device=device))
+
+
+def active_aligner(project: AnnotationProject, *, device: str = "") -> tuple[Aligner, str]:
+    """(aligner, name) of the project's active version, or of the untrained aligner."""
+    if project.active_model is not None:
+        return version_load(project.active_model, device=device), str(project.active_model)
+    return untrained_aligner(project, device=device), "untrained"
+
+
+class SimilarityCache:
+    """Each measure's (m, n) matrix per gold pair, computed once per training job or comparison."""
+
+    def __init__(self, build_measure: MeasureBuilder) -> None:
+        self.build_measure = build_measure
+        self.matrices: dict[tuple[str, str], np.ndarray] = {}
+
+    def __call__(self, aligner: Aligner, pairs: list[GoldPair]) -> list[np.ndarray]:
+        name = aligner.config.measure
+        missing = [p for p in pairs if (name, p.pair_id) not in self.matrices]
+        if missing:
+            measure = self.build_measure(name, aligner)
+            for pair in missing:
+                m, n = len(pair.simple_sentences), len(pair.complex_sentences)
+                matrix = measure.score(pair.simple_sentences, pair.complex_sentences) if m and n else np.zeros((m, n), np.float32)
+                self.matrices[(name, pair.pair_id)] = np.asarray(matrix, dtype=np.float32)  # (m, n)
+        return [self.matrices[(name, p.pair_id)] for p in pairs]
+
+
+def evaluate_on(aligner: Aligner, pairs: list[GoldPair], similarities: SimilarityCache) -> EvaluationReport:
+    return evaluate_aligner(aligner, pairs, similarities(aligner, pairs))
+
+
+def group_f1(report: dict) -> float:
+    return float(report["group"]["task1"]["f1"])
+
+
+def version_compare(version: ModelVersion, *, build_measure: MeasureBuilder, device: str = "") -> dict:
+    """The version and the project's active aligner on the version's test documents: both reports and who wins."""
+    project = AnnotationProject.objects.select_related("active_model", "suggestion_run").get(pk=version.project_id)
+    pairs = snapshot_gold_pairs(version.snapshot, "test")
+    if not pairs:
+        raise ValueError(f"{version} has no test documents to compare on")
+    cache = SimilarityCache(build_measure)
+    against, name = active_aligner(project, device=device)
+    theirs = evaluate_on(against, pairs, cache).as_dict()
+    ours = version.metrics["test"]
+    return {
+        "version": project.active_model_id, "name": name, "test": theirs, "documents": len(pairs),
+        "beats": group_f1(ours) > group_f1(theirs),
+    }  # fmt: skip
+
+
+def _stored_comparison(version: ModelVersion, project: AnnotationProject) -> dict | None:
+    baseline = version.baseline or {}
+    if "test" in baseline and baseline.get("version") == project.active_model_id:
+        return {**baseline, "beats": group_f1(version.metrics["test"]) > group_f1(baseline["test"])}
+    return None
+
+
+def realign(project: AnnotationProject, version: ModelVersion | None, by: AbstractBaseUser | None) -> AlignmentRun | None:
+    """Queue a run over the project's pairs with ``version`` (None: untrained) and mark it pending."""
+    pairs = list(project.pairs.all())
+    if not pairs:
+        return None
+    suggestion = project.suggestion_run
+    measures = suggestion.config.get("measures") if suggestion is not None else None
+    aligner_config = dict(suggestion.config["aligner"]) if suggestion is not None else None
+    if aligner_config is not None:
+        aligner_config.pop("crf", None)  # a saved model keeps its own CRF shape
+    run = alignment_run_create(
+        corpus=project.corpus, pairs=pairs, created_by=by, measures=measures,
+        aligner_config=aligner_config if version is None else None, model_dir=version.path if version else "",
+    )  # fmt: skip
+    AnnotationProject.objects.filter(pk=project.pk).update(pending_suggestion_run=run)
+    return run
+
+
+def version_promote(
+    *, version: ModelVersion, by: AbstractBaseUser, build_measure: MeasureBuilder, force: bool = False, reason: str = "",
+    device: str = "",
+) -> ModelActivation:  # fmt: skip
+    """Make ``version`` the project's active model and re-align; ValueError when it does not beat the active one."""
+    project = AnnotationProject.objects.select_related("active_model", "suggestion_run").get(pk=version.project_id)
+    if project.active_model_id == version.pk:
+        raise ValueError(f"{version} is already the active model of {project}")
+    version_load(version, device=device)  # refuse a corrupted model before anything changes
+    comparison = _stored_comparison(version, project) or version_compare(version, build_measure=build_measure, device=device)
+    ours, theirs = group_f1(version.metrics["test"]), group_f1(comparison["test"])
+    if not comparison["beats"] and not force:
+        raise ValueError(
+            f"{version} does not beat the active model ({comparison['name']}) on the same {version.snapshot.counts['pairs']['test']} "
+            f"held-out test document pair(s): group F1 {ours:.3f} vs {theirs:.3f}. A manager may force the promotion with a reason."
+        )
+    if force and not reason.strip():
+        raise ValueError("a forced promotion needs a reason")
+    action = ModelActivation.Action.PROMOTE if comparison["beats"] else ModelActivation.Action.FORCE
+    return _activate(project, version, by, action, reason if force else "", comparison)
+
+
+def version_rollback(*, project: AnnotationProject, by: AbstractBaseUser) -> ModelActivation:
+    """Return to the model that was active before the current one (the untrained aligner at the start)."""
+    project = AnnotationProject.objects.select_related("active_model").get(pk=project.pk)
+    last = ModelActivation.objects.filter(project=project).order_by("-pk").first()
+    if last is None or last.version_id != project.active_model_id:
+        raise ValueError(f"{project} has no promotion to roll back")
+    target = last.previous
+    if target is not None:
+        version_load(target)
+    return _activate(project, target, by, ModelActivation.Action.ROLLBACK, f"rollback of {last.version or 'untrained'}", {})
+
+
+def _activate(
+    project: AnnotationProject, version: ModelVersion | None, by: AbstractBaseUser, action: str, reason: str, comparison: dict
+) -> ModelActivation:
+    with transaction.atomic():
+        locked = AnnotationProject.objects.select_for_update().get(pk=project.pk)
+        activation = ModelActivation.objects.create(
+            project=locked, version=version, previous_id=locked.active_model_id, action=action, reason=reason,
+            comparison=comparison, by=by,
+        )  # fmt: skip
+        AnnotationProject.objects.filter(pk=locked.pk).update(active_model=version)
+        locked.active_model = version
+        run = realign(locked, version, by)
+        if run is not None:
+            ModelActivation.objects.filter(pk=activation.pk).update(alignment_run=run)
+            activation.alignment_run = run
+    return activation
+
+
+def suggestions_switch(run: AlignmentRun) -> int:
+    """A finished re-alignment becomes the suggestion run of the projects waiting for it; returns how many."""
+    return AnnotationProject.objects.filter(pending_suggestion_run=run).update(suggestion_run=run, pending_suggestion_run=None)

@@ -1,0 +1,194 @@
+"""Training jobs: snapshot the gold, train in the background with live progress, register a version only at the end.
+
+A job goes queued → running → succeeded | failed | cancelled. While it runs it writes its
+stage and one progress entry per epoch (log-likelihood, dev F1) to its row, which the models
+page polls. Files are written to a hidden temporary folder first and renamed into place;
+the ModelVersion row is created in the same transaction that marks the job succeeded, so a
+cancelled or crashed job leaves neither a row nor a folder.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotation.models import AnnotationProject
+from annotation.training.models import ModelVersion, TrainingJob
+from annotation.training.registry import (
+    MeasureBuilder,
+    SimilarityCache,
+    active_aligner,
+    evaluate_on,
+    group_f1,
+    untrained_aligner,
+    version_load,
+)
+from annotation.training.snapshot import snapshot_create, snapshot_gold_pairs
+from models_ml.checkpoint import CHECKSUMS, sha256
+from models_ml.train import EpochReport, TrainingConfig, train_aligner
+
+BASES = ("active", "untrained")
+
+
+class TrainingCancelled(Exception):
+    """Raised from the per-epoch hook when a cancel was requested."""
+
+
+def training_job_create(
+    *, project: AnnotationProject, created_by: AbstractBaseUser | None, seed: int = 0, epochs: int = 10, lr: float = 0.05,
+    patience: int = 3, base: str = "active", enqueue: bool = True,
+) -> TrainingJob:  # fmt: skip
+    """Snapshot the project's gold and queue a job; TrainingDataError / ValueError say what is wrong."""
+    if base not in BASES:
+        raise ValueError(f"unknown base {base!r}; bases: {', '.join(BASES)}")
+    training = TrainingConfig(epochs=epochs, lr=lr, patience=patience)  # ValueError on bad values
+    with transaction.atomic():
+        snapshot = snapshot_create(project=project, seed=seed, created_by=created_by)
+        job = TrainingJob.objects.create(
+            project=project, snapshot=snapshot, created_by=created_by,
+            base_version=project.active_model if base == "active" else None,
+            config={**asdict(training), "seed": seed, "base": base},
+        )  # fmt: skip
+        if enqueue:
+            transaction.on_commit(lambda: _enqueue(job.pk))
+    return job
+
+
+def _enqueue(job_id: int) -> None:
+    from annotation.tasks import train_model
+
+    TrainingJob.objects.filter(pk=job_id).update(procrastinate_job_id=train_model.defer(job_id=job_id))
+
+
+def training_job_cancel(*, job: TrainingJob) -> TrainingJob:
+    """A queued job is cancelled at once; a running one stops after the epoch in flight."""
+    with transaction.atomic():
+        locked = TrainingJob.objects.select_for_update().get(pk=job.pk)
+        if locked.status == TrainingJob.Status.QUEUED:
+            locked.status, locked.finished_at = TrainingJob.Status.CANCELLED, timezone.now()
+            locked.save(update_fields=["status", "finished_at"])
+        elif locked.status == TrainingJob.Status.RUNNING:
+            locked.cancel_requested = True
+            locked.save(update_fields=["cancel_requested"])
+    locked.refresh_from_db()
+    return locked
+
+
+def _stage(job_id: int, stage: str) -> None:
+    TrainingJob.objects.filter(pk=job_id).update(stage=stage)
+
+
+def _epoch_hook(job_id: int):
+    entries: list[dict] = []  # one writer per job: the whole list is written each epoch
+
+    def on_epoch(report: EpochReport) -> None:
+        entry = {"epoch": report.epoch, "epochs": report.epochs, "log_likelihood": round(report.log_likelihood, 4)}
+        if report.dev is not None:
+            entry |= {"dev_group_f1": round(report.dev.group_task1.f1, 4), "dev_pair_f1": round(report.dev.sentence_task1.f1, 4)}
+        entry["best_epoch"] = report.best_epoch
+        entries.append(entry)
+        TrainingJob.objects.filter(pk=job_id).update(progress=entries, stage=f"training: epoch {report.epoch} of {report.epochs}")
+        if TrainingJob.objects.filter(pk=job_id, cancel_requested=True).exists():
+            raise TrainingCancelled
+
+    return on_epoch
+
+
+def training_job_execute(*, job_id: int, build_measure: MeasureBuilder, device: str = "") -> TrainingJob:
+    """Run a queued job to the end; errors mark it failed (and re-raise), a cancel request marks it cancelled."""
+    job = TrainingJob.objects.select_related("project", "snapshot", "base_version").get(pk=job_id)
+    if job.status != TrainingJob.Status.QUEUED:
+        return job
+    TrainingJob.objects.filter(pk=job_id).update(status=TrainingJob.Status.RUNNING, started_at=timezone.now(), progress=[], error="")
+    staging: Path | None = None
+    try:
+        staging, fields = _train(job, build_measure, device)
+        _register(job, staging, fields)
+        staging = None  # renamed into place and registered
+    except TrainingCancelled:
+        TrainingJob.objects.filter(pk=job_id).update(status=TrainingJob.Status.CANCELLED, stage="cancelled", finished_at=timezone.now())
+    except Exception as exc:
+        TrainingJob.objects.filter(pk=job_id).update(
+            status=TrainingJob.Status.FAILED, error=f"{type(exc).__name__}: {exc}", stage="failed", finished_at=timezone.now()
+        )
+        raise
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+    return TrainingJob.objects.get(pk=job_id)
+
+
+def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str) -> tuple[Path, dict]:
+    """Train, evaluate and save to a staging folder; returns it and the version's fields."""
+    _stage(job.pk, "reading the snapshot")
+    train, dev, test = (snapshot_gold_pairs(job.snapshot, split) for split in ("train", "dev", "test"))
+    project = job.project
+    if job.base_version is not None:
+        aligner, base_name = version_load(job.base_version, device=device), str(job.base_version)
+    else:
+        aligner, base_name = untrained_aligner(project, device=device), "untrained"
+    cache = SimilarityCache(build_measure)
+    _stage(job.pk, f"scoring {len(train) + len(dev) + len(test)} document pairs with {aligner.config.measure}")
+    config = job.config
+    training = TrainingConfig(epochs=config["epochs"], lr=config["lr"], patience=config["patience"])
+    report = train_aligner(
+        train, aligner=aligner, training=training, seed=config["seed"], similarities=cache(aligner, train),
+        dev_pairs=dev, dev_similarities=cache(aligner, dev), on_epoch=_epoch_hook(job.pk),
+    )  # fmt: skip
+    _stage(job.pk, "evaluating on dev and test documents")
+    metrics = {"dev": evaluate_on(aligner, dev, cache).as_dict(), "test": evaluate_on(aligner, test, cache).as_dict()}
+    project.refresh_from_db()
+    against, against_name = active_aligner(project, device=device)
+    baseline = {"version": project.active_model_id, "name": against_name, "test": evaluate_on(against, test, cache).as_dict()}
+    if TrainingJob.objects.filter(pk=job.pk, cancel_requested=True).exists():
+        raise TrainingCancelled
+    _stage(job.pk, "saving the model")
+    root = Path(settings.MODEL_DIR) / f"project-{project.pk}"
+    staging = root / f".staging-job{job.pk}-{uuid.uuid4().hex[:8]}"
+    aligner.save(staging)
+    fields = {
+        "config": aligner.config.to_dict(), "metrics": metrics, "baseline": baseline,
+        "training": {
+            **config, "base_name": base_name, "epochs_run": len(report.log_likelihoods), "best_epoch": report.best_epoch,
+            "stopped_early": report.stopped_early, "dev_f1_per_epoch": [round(f, 4) for f in report.dev_f1],
+            "partial_threshold": report.partial_threshold, "seconds": round(report.seconds, 2),
+            "pairs": {"train": len(train), "dev": len(dev), "test": len(test)}, "skipped_blocks": len(report.skipped_blocks),
+        },
+    }  # fmt: skip
+    return staging, fields
+
+
+def _register(job: TrainingJob, staging: Path, fields: dict) -> ModelVersion:
+    """Rename the staged folder to v<N> and create the row, in one transaction with the job's success."""
+    with transaction.atomic():
+        project = AnnotationProject.objects.select_for_update().get(pk=job.project_id)
+        if TrainingJob.objects.filter(pk=job.pk, cancel_requested=True).exists():
+            raise TrainingCancelled
+        number = (ModelVersion.objects.filter(project=project).aggregate(n=Max("number"))["n"] or 0) + 1
+        final = staging.parent / f"v{number}"
+        if final.exists():  # left by a registration whose transaction rolled back after the rename
+            shutil.rmtree(final)
+        version = ModelVersion.objects.create(
+            project=project, number=number, snapshot=job.snapshot, path=str(final),
+            checksum=sha256(staging / CHECKSUMS), created_by=job.created_by, **fields,
+        )  # fmt: skip
+        TrainingJob.objects.filter(pk=job.pk).update(
+            status=TrainingJob.Status.SUCCEEDED, version=version, stage="done", finished_at=timezone.now()
+        )
+        staging.rename(final)  # last: if it fails, the transaction rolls back and the staging folder is removed
+    return version
+
+
+def beats_active(version: ModelVersion) -> bool | None:
+    """Whether the version's stored comparison (made against the model active at training time) says it wins."""
+    if not version.baseline or "test" not in version.baseline:
+        return None
+    return group_f1(version.metrics["test"]) > group_f1(version.baseline["test"])

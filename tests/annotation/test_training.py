@@ -1,0 +1,197 @@
+"""Retraining from a project's labels: snapshots, training jobs, the model registry, promotion, re-alignment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.test import override_settings
+
+from alignment.aligning import service as aligning
+from alignment.models import AlignmentRun, CandidateAlignment
+from alignment.tasks import run_measure
+from annotation import services
+from annotation.models import AnnotationProject, LabelEvent, ModelActivation, ModelVersion, TrainingJob
+from annotation.training import registry, service as training
+from annotation.training.snapshot import TrainingDataError, snapshot_create, snapshot_gold_pairs
+from tests.annotation.gold_set import build_gold_project
+
+
+@pytest.fixture(autouse=True)
+def model_dir(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(aligning, "_enqueue", lambda run_id: None)  # re-alignment runs in-process below
+    monkeypatch.setattr(training, "_enqueue", lambda job_id: None)
+    with override_settings(MODEL_DIR=tmp_path / "models"):
+        yield tmp_path / "models"
+
+
+@pytest.fixture
+def gold_project(owner):
+    return build_gold_project(owner)
+
+
+def train_now(project: AnnotationProject, by, **options) -> TrainingJob:
+    job = training.training_job_create(project=project, created_by=by, **{"epochs": 15, "lr": 0.1, **options})
+    return training.training_job_execute(job_id=job.pk, build_measure=run_measure, device="cpu")
+
+
+def test_snapshot_freezes_labels_counts_and_a_document_level_split(gold_project, owner) -> None:
+    project, _ = gold_project
+    snapshot = snapshot_create(project=project, seed=0, created_by=owner)
+    assert snapshot.counts["pairs"] == {"train": 4, "dev": 1, "test": 1}
+    assert snapshot.counts["labels"]["aligned"] == 24 and snapshot.counts["labels"]["not_aligned"] > 0
+    assert sum(snapshot.counts["labels"].values()) == len(snapshot.items) == len(snapshot.label_event_ids)
+    assert set(snapshot.splits) == {str(pk) for pk in project.pairs.values_list("pk", flat=True)}
+    train_ids, test_ids = set(snapshot.pair_ids("train")), set(snapshot.pair_ids("test"))
+    assert not train_ids & test_ids
+    assert sum(len(p.groups) for p in snapshot_gold_pairs(snapshot, "train")) == 16  # 4 pairs x 4 one-to-one groups
+    # Labels added later do not change a snapshot, and the next one keeps every pair's split.
+    again = snapshot_create(project=project, seed=0, created_by=owner)
+    assert again.splits == snapshot.splits
+
+
+def test_too_few_labels_say_how_many_are_needed(owner) -> None:
+    project, _ = build_gold_project(owner, labelled=2)
+    with pytest.raises(TrainingDataError, match=r"needs at least 3 verified .* has 2 such document pair\(s\)"):
+        training.training_job_create(project=project, created_by=owner)
+    assert not TrainingJob.objects.exists()
+
+
+def test_unverified_labels_do_not_count(owner) -> None:
+    project, _ = build_gold_project(owner, verify=False)
+    with pytest.raises(TrainingDataError, match="has 0 such document pair"):
+        snapshot_create(project=project, created_by=owner)
+
+
+def test_only_one_class_is_refused(owner) -> None:
+    project, annotator = build_gold_project(owner, labelled=0)
+    for pair in project.pairs.order_by("pk")[:3]:
+        simple = list(pair.simple_document.sentences.order_by("index"))
+        complex_ = list(pair.complex_document.sentences.order_by("index"))
+        for s, c in zip(simple, complex_):
+            services.label_record(project=project, annotator=annotator, pair=pair, simple_sentence_id=s.pk,
+                                  complex_sentence_id=c.pk, label="aligned", expected_previous=None, source=LabelEvent.Source.IMPORT)  # fmt: skip
+    with pytest.raises(TrainingDataError, match="only one class present: all 12 labels are 'aligned'"):
+        snapshot_create(project=project, created_by=owner)
+
+
+def test_a_training_job_registers_a_version_with_metrics_progress_and_checksum(gold_project, owner, model_dir) -> None:
+    project, _ = gold_project
+    job = train_now(project, owner)
+    assert job.status == TrainingJob.Status.SUCCEEDED, job.error
+    version = job.version
+    assert version.number == 1 and version.snapshot_id == job.snapshot_id and version.created_by == owner
+    assert Path(version.path) == model_dir / f"project-{project.pk}" / "v1" and Path(version.path, "crf.pt").is_file()
+    assert [entry["epoch"] for entry in job.progress] == list(range(1, len(job.progress) + 1))
+    assert all("dev_group_f1" in entry for entry in job.progress)
+    for split in ("dev", "test"):
+        for level in ("sentence", "group"):
+            assert set(version.metrics[split][level]) == {"task1", "task2"}
+    assert version.baseline["name"] == "untrained"
+    assert version.figure("test") > version.baseline["test"]["group"]["task1"]["f1"]  # learning helps on held-out documents
+    assert registry.version_load(version).config.measure == "jaccard"
+    assert not [p for p in (model_dir / f"project-{project.pk}").iterdir() if p.name.startswith(".staging")]
+
+
+def test_training_is_deterministic_for_a_seed(gold_project, owner) -> None:
+    project, _ = gold_project
+    first, second = train_now(project, owner, seed=3), train_now(project, owner, seed=3)
+    assert first.version.metrics == second.version.metrics
+    assert first.progress == second.progress
+    assert Path(first.version.path, "crf.pt").read_bytes() == Path(second.version.path, "crf.pt").read_bytes()
+
+
+def test_a_cancelled_job_leaves_no_version_and_no_files(gold_project, owner, model_dir, monkeypatch) -> None:
+    project, _ = gold_project
+    job = training.training_job_create(project=project, created_by=owner, epochs=15)
+    original = training._epoch_hook
+
+    def cancelling_hook(job_id):
+        hook = original(job_id)
+
+        def on_epoch(report):
+            if report.epoch == 2:
+                TrainingJob.objects.filter(pk=job_id).update(cancel_requested=True)
+            hook(report)
+
+        return on_epoch
+
+    monkeypatch.setattr(training, "_epoch_hook", cancelling_hook)
+    job = training.training_job_execute(job_id=job.pk, build_measure=run_measure, device="cpu")
+    assert job.status == TrainingJob.Status.CANCELLED and len(job.progress) == 2
+    assert not ModelVersion.objects.exists()
+    assert not list((model_dir / f"project-{project.pk}").glob("*")) if (model_dir / f"project-{project.pk}").exists() else True
+
+
+def test_a_crash_while_saving_leaves_no_version_and_no_files(gold_project, owner, model_dir, monkeypatch) -> None:
+    project, _ = gold_project
+    job = training.training_job_create(project=project, created_by=owner, epochs=2)
+
+    def broken_rename(self, target):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "rename", broken_rename)
+    with pytest.raises(OSError):
+        training.training_job_execute(job_id=job.pk, build_measure=run_measure, device="cpu")
+    job.refresh_from_db()
+    assert job.status == TrainingJob.Status.FAILED and "No space left" in job.error
+    assert not ModelVersion.objects.exists()
+    assert list((model_dir / f"project-{project.pk}").iterdir()) == []
+
+
+def test_a_queued_job_is_cancelled_at_once(gold_project, owner) -> None:
+    project, _ = gold_project
+    job = training.training_job_create(project=project, created_by=owner)
+    assert training.training_job_cancel(job=job).status == TrainingJob.Status.CANCELLED
+    assert training.training_job_execute(job_id=job.pk, build_measure=run_measure).status == TrainingJob.Status.CANCELLED
+
+
+def test_promotion_realigns_and_the_new_suggestions_replace_the_old_without_touching_labels(gold_project, owner) -> None:
+    project, _ = gold_project
+    old_run = project.suggestion_run
+    labels_before = list(LabelEvent.objects.order_by("pk").values_list("pk", "new_label", "source"))
+    version = train_now(project, owner).version
+    activation = registry.version_promote(version=version, by=owner, build_measure=run_measure)
+    assert activation.action == ModelActivation.Action.PROMOTE and activation.previous is None
+    project.refresh_from_db()
+    assert project.active_model == version and project.pending_suggestion_run == activation.alignment_run
+    assert project.suggestion_run == old_run  # until the re-alignment has finished
+    run = aligning.alignment_run_execute(run_id=activation.alignment_run.pk, build_measure=run_measure)
+    assert run.status == AlignmentRun.Status.SUCCEEDED and version.path in run.config["model_dir"]
+    project.refresh_from_db()
+    assert project.suggestion_run == run and project.pending_suggestion_run is None
+    new_links = CandidateAlignment.objects.filter(run=run).exclude(label="not_aligned").count()
+    old_links = CandidateAlignment.objects.filter(run=old_run).exclude(label="not_aligned").count()
+    assert new_links > old_links  # the trained model links paraphrases the untrained one left out
+    assert list(LabelEvent.objects.order_by("pk").values_list("pk", "new_label", "source")) == labels_before
+
+
+def test_a_version_that_does_not_beat_the_active_one_needs_a_forced_promotion_with_a_reason(gold_project, owner) -> None:
+    project, _ = gold_project
+    good = train_now(project, owner).version
+    registry.version_promote(version=good, by=owner, build_measure=run_measure)
+    weak = train_now(project, owner, epochs=1, lr=0.001, base="untrained").version
+    with pytest.raises(ValueError, match=r"does not beat the active model \(v1\) on the same 1 held-out test"):
+        registry.version_promote(version=weak, by=owner, build_measure=run_measure)
+    with pytest.raises(ValueError, match="needs a reason"):
+        registry.version_promote(version=weak, by=owner, build_measure=run_measure, force=True)
+    forced = registry.version_promote(version=weak, by=owner, build_measure=run_measure, force=True, reason="checking v2 by hand")
+    assert forced.action == ModelActivation.Action.FORCE and forced.reason == "checking v2 by hand"
+    assert forced.comparison["name"] == "v1"
+    rollback = registry.version_rollback(project=project, by=owner)
+    project.refresh_from_db()
+    assert rollback.action == ModelActivation.Action.ROLLBACK and project.active_model == good
+
+
+def test_a_corrupted_model_directory_is_refused_by_name(gold_project, owner) -> None:
+    project, _ = gold_project
+    version = train_now(project, owner).version
+    with Path(version.path, "crf.pt").open("ab") as handle:
+        handle.write(b"\0")
+    with pytest.raises(registry.ModelCorrupted, match=r"crf\.pt: checksum mismatch"):
+        registry.version_promote(version=version, by=owner, build_measure=run_measure)
+    project.refresh_from_db()
+    assert project.active_model is None and not ModelActivation.objects.exists()
+    Path(version.path, "checksums.json").write_text("{}")
+    with pytest.raises(registry.ModelCorrupted, match="checksums.json: checksum mismatch with the registry"):
+        registry.version_load(version)
