@@ -1,6 +1,7 @@
 from django.urls import path
 
 from annotation import annotate_views, views
+from annotation.training import views as training_views
 
 app_name = "annotation"
 
@@ -13,6 +14,12 @@ urlpatterns = [
     path("projects/<int:project_id>/queue/", views.project_queue, name="project_queue"),
     path("projects/<int:project_id>/gold-items/", views.project_gold_items, name="project_gold_items"),
     path("projects/<int:project_id>/agreement/", views.project_agreement_view, name="project_agreement"),
+    path("projects/<int:project_id>/models/", training_views.project_models, name="project_models"),
+    path("projects/<int:project_id>/models/train/", training_views.training_start, name="training_start"),
+    path("projects/<int:project_id>/models/rollback/", training_views.version_rollback, name="version_rollback"),
+    path("projects/<int:project_id>/models/jobs/<int:job_id>/", training_views.training_job_card, name="training_job"),
+    path("projects/<int:project_id>/models/jobs/<int:job_id>/cancel/", training_views.training_cancel, name="training_cancel"),
+    path("projects/<int:project_id>/models/<int:version_id>/promote/", training_views.version_promote, name="version_promote"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/review/", views.pair_review, name="pair_review"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/adjudicate/", views.pair_adjudicate, name="pair_adjudicate"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/verify/", views.pair_verify, name="pair_verify"),

@@ -195,3 +195,70 @@ def test_a_corrupted_model_directory_is_refused_by_name(gold_project, owner) -> 
     Path(version.path, "checksums.json").write_text("{}")
     with pytest.raises(registry.ModelCorrupted, match="checksums.json: checksum mismatch with the registry"):
         registry.version_load(version)
+
+
+def test_models_page_trains_shows_progress_and_versions_and_promotes(gold_project, owner, client) -> None:
+    project, annotator = gold_project
+    client.force_login(owner)
+    url = f"/annotate/projects/{project.pk}/models/"
+    page = client.get(url)
+    assert page.status_code == 200 and b"Training data now" in page.content and b"No versions yet" in page.content
+    response = client.post(url + "train/", {"base": "active", "epochs": 12, "lr": 0.1, "patience": 3, "seed": 0})
+    assert response.status_code == 302
+    job = TrainingJob.objects.get()
+    training.training_job_execute(job_id=job.pk, build_measure=run_measure, device="cpu")
+    card = client.get(f"{url}jobs/{job.pk}/")
+    assert b"Succeeded" in card.content and b"hx-trigger" not in card.content and b"Registered <strong>v1" in card.content
+    page = client.get(url).content.decode()
+    assert 'id="version-1"' in page and "untrained:" in page and "better" in page
+    version = ModelVersion.objects.get()
+    response = client.post(f"{url}{version.pk}/promote/", {})
+    assert response.status_code == 302
+    project.refresh_from_db()
+    assert project.active_model == version and project.pending_suggestion_run is not None
+    assert "re-aligning in" in client.get(url).content.decode()
+    client.post(url + "rollback/")
+    project.refresh_from_db()
+    assert project.active_model is None
+
+
+def test_models_page_refuses_annotators_and_outsiders_and_explains_missing_data(owner, outsider, client) -> None:
+    project, annotator = build_gold_project(owner, labelled=1)
+    url = f"/annotate/projects/{project.pk}/models/"
+    client.force_login(annotator)
+    assert client.get(url).status_code == 403
+    assert client.post(url + "train/", {"base": "active", "epochs": 3, "lr": 0.1, "patience": 2, "seed": 0}).status_code == 403
+    client.force_login(outsider)
+    assert client.get(url).status_code == 404
+    client.force_login(owner)
+    page = client.get(url).content.decode()
+    assert "too few labels to train: needs at least 3 verified" in page and "disabled" in page
+    response = client.post(url + "train/", {"base": "active", "epochs": 3, "lr": 0.1, "patience": 2, "seed": 0}, follow=True)
+    assert "too few labels to train" in response.content.decode() and not TrainingJob.objects.exists()
+
+
+def test_manage_py_train_registers_a_version_and_reports_figures(gold_project, owner) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    project, _ = gold_project
+    out = StringIO()
+    call_command("train", "--project", project.name, "--epochs", "12", "--lr", "0.1", "--promote", stdout=out)
+    text = out.getvalue()
+    assert "snapshot" in text and "epoch 1/12" in text and "v1 test: task1 sentence P/R/F1" in text
+    assert "untrained test (same documents)" in text and "promoted v1" in text
+    project.refresh_from_db()
+    assert project.active_model.number == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--project", "Nope"], "no annotation project named 'Nope'"), (["--project", "Gold retraining", "--epochs", "0"], "epochs must be >= 1")],
+)
+def test_manage_py_train_rejects_bad_arguments(gold_project, argv, message) -> None:
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match=message):
+        call_command("train", *argv)
+    assert not TrainingJob.objects.exists()

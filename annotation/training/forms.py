@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from django import forms
+
+from annotation.training.service import BASES
+from models_ml.train import TrainingConfig
+
+_DEFAULTS = TrainingConfig()
+
+
+class TrainForm(forms.Form):
+    base = forms.ChoiceField(choices=[(b, {"active": "the active model", "untrained": "the untrained aligner"}[b]) for b in BASES], initial="active")
+    epochs = forms.IntegerField(min_value=1, max_value=200, initial=_DEFAULTS.epochs)
+    lr = forms.FloatField(min_value=1e-6, max_value=10.0, initial=_DEFAULTS.lr, label="Learning rate")
+    patience = forms.IntegerField(min_value=1, max_value=50, initial=_DEFAULTS.patience, help_text="epochs without a better dev F1")
+    seed = forms.IntegerField(initial=0)
+
+
+class PromoteForm(forms.Form):
+    force = forms.BooleanField(required=False, help_text="promote even though it does not beat the active model")
+    reason = forms.CharField(required=False, max_length=500)

@@ -1,0 +1,125 @@
+"""The project's Models page: what training would use, training jobs with live progress, versions side by side,
+promotion (or forced promotion with a reason) and rollback. Thin: the services decide."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from alignment.tasks import run_measure
+from annotation import selectors
+from annotation.models import ModelActivation, ModelVersion, ProjectMembership, TrainingJob
+from annotation.training import registry
+from annotation.training import service as training
+from annotation.training.forms import PromoteForm, TrainForm
+from annotation.training.snapshot import TrainingDataError, snapshot_preview
+
+
+def _project(request: HttpRequest, project_id: int, *, manager: bool = False):
+    project, role = selectors.project_get_for_user(request.user, project_id)
+    if role == ProjectMembership.Role.ANNOTATOR or (manager and role != ProjectMembership.Role.MANAGER):
+        raise PermissionDenied("the models page is for managers (and viewers, read-only)")
+    return project, role
+
+
+def version_rows(project) -> list[dict]:
+    """Every version with the figures the page compares, newest first."""
+    rows = []
+    for version in ModelVersion.objects.filter(project=project).select_related("snapshot", "created_by"):
+        baseline = version.baseline.get("test") if version.baseline else None
+        rows.append({
+            "version": version, "active": version.pk == project.active_model_id, "dev": version.metrics["dev"],
+            "test": version.metrics["test"], "baseline": baseline, "baseline_name": version.baseline.get("name", ""),
+            "beats": training.beats_active(version),
+        })  # fmt: skip
+    return rows
+
+
+def _preview(project) -> dict:
+    """snapshot_preview with one row per split: (split, document pairs, [count per label])."""
+    preview = snapshot_preview(project)
+    if not preview["error"]:
+        labels = list(preview["labels"])
+        preview["rows"] = [
+            (split, pairs, [preview["labels_by_split"][split].get(label, 0) for label in labels])
+            for split, pairs in preview["pairs"].items()
+        ]
+    return preview
+
+
+def project_models(request: HttpRequest, project_id: int) -> HttpResponse:
+    project, role = _project(request, project_id)
+    form = TrainForm()
+    context = {
+        "project": project, "role": role, "form": form, "preview": _preview(project),
+        "jobs": TrainingJob.objects.filter(project=project).select_related("version", "created_by")[:10],
+        "rows": version_rows(project), "promote_form": PromoteForm(),
+        "activations": ModelActivation.objects.filter(project=project).select_related("version", "previous", "by")[:10],
+    }  # fmt: skip
+    return render(request, "annotation/project_models.html", context)
+
+
+@require_POST
+def training_start(request: HttpRequest, project_id: int) -> HttpResponse:
+    project, _ = _project(request, project_id, manager=True)
+    form = TrainForm(request.POST)
+    if form.is_valid():
+        try:
+            job = training.training_job_create(project=project, created_by=request.user, **form.cleaned_data)
+        except (TrainingDataError, ValueError) as error:
+            messages.error(request, str(error))
+        else:
+            messages.success(request, f"Training job {job.pk} queued on snapshot {job.snapshot_id}.")
+    else:
+        messages.error(request, "; ".join(f"{field}: {', '.join(errors)}" for field, errors in form.errors.items()))
+    return redirect("annotation:project_models", project_id=project.pk)
+
+
+def training_job_card(request: HttpRequest, project_id: int, job_id: int) -> HttpResponse:
+    """One job's card: polled by htmx while the job is queued or running."""
+    project, role = _project(request, project_id)
+    job = get_object_or_404(TrainingJob.objects.select_related("version"), pk=job_id, project=project)
+    return render(request, "annotation/project_models.html#job", {"project": project, "role": role, "job": job})
+
+
+@require_POST
+def training_cancel(request: HttpRequest, project_id: int, job_id: int) -> HttpResponse:
+    project, role = _project(request, project_id, manager=True)
+    job = training.training_job_cancel(job=get_object_or_404(TrainingJob, pk=job_id, project=project))
+    if request.htmx:
+        return render(request, "annotation/project_models.html#job", {"project": project, "role": role, "job": job})
+    return redirect("annotation:project_models", project_id=project.pk)
+
+
+@require_POST
+def version_promote(request: HttpRequest, project_id: int, version_id: int) -> HttpResponse:
+    project, _ = _project(request, project_id, manager=True)
+    version = get_object_or_404(ModelVersion, pk=version_id, project=project)
+    form = PromoteForm(request.POST)
+    force = form.is_valid() and form.cleaned_data["force"]
+    reason = form.cleaned_data.get("reason", "") if form.is_valid() else ""
+    try:
+        activation = registry.version_promote(
+            version=version, by=request.user, build_measure=run_measure, force=force, reason=reason, device=settings.ENCODER_DEVICE
+        )
+    except ValueError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"{version} is active ({activation.get_action_display()}); re-aligning the project's pairs.")
+    return redirect("annotation:project_models", project_id=project.pk)
+
+
+@require_POST
+def version_rollback(request: HttpRequest, project_id: int) -> HttpResponse:
+    project, _ = _project(request, project_id, manager=True)
+    try:
+        activation = registry.version_rollback(project=project, by=request.user)
+    except ValueError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"Rolled back to {activation.version or 'the untrained aligner'}; re-aligning the project's pairs.")
+    return redirect("annotation:project_models", project_id=project.pk)
