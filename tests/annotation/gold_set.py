@@ -25,16 +25,16 @@ ARTICLES = {
          "Heavy trucks had damaged the arches over many decades of traffic.",
          "The repairs will cost the regional government about two million euros.",
          "Cyclists may still cross the bridge on a narrow temporary path."],
-        ["The old bridge is closed for repairs.", "Trucks damaged the arches.",
-         "The repairs cost two million euros.", "Cyclists can still cross on a path."],
+        ["Workers shut an old bridge.", "Lorries hurt the arches.",
+         "Fixing it costs millions.", "Bikes still get over on a path."],
     ),
     "Volcano": (
         ["The volcano on the northern island erupted again early on Sunday morning.",
          "Thick clouds of ash forced the airport to cancel dozens of flights.",
          "Scientists had warned for weeks that pressure inside the mountain was rising.",
          "Nearby villages were evacuated as a precaution before the lava flowed."],
-        ["The volcano erupted again on Sunday.", "Ash clouds made the airport cancel flights.",
-         "Scientists warned that pressure was rising.", "Villages were evacuated before the lava came."],
+        ["A volcano blew up once more.", "Ash stopped many planes.",
+         "Experts had said so for weeks.", "People left villages before lava came."],
     ),
     "Library": (
         ["The city library reopened its doors after a renovation lasting two years.",
@@ -65,8 +65,8 @@ ARTICLES = {
          "They grow tomatoes, beans and pumpkins and water the beds every morning.",
          "The harvest is cooked in the school kitchen and served at lunch.",
          "Teachers say the children now eat far more vegetables than before."],
-        ["Pupils planted a vegetable garden.", "They grow tomatoes and beans.",
-         "The harvest is served at lunch.", "Children eat more vegetables now."],
+        ["Kids made a garden at school.", "Tomatoes and beans grow there.",
+         "Cooks use what grows for lunch.", "Children like vegetables more now."],
     ),
 }
 RUN_CONFIG = {"measure": "jaccard", "paragraph_variant": "none"}
