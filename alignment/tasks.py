@@ -39,15 +39,18 @@ async def retry_stalled_jobs(context, timestamp: int) -> None:
     await services.stalled_jobs_retry_async(context.app)
 
 
-def run_measure(name: str, aligner) -> object:
-    """Measures for alignment runs: lexical ones need nothing, the others share the configured encoder."""
+def run_measure(name: str, aligner, *, cross_encoder_dir: str = "") -> object:
+    """Measures for alignment runs: lexical ones need nothing, the others share the configured encoder.
+
+    cross_encoder_dir: the run's own fine-tuned pair classifier (a model version's), else CROSS_ENCODER_MODEL_DIR.
+    """
     from models_ml.aligner import LEXICAL_MEASURES
     from models_ml.similarity import build_measure
 
     if name in LEXICAL_MEASURES:
         return build_measure(name)
     if name == "cross_encoder":
-        return build_measure(name, device=settings.ENCODER_DEVICE, model_dir=settings.CROSS_ENCODER_MODEL_DIR)
+        return build_measure(name, device=settings.ENCODER_DEVICE, model_dir=cross_encoder_dir or settings.CROSS_ENCODER_MODEL_DIR)
     encoder = load_sentence_encoder(
         aligner.config.encoder, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD
     )

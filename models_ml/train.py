@@ -376,6 +376,32 @@ def _with_label(group: AlignmentGroup, threshold: float) -> AlignmentGroup:
     return replace(group, label="partial" if score < threshold else "aligned")
 
 
+def pair_examples(pairs: Sequence[GoldPair], *, negatives_per_positive: int, seed: int) -> list:
+    """Cross-encoder examples of gold document pairs: every pair inside a group, plus sampled negatives."""
+    from models_ml.cross_encoder import pair_examples_from_groups
+
+    examples = []
+    for index, pair in enumerate(pairs):
+        examples += pair_examples_from_groups(
+            pair.simple_sentences, pair.complex_sentences, pair.groups, negatives_per_positive=negatives_per_positive, seed=seed + index
+        )
+    return examples
+
+
+def pair_classifier_report(model: object, examples: Sequence) -> dict[str, float]:
+    """Task-1 P/R/F1 of the classifier's own decision (P(aligned) + P(partial) >= 0.5) on labelled examples."""
+    if not examples:
+        return {"precision": 0.0, "recall": 0.0, "f1": 0.0, "examples": 0}
+    probabilities = model.predict_proba([e[0] for e in examples], [e[1] for e in examples])  # (k, 3) in LABELS order
+    predicted = probabilities[:, 1] + probabilities[:, 2] >= 0.5  # (k,) partial + aligned
+    gold = np.array([e[2] != "not_aligned" for e in examples])  # (k,)
+    tp, fp, fn = int((predicted & gold).sum()), int((predicted & ~gold).sum()), int((~predicted & gold).sum())
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "examples": len(examples)}
+
+
 def fine_tune_pair_classifier(
     pairs: Sequence[GoldPair],
     *,
@@ -383,26 +409,56 @@ def fine_tune_pair_classifier(
     negatives_per_positive: int = 3,
     seed: int,
     device: str,
+    model: object | None = None,
+    dev_pairs: Sequence[GoldPair] = (),
+    patience: int = 2,
+    on_epoch: Callable[[int, float, dict[str, float] | None], None] | None = None,
 ) -> tuple[object, list[float], int]:
-    """Fine-tune a fresh cross-encoder (bundled MiniLM + head) on gold groups; returns (model, losses, examples).
+    """Fine-tune the cross-encoder on gold groups; returns (model, loss per epoch, examples).
 
-    Every pair inside a gold group is a positive with the group's label; negatives are
-    drawn from the pairs in no group, ``negatives_per_positive`` per positive.
+    Starts from ``model`` (e.g. a saved version's classifier) or a fresh one (bundled MiniLM +
+    head). Every pair inside a gold group is a positive with the group's label; negatives are
+    drawn from the pairs in no group, ``negatives_per_positive`` per positive. With
+    ``dev_pairs`` it runs one epoch at a time (the learning-rate schedule restarts each epoch),
+    scores the dev examples after each, stops after ``patience`` epochs without a better dev
+    F1 and keeps the best epoch's weights (epoch 0, the given weights, included).
+    ``on_epoch(epoch, loss, dev report or None)`` may raise to cancel.
     """
     from models_ml.cross_encoder import (
         PairClassifier,
         PairTrainingConfig,
-        pair_examples_from_groups,
         train_pair_classifier,
     )
 
-    examples = []
-    for index, pair in enumerate(pairs):
-        examples += pair_examples_from_groups(
-            pair.simple_sentences, pair.complex_sentences, pair.groups, negatives_per_positive=negatives_per_positive, seed=seed + index
-        )
+    examples = pair_examples(pairs, negatives_per_positive=negatives_per_positive, seed=seed)
     if not examples:
         raise ValueError("no training examples: the gold has no groups")
-    model = PairClassifier(seed=seed)
-    losses = train_pair_classifier(model, examples, training or PairTrainingConfig(), seed=seed, device=device)
+    model = model if model is not None else PairClassifier(seed=seed)
+    config = training or PairTrainingConfig()
+    if not dev_pairs:
+        losses = train_pair_classifier(model, examples, config, seed=seed, device=device)
+        if on_epoch is not None:
+            for epoch, loss in enumerate(losses, start=1):
+                on_epoch(epoch, loss, None)
+        return model, losses, len(examples)
+    dev = pair_examples(dev_pairs, negatives_per_positive=negatives_per_positive, seed=seed + 10_000)
+    model.to(device)
+    best_f1 = pair_classifier_report(model, dev)["f1"]
+    best_state = {name: value.detach().clone() for name, value in model.state_dict().items()}
+    losses: list[float] = []
+    since_best = 0
+    for epoch in range(1, config.epochs + 1):
+        losses += train_pair_classifier(model, examples, replace(config, epochs=1), seed=seed + epoch, device=device)
+        report = pair_classifier_report(model, dev)
+        if on_epoch is not None:
+            on_epoch(epoch, losses[-1], report)
+        if report["f1"] > best_f1:
+            best_f1, since_best = report["f1"], 0
+            best_state = {name: value.detach().clone() for name, value in model.state_dict().items()}
+        else:
+            since_best += 1
+            if since_best >= patience:
+                break
+    model.load_state_dict(best_state)
+    model.eval()
     return model, losses, len(examples)

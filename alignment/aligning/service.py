@@ -33,18 +33,21 @@ from alignment.models import (
 from alignment.signals import run_succeeded
 from models_ml.aligner import MODEL_FILES, Aligner, AlignerConfig
 from models_ml.checkpoint import CHECKSUMS, read_json, sha256, verify_checksums
+from models_ml.cross_encoder import MODEL_FILES as CLASSIFIER_FILES
 from models_ml.similarity import MEASURE_BUILDERS, SimilarityMeasure
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MEASURES = ("embedding_cosine", "tfidf_cosine", "char3_tfidf_cosine", "jaccard")
 TOP_K = 3
+PAIR_CLASSIFIER_DIR = "pair_classifier"  # a model version's fine-tuned cross-encoder, beside the aligner's files
 
 
 def alignment_config_build(
     *, aligner_config: dict | None = None, measures: Sequence[str] | None = None, model_dir: str = ""
 ) -> tuple[dict, str]:
     """The run config (validated) and its model version; ValueError naming the bad field or file."""
+    cross_encoder_dir = ""
     if model_dir:
         directory = Path(model_dir)
         try:  # the same checks loading will make, so a broken model is refused before a run is queued
@@ -54,6 +57,13 @@ def alignment_config_build(
             raise ValueError(f"model directory {model_dir}: {error}") from None
         aligner = AlignerConfig.from_dict({**saved, **(aligner_config or {})})
         version = f"{directory.resolve()} (sha256 {sha256(directory / CHECKSUMS)[:12]})"
+        classifier = directory / PAIR_CLASSIFIER_DIR
+        if classifier.is_dir():  # a model version with its fine-tuned cross-encoder: scored as the cross_encoder measure
+            try:
+                verify_checksums(classifier, CLASSIFIER_FILES, "pair-classifier")
+            except ValueError as error:
+                raise ValueError(f"model directory {model_dir}: {error}") from None
+            cross_encoder_dir = str(classifier)
     else:
         aligner = AlignerConfig.from_dict(aligner_config or {})
         version = "untrained (hand-calibrated)"
@@ -63,12 +73,17 @@ def alignment_config_build(
             raise ValueError(f"unknown similarity measure {name!r}; known measures: {', '.join(sorted(MEASURE_BUILDERS))}")
     if aligner.measure not in chosen:
         chosen.insert(0, aligner.measure)
-    if "cross_encoder" in chosen and not settings.CROSS_ENCODER_MODEL_DIR:
+    if cross_encoder_dir and "cross_encoder" not in chosen:
+        chosen.append("cross_encoder")
+    if "cross_encoder" in chosen and not (cross_encoder_dir or settings.CROSS_ENCODER_MODEL_DIR):
         raise ValueError(
             "the cross_encoder measure needs a fine-tuned pair classifier: set CROSS_ENCODER_MODEL_DIR "
             "(python -m models_ml train ... --pair-classifier-output DIR); an untrained head scores noise"
         )
-    return {"aligner": aligner.to_dict(), "measures": chosen, "model_dir": model_dir, "top_k": TOP_K}, version
+    config = {"aligner": aligner.to_dict(), "measures": chosen, "model_dir": model_dir, "top_k": TOP_K}
+    if cross_encoder_dir:
+        config["cross_encoder_dir"] = cross_encoder_dir
+    return config, version
 
 
 def alignment_run_create(
@@ -192,7 +207,8 @@ def alignment_run_execute(
     )
     try:
         aligner = aligner_from_run_config(run.config, device=device)
-        scorer = PairScorer(aligner, run.measures, lambda name: build_measure(name, aligner), top_k=run.config.get("top_k", TOP_K))
+        options = {"cross_encoder_dir": run.config["cross_encoder_dir"]} if run.config.get("cross_encoder_dir") else {}
+        scorer = PairScorer(aligner, run.measures, lambda name: build_measure(name, aligner, **options), top_k=run.config.get("top_k", TOP_K))
         pending = run.pairs.exclude(aligned_pairs__run_id=run_id).order_by("pk")
         for pair in pending.iterator(chunk_size=100):
             if AlignmentRun.objects.filter(pk=run_id, cancel_requested=True).exists():

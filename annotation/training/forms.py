@@ -14,6 +14,14 @@ class TrainForm(forms.Form):
     lr = forms.FloatField(min_value=1e-6, max_value=10.0, initial=_DEFAULTS.lr, label="Learning rate")
     patience = forms.IntegerField(min_value=1, max_value=50, initial=_DEFAULTS.patience, help_text="epochs without a better dev F1")
     seed = forms.IntegerField(initial=0)
+    pair_classifier = forms.BooleanField(
+        required=False, label="Also fine-tune the cross-encoder",
+        help_text="the MiniLM pair classifier, from the active version's or the bundled one (minutes on CPU)",
+    )  # fmt: skip
+    pair_classifier_epochs = forms.IntegerField(min_value=1, max_value=20, initial=2, required=False, label="Cross-encoder epochs")
+
+    def clean_pair_classifier_epochs(self) -> int:
+        return self.cleaned_data.get("pair_classifier_epochs") or 2
 
 
 class PromoteForm(forms.Form):

@@ -24,7 +24,8 @@ from annotation.models import AnnotationProject
 from annotation.training.models import ModelActivation, ModelVersion
 from annotation.training.snapshot import snapshot_gold_pairs
 from models_ml.aligner import Aligner, AlignerConfig
-from models_ml.checkpoint import CHECKSUMS, sha256
+from models_ml.checkpoint import CHECKSUMS, sha256, verify_checksums
+from models_ml.cross_encoder import MODEL_FILES as CLASSIFIER_FILES
 from models_ml.evaluate import EvaluationReport
 from models_ml.io import GoldPair
 from models_ml.train import evaluate_aligner
@@ -44,6 +45,15 @@ def version_load(version: ModelVersion, *, device: str = "") -> Aligner:
         raise ModelCorrupted(f"{checksums}: missing; model {version} of project {version.project_id} cannot be loaded")
     if sha256(checksums) != version.checksum:
         raise ModelCorrupted(f"{checksums}: checksum mismatch with the registry; model {version} was altered on disk")
+    expected = version.training.get("pair_classifier_checksum")
+    if expected:
+        classifier = directory / "pair_classifier" / CHECKSUMS
+        if not classifier.is_file() or sha256(classifier) != expected:
+            raise ModelCorrupted(f"{classifier}: missing or checksum mismatch with the registry; model {version} was altered on disk")
+        try:
+            verify_checksums(classifier.parent, CLASSIFIER_FILES, "pair-classifier")
+        except ValueError as error:
+            raise ModelCorrupted(str(error)) from None
     try:
         return Aligner.load(directory, device=device or None)
     except ValueError as error:

@@ -33,9 +33,14 @@ from annotation.training.registry import (
 )
 from annotation.training.snapshot import snapshot_create, snapshot_gold_pairs
 from models_ml.checkpoint import CHECKSUMS, sha256
+from models_ml.cross_encoder import save_pair_classifier
 from models_ml.train import EpochReport, TrainingConfig, train_aligner
 
 BASES = ("active", "untrained")
+PAIR_CLASSIFIER = "pair_classifier"  # sub-folder of a version with its fine-tuned cross-encoder
+
+
+_progress_entries: dict[int, list[dict]] = {}  # job id -> its progress so far (CRF, then pair classifier)
 
 
 class TrainingCancelled(Exception):
@@ -44,18 +49,24 @@ class TrainingCancelled(Exception):
 
 def training_job_create(
     *, project: AnnotationProject, created_by: AbstractBaseUser | None, seed: int = 0, epochs: int = 10, lr: float = 0.05,
-    patience: int = 3, base: str = "active", enqueue: bool = True,
+    patience: int = 3, base: str = "active", pair_classifier: bool = False, pair_classifier_epochs: int = 2,
+    enqueue: bool = True,
 ) -> TrainingJob:  # fmt: skip
     """Snapshot the project's gold and queue a job; TrainingDataError / ValueError say what is wrong."""
     if base not in BASES:
         raise ValueError(f"unknown base {base!r}; bases: {', '.join(BASES)}")
     training = TrainingConfig(epochs=epochs, lr=lr, patience=patience)  # ValueError on bad values
+    if pair_classifier and pair_classifier_epochs < 1:
+        raise ValueError(f"pair classifier epochs must be >= 1, got {pair_classifier_epochs}")
     with transaction.atomic():
         snapshot = snapshot_create(project=project, seed=seed, created_by=created_by)
         job = TrainingJob.objects.create(
             project=project, snapshot=snapshot, created_by=created_by,
             base_version=project.active_model if base == "active" else None,
-            config={**asdict(training), "seed": seed, "base": base},
+            config={
+                **asdict(training), "seed": seed, "base": base, "pair_classifier": pair_classifier,
+                "pair_classifier_epochs": pair_classifier_epochs,
+            },
         )  # fmt: skip
         if enqueue:
             transaction.on_commit(lambda: _enqueue(job.pk))
@@ -87,19 +98,23 @@ def _stage(job_id: int, stage: str) -> None:
 
 
 def _epoch_hook(job_id: int):
-    entries: list[dict] = []  # one writer per job: the whole list is written each epoch
+    entries = _progress_entries[job_id] = []  # one writer per job: the whole list is written each epoch
 
     def on_epoch(report: EpochReport) -> None:
-        entry = {"epoch": report.epoch, "epochs": report.epochs, "log_likelihood": round(report.log_likelihood, 4)}
+        entry = {"model": "CRF", "epoch": report.epoch, "epochs": report.epochs, "log_likelihood": round(report.log_likelihood, 4)}
         if report.dev is not None:
             entry |= {"dev_group_f1": round(report.dev.group_task1.f1, 4), "dev_pair_f1": round(report.dev.sentence_task1.f1, 4)}
         entry["best_epoch"] = report.best_epoch
-        entries.append(entry)
-        TrainingJob.objects.filter(pk=job_id).update(progress=entries, stage=f"training: epoch {report.epoch} of {report.epochs}")
-        if TrainingJob.objects.filter(pk=job_id, cancel_requested=True).exists():
-            raise TrainingCancelled
+        _record(job_id, entries, entry, f"training the CRF: epoch {report.epoch} of {report.epochs}")
 
     return on_epoch
+
+
+def _record(job_id: int, entries: list[dict], entry: dict, stage: str) -> None:
+    entries.append(entry)
+    TrainingJob.objects.filter(pk=job_id).update(progress=entries, stage=stage)
+    if TrainingJob.objects.filter(pk=job_id, cancel_requested=True).exists():
+        raise TrainingCancelled
 
 
 def training_job_execute(*, job_id: int, build_measure: MeasureBuilder, device: str = "") -> TrainingJob:
@@ -121,6 +136,7 @@ def training_job_execute(*, job_id: int, build_measure: MeasureBuilder, device: 
         )
         raise
     finally:
+        _progress_entries.pop(job_id, None)
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
     return TrainingJob.objects.get(pk=job_id)
@@ -145,6 +161,9 @@ def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str) -> tupl
     )  # fmt: skip
     _stage(job.pk, "evaluating on dev and test documents")
     metrics = {"dev": evaluate_on(aligner, dev, cache).as_dict(), "test": evaluate_on(aligner, test, cache).as_dict()}
+    classifier = None
+    if config.get("pair_classifier"):
+        classifier, metrics["pair_classifier"] = _fine_tune_pair_classifier(job, train, dev, test, device)
     project.refresh_from_db()
     against, against_name = active_aligner(project, device=device)
     baseline = {"version": project.active_model_id, "name": against_name, "test": evaluate_on(against, test, cache).as_dict()}
@@ -154,6 +173,8 @@ def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str) -> tupl
     root = Path(settings.MODEL_DIR) / f"project-{project.pk}"
     staging = root / f".staging-job{job.pk}-{uuid.uuid4().hex[:8]}"
     aligner.save(staging)
+    if classifier is not None:
+        save_pair_classifier(classifier, staging / PAIR_CLASSIFIER)
     fields = {
         "config": aligner.config.to_dict(), "metrics": metrics, "baseline": baseline,
         "training": {
@@ -163,7 +184,44 @@ def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str) -> tupl
             "pairs": {"train": len(train), "dev": len(dev), "test": len(test)}, "skipped_blocks": len(report.skipped_blocks),
         },
     }  # fmt: skip
+    if classifier is not None:
+        fields["training"]["pair_classifier_checksum"] = sha256(staging / PAIR_CLASSIFIER / CHECKSUMS)
     return staging, fields
+
+
+def _fine_tune_pair_classifier(job: TrainingJob, train: list, dev: list, test: list, device: str) -> tuple[object, dict]:
+    """Fine-tune the cross-encoder from the base version's classifier (or the bundled MiniLM); its dev/test figures."""
+    from models_ml.cross_encoder import PairTrainingConfig, load_pair_classifier
+    from models_ml.encoders import default_device
+    from models_ml.train import (
+        fine_tune_pair_classifier,
+        pair_classifier_report,
+        pair_examples,
+    )
+
+    device = device or default_device()
+    base = Path(job.base_version.path) / PAIR_CLASSIFIER if job.base_version is not None else None
+    start = load_pair_classifier(base, device=device) if base is not None and base.is_dir() else None
+    _stage(job.pk, "fine-tuning the pair classifier" + (f" from {job.base_version}" if start is not None else " from MiniLM"))
+    entries = _progress_entries.setdefault(job.pk, [])
+    epochs = job.config.get("pair_classifier_epochs", 2)
+
+    def on_epoch(epoch: int, loss: float, report: dict | None) -> None:
+        entry = {"model": "pair classifier", "epoch": epoch, "epochs": epochs, "loss": round(loss, 4)}
+        if report is not None:
+            entry["dev_pair_f1"] = round(report["f1"], 4)
+        _record(job.pk, entries, entry, f"fine-tuning the pair classifier: epoch {epoch} of {epochs}")
+
+    seed = job.config["seed"]
+    model, _, _ = fine_tune_pair_classifier(
+        train, training=PairTrainingConfig(epochs=epochs), seed=seed, device=device, model=start, dev_pairs=dev,
+        patience=job.config["patience"], on_epoch=on_epoch,
+    )  # fmt: skip
+    figures = {
+        split: pair_classifier_report(model, pair_examples(pairs, negatives_per_positive=3, seed=seed + 10_000))
+        for split, pairs in (("dev", dev), ("test", test))
+    }
+    return model, figures
 
 
 def _register(job: TrainingJob, staging: Path, fields: dict) -> ModelVersion:

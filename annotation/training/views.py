@@ -12,7 +12,12 @@ from django.views.decorators.http import require_POST
 
 from alignment.tasks import run_measure
 from annotation import selectors
-from annotation.models import ModelActivation, ModelVersion, ProjectMembership, TrainingJob
+from annotation.models import (
+    ModelActivation,
+    ModelVersion,
+    ProjectMembership,
+    TrainingJob,
+)
 from annotation.training import registry
 from annotation.training import service as training
 from annotation.training.forms import PromoteForm, TrainForm

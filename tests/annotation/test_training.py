@@ -11,9 +11,20 @@ from alignment.aligning import service as aligning
 from alignment.models import AlignmentRun, CandidateAlignment
 from alignment.tasks import run_measure
 from annotation import services
-from annotation.models import AnnotationProject, LabelEvent, ModelActivation, ModelVersion, TrainingJob
-from annotation.training import registry, service as training
-from annotation.training.snapshot import TrainingDataError, snapshot_create, snapshot_gold_pairs
+from annotation.models import (
+    AnnotationProject,
+    LabelEvent,
+    ModelActivation,
+    ModelVersion,
+    TrainingJob,
+)
+from annotation.training import registry
+from annotation.training import service as training
+from annotation.training.snapshot import (
+    TrainingDataError,
+    snapshot_create,
+    snapshot_gold_pairs,
+)
 from tests.annotation.gold_set import build_gold_project
 
 
@@ -198,7 +209,7 @@ def test_a_corrupted_model_directory_is_refused_by_name(gold_project, owner) -> 
 
 
 def test_models_page_trains_shows_progress_and_versions_and_promotes(gold_project, owner, client) -> None:
-    project, annotator = gold_project
+    project, _ = gold_project
     client.force_login(owner)
     url = f"/annotate/projects/{project.pk}/models/"
     page = client.get(url)
@@ -262,3 +273,23 @@ def test_manage_py_train_rejects_bad_arguments(gold_project, argv, message) -> N
     with pytest.raises(CommandError, match=message):
         call_command("train", *argv)
     assert not TrainingJob.objects.exists()
+
+
+def test_a_job_can_also_fine_tune_the_cross_encoder_which_realignment_then_scores_with(gold_project, owner) -> None:
+    project, _ = gold_project
+    job = train_now(project, owner, epochs=5, pair_classifier=True, pair_classifier_epochs=1)
+    assert job.status == TrainingJob.Status.SUCCEEDED, job.error
+    version = job.version
+    assert [e["model"] for e in job.progress].count("pair classifier") == 1 and "dev_pair_f1" in job.progress[-1]
+    assert set(version.metrics["pair_classifier"]) == {"dev", "test"} and version.metrics["pair_classifier"]["test"]["examples"] > 0
+    assert Path(version.path, "pair_classifier", "pair_classifier.pt").is_file()
+    activation = registry.version_promote(version=version, by=owner, build_measure=run_measure, force=True, reason="cross-encoder check")
+    run = aligning.alignment_run_execute(run_id=activation.alignment_run.pk, build_measure=run_measure)
+    assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
+    assert "cross_encoder" in run.measures and run.config["cross_encoder_dir"].endswith("pair_classifier")
+    scores = CandidateAlignment.objects.filter(run=run).values_list("scores", flat=True)
+    assert scores and all(0.0 <= s["cross_encoder"] <= 1.0 for s in scores)
+    with Path(version.path, "pair_classifier", "pair_classifier.pt").open("ab") as handle:
+        handle.write(b"\0")
+    with pytest.raises(registry.ModelCorrupted, match=r"pair_classifier\.pt: checksum mismatch"):
+        registry.version_load(version)

@@ -23,7 +23,7 @@ LINKED = re.compile(r"\bpred-(aligned|partial)\b")
 def gold(transactional_db, owner, tmp_path):
     """Five of the six articles labelled and verified already; the sixth is labelled in the browser."""
     with override_settings(MODEL_DIR=tmp_path / "models"):
-        project, annotator = build_gold_project(owner, labelled=5)
+        project, _annotator = build_gold_project(owner, labelled=5)
         last = DocumentPair.objects.filter(corpus=project.corpus).order_by("pk").last()
         yield project, last
 
@@ -84,7 +84,7 @@ def test_label_verify_train_compare_promote_realign_and_see_the_new_suggestions(
     # 3. train from the Models page; the worker runs the job and the page follows its progress.
     page.goto(f"{base}/models/")
     expect(page.locator("#training-data")).to_contain_text("train")
-    page.get_by_label("Epochs").fill("15")
+    page.get_by_label("Epochs", exact=True).fill("15")
     page.get_by_label("Learning rate").fill("0.1")
     page.get_by_role("button", name="Train").click()
     expect(page.locator("#jobs .status").first).to_have_text("Queued")
