@@ -19,7 +19,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from alignment.aligning.service import side_sentences
-from alignment.models import DocumentPair
+from alignment.models import DocumentPair, Sentence
 from annotation.models import AnnotationProject, LabelEvent
 from annotation.review import pair_item_states, pair_verified
 from annotation.selectors import latest_label_events
@@ -68,6 +68,12 @@ def gold_items(project: AnnotationProject) -> tuple[list[list], list[int]]:
 
 
 def _check(project: AnnotationProject, items: list[list]) -> Counter:
+    """Enough document pairs and labels, and both classes: linked pairs and pairs that are not linked.
+
+    Negatives are explicit "not aligned" labels or implicit: in a verified (or imported) document
+    pair, every sentence pair nobody linked. So one class means nothing is linked at all, or every
+    sentence pair of every document pair is linked.
+    """
     labels = Counter(item[3] for item in items)
     pairs = {item[0] for item in items}
     if len(pairs) < MIN_PAIRS or len(items) < MIN_LABELS:
@@ -76,11 +82,20 @@ def _check(project: AnnotationProject, items: list[list]) -> Counter:
             f"train, dev and test, and at least {MIN_LABELS} labelled sentence pairs; project {project.name!r} has "
             f"{len(pairs)} such document pair(s) with {len(items)} label(s). Verify more pairs on the review page."
         )
-    if len(labels) < 2:
-        (only, count), = labels.items()
+    linked = sum(count for label, count in labels.items() if label in POSITIVE)
+    if linked == 0:
         raise TrainingDataError(
-            f"only one class present: all {count} labels are {only!r}; training needs at least two of aligned, partial "
-            f"and not aligned (label the suggestions you reject as not aligned)"
+            f"only one class present: all {len(items)} labels are 'not_aligned', so there is no alignment to learn; "
+            f"training needs aligned or partial links"
+        )
+    cells = sum(
+        Sentence.objects.filter(document=pair.simple_document_id).count() * Sentence.objects.filter(document=pair.complex_document_id).count()
+        for pair in DocumentPair.objects.filter(pk__in=pairs)
+    )
+    if linked >= cells and not labels.get("not_aligned"):
+        raise TrainingDataError(
+            f"only one class present: every one of the {cells} sentence pairs of the {len(pairs)} document pairs is linked; "
+            f"training needs sentence pairs that are not aligned too"
         )
     return labels
 

@@ -74,16 +74,33 @@ def test_unverified_labels_do_not_count(owner) -> None:
         snapshot_create(project=project, created_by=owner)
 
 
-def test_only_one_class_is_refused(owner) -> None:
+@pytest.mark.parametrize("label", ["not_aligned", "aligned"])
+def test_only_one_class_is_refused(owner, label) -> None:
+    """All labels "not aligned": nothing to learn. Every sentence pair linked: no negatives, not even implicit ones."""
     project, annotator = build_gold_project(owner, labelled=0)
     for pair in project.pairs.order_by("pk")[:3]:
+        simple = list(pair.simple_document.sentences.order_by("index"))
+        complex_ = list(pair.complex_document.sentences.order_by("index"))
+        for s in simple:
+            for c in complex_ if label == "aligned" else complex_[:1]:
+                services.label_record(project=project, annotator=annotator, pair=pair, simple_sentence_id=s.pk,
+                                      complex_sentence_id=c.pk, label=label, expected_previous=None, source=LabelEvent.Source.IMPORT)  # fmt: skip
+    expected = "all 12 labels are 'not_aligned'" if label == "not_aligned" else "every one of the 48 sentence pairs of the 3 document pairs is linked"
+    with pytest.raises(TrainingDataError, match=f"only one class present: {expected}"):
+        snapshot_create(project=project, created_by=owner)
+
+
+def test_imported_positive_links_alone_train_with_implicit_negatives(owner) -> None:
+    """Gold imported from DEplain has no "not aligned" rows: unlinked sentence pairs are the negatives."""
+    project, annotator = build_gold_project(owner, labelled=0)
+    for pair in project.pairs.order_by("pk"):
         simple = list(pair.simple_document.sentences.order_by("index"))
         complex_ = list(pair.complex_document.sentences.order_by("index"))
         for s, c in zip(simple, complex_):
             services.label_record(project=project, annotator=annotator, pair=pair, simple_sentence_id=s.pk,
                                   complex_sentence_id=c.pk, label="aligned", expected_previous=None, source=LabelEvent.Source.IMPORT)  # fmt: skip
-    with pytest.raises(TrainingDataError, match="only one class present: all 12 labels are 'aligned'"):
-        snapshot_create(project=project, created_by=owner)
+    snapshot = snapshot_create(project=project, created_by=owner)
+    assert snapshot.counts["labels"] == {"aligned": 24} and sum(snapshot.counts["pairs"].values()) == 6
 
 
 def test_a_training_job_registers_a_version_with_metrics_progress_and_checksum(gold_project, owner, model_dir) -> None:
