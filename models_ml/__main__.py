@@ -205,7 +205,7 @@ def run_evaluate(args: argparse.Namespace) -> str:
     return format_report(report) + ("\n\n" + format_sweep(sweep) if sweep is not None else "")
 
 
-def _read_gold(path: Path, gold_format: str) -> list[GoldPair]:
+def read_gold(path: Path, gold_format: str) -> list[GoldPair]:
     """Gold pairs of a Wiki-Manual TSV, or of DEplain's documents.csv + alignments.csv (folder or csv)."""
     alignments = path / "alignments.csv" if gold_format == "deplain" and path.is_dir() else path
     files = [alignments] if gold_format == "wiki-manual" else [alignments.parent / "documents.csv", alignments]
@@ -253,7 +253,7 @@ def _check_writable_directory(path: Path) -> None:
 
 
 def run_train(args: argparse.Namespace) -> str:
-    pairs = _read_gold(args.gold, args.gold_format)
+    pairs = read_gold(args.gold, args.gold_format)
     _check_writable_directory(args.output)
     pair_training = None
     if args.pair_classifier_output is not None:

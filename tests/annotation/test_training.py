@@ -310,3 +310,44 @@ def test_a_job_can_also_fine_tune_the_cross_encoder_which_realignment_then_score
         handle.write(b"\0")
     with pytest.raises(registry.ModelCorrupted, match=r"pair_classifier\.pt: checksum mismatch"):
         registry.version_load(version)
+
+
+def _write_gold_deplain(folder: Path) -> Path:
+    from models_ml.io import AlignmentGroup, GoldPair
+    from tests.annotation.gold_set import ARTICLES
+    from tests.models_ml.test_train import write_deplain
+
+    pairs = [
+        GoldPair(title, complex_, simple, [AlignmentGroup(complex=(k,), simple=(k,)) for k in range(4)], None, None)
+        for title, (complex_, simple) in ARTICLES.items()
+    ]
+    return write_deplain(folder, pairs)
+
+
+def test_imported_deplain_gold_is_a_pre_labelled_project_that_trains(owner, tmp_path) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("import_gold", "--gold", str(_write_gold_deplain(tmp_path / "deplain")), "--format", "deplain",
+                 "--project", "Imported gold", "--user", "owner", stdout=out)  # fmt: skip
+    assert "imported 6 document pairs with 24 gold links" in out.getvalue()
+    project = AnnotationProject.objects.get(name="Imported gold")
+    assert set(LabelEvent.objects.filter(project=project).values_list("source", "new_label")) == {("import", "aligned")}
+    job = train_now(project, owner)
+    assert job.status == TrainingJob.Status.SUCCEEDED and sum(job.snapshot.counts["pairs"].values()) == 6
+
+
+def test_import_gold_refuses_bad_input_and_writes_nothing(owner, tmp_path, gold_project) -> None:
+    from django.core.management import CommandError, call_command
+
+    gold = _write_gold_deplain(tmp_path / "deplain")
+    before = (AnnotationProject.objects.count(), LabelEvent.objects.count())
+    with pytest.raises(CommandError, match="no such file"):
+        call_command("import_gold", "--gold", str(tmp_path / "missing"), "--format", "deplain", "--project", "X", "--user", "owner")
+    with pytest.raises(CommandError, match="a project named 'Gold retraining' exists already"):
+        call_command("import_gold", "--gold", str(gold), "--format", "deplain", "--project", "Gold retraining", "--user", "owner")
+    with pytest.raises(CommandError, match="corpus 'Gold articles' exists and has documents"):
+        call_command("import_gold", "--gold", str(gold), "--format", "deplain", "--project", "New", "--corpus", "Gold articles", "--user", "owner")
+    assert (AnnotationProject.objects.count(), LabelEvent.objects.count()) == before
