@@ -349,3 +349,7 @@ class CandidateAlignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.simple_sentence} ~ {self.complex_sentence} ({self.label})"
+
+
+# Mining lives in its own module; importing it here registers its models with this app.
+from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard  # noqa: E402, F401

@@ -65,3 +65,27 @@ def align_pairs(*, run_id: int) -> None:
         aligning.alignment_run_execute(run_id=run_id, build_measure=run_measure, device=settings.ENCODER_DEVICE)
     finally:
         close_old_connections()
+
+
+@app.task(queue="mining", name="alignment.mining_prepare")
+def mining_prepare(*, job_id: int) -> None:
+    """Document vectors and shards of a mining job; queues one task per shard."""
+    from alignment.mining.service import mining_job_prepare
+
+    close_old_connections()
+    try:
+        mining_job_prepare(job_id=job_id)
+    finally:
+        close_old_connections()
+
+
+@app.task(queue="mining", name="alignment.mining_shard")
+def mining_shard(*, shard_id: int) -> None:
+    """Mine one shard's source documents (resumable, cancellable, never duplicates a pair)."""
+    from alignment.mining.service import mining_shard_execute
+
+    close_old_connections()
+    try:
+        mining_shard_execute(shard_id=shard_id)
+    finally:
+        close_old_connections()

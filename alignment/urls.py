@@ -1,6 +1,7 @@
 from django.urls import path
 
 from alignment import inspect_views, views
+from alignment.mining import views as mining_views
 
 app_name = "alignment"
 
@@ -16,6 +17,10 @@ urlpatterns = [
     path("pairs/<int:pair_id>/align/", views.pair_align, name="pair_align"),
     path("candidates/<int:candidate_id>/diff/", inspect_views.candidate_diff, name="candidate_diff"),
     path("corpora/<int:corpus_id>/align/", views.corpus_align, name="corpus_align"),
+    path("corpora/<int:corpus_id>/mine/", mining_views.mining_start, name="mining_start"),
+    path("mining/<int:job_id>/", mining_views.mining_job, name="mining_job"),
+    path("mining/<int:job_id>/progress/", mining_views.mining_job_progress, name="mining_job_progress"),
+    path("mining/<int:job_id>/cancel/", mining_views.mining_job_cancel_view, name="mining_job_cancel"),
     path("runs/<int:run_id>/", views.alignment_run_detail, name="alignment_run_detail"),
     path("runs/<int:run_id>/progress/", views.alignment_run_progress, name="alignment_run_progress"),
     path("runs/<int:run_id>/cancel/", views.alignment_run_cancel, name="alignment_run_cancel"),

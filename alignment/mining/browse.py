@@ -1,0 +1,75 @@
+"""Reads for the mined-pair browser: filters, sorting and full-text search over a job's pairs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.postgres.search import SearchQuery, SearchVector
+from django.db.models import Q, QuerySet
+
+from alignment.mining.models import MinedPair, MiningJob
+
+SORTS = {
+    "score": ("-score", "pk"),
+    "-score": ("score", "pk"),
+    "length_ratio": ("length_ratio", "pk"),
+    "overlap": ("-overlap", "pk"),
+    "doc_score": ("-doc_score", "pk"),
+    "position": ("source_document_id", "source_key", "pk"),
+}
+SHAPES = ("1:1", "1:n", "n:1", "n:m")
+RANGES = ("score", "length_ratio", "overlap", "doc_score")
+
+
+class FilterError(ValueError):
+    """A bad browser parameter; the message names it."""
+
+
+@dataclass
+class Filters:
+    ranges: dict[str, tuple[float | None, float | None]]
+    shape: str = ""
+    q: str = ""
+    sort: str = "score"
+
+
+def _number(params, name: str) -> float | None:
+    raw = (params.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise FilterError(f"{name}: {raw!r} is not a number") from None
+
+
+def filters_from(params) -> Filters:
+    ranges = {name: (_number(params, f"{name}_min"), _number(params, f"{name}_max")) for name in RANGES}
+    shape = params.get("shape", "") or ""
+    if shape and shape not in SHAPES:
+        raise FilterError(f"shape: {shape!r} is not one of {', '.join(SHAPES)}")
+    sort = params.get("sort", "score") or "score"
+    if sort not in SORTS:
+        raise FilterError(f"sort: {sort!r} is not one of {', '.join(SORTS)}")
+    return Filters(ranges=ranges, shape=shape, q=(params.get("q") or "").strip(), sort=sort)
+
+
+def mined_pairs(job: MiningJob, filters: Filters) -> QuerySet[MinedPair]:
+    pairs = MinedPair.objects.filter(job=job)
+    for name, (low, high) in filters.ranges.items():
+        if low is not None:
+            pairs = pairs.filter(**{f"{name}__gte": low})
+        if high is not None:
+            pairs = pairs.filter(**{f"{name}__lte": high})
+    shape = {
+        "1:1": Q(source_count=1, target_count=1),
+        "1:n": Q(source_count=1, target_count__gt=1),
+        "n:1": Q(source_count__gt=1, target_count=1),
+        "n:m": Q(source_count__gt=1, target_count__gt=1),
+    }.get(filters.shape)
+    if shape is not None:
+        pairs = pairs.filter(shape)
+    if filters.q:
+        vector = SearchVector("source_text", "target_text", config="simple")
+        pairs = pairs.annotate(search=vector).filter(search=SearchQuery(filters.q, config="simple", search_type="websearch"))
+    return pairs.select_related("source_document", "target_document").order_by(*SORTS[filters.sort])

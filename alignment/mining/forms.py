@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from django import forms
+
+from alignment.models import Corpus
+
+
+class MiningJobForm(forms.Form):
+    """LHA settings; defaults are models_ml.lha.LHAConfig's."""
+
+    target_corpus = forms.ModelChoiceField(queryset=Corpus.objects.none(), help_text="the corpus in the other style")
+    k_documents = forms.IntegerField(min_value=1, max_value=50, initial=5, label="K documents")
+    theta_d = forms.FloatField(min_value=-1.0, max_value=1.0, initial=0.5, label="θd (document cosine)")
+    k_sentences = forms.IntegerField(min_value=1, max_value=50, initial=5, label="K sentences")
+    theta_s = forms.FloatField(min_value=-1.0, max_value=1.0, label="θs (sentence cosine)")
+    min_overlap = forms.FloatField(min_value=0.0, max_value=1.0, required=False, initial=0.4, help_text="empty: no overlap filter")
+    max_length_ratio = forms.FloatField(min_value=0.01, required=False, initial=1.5, help_text="empty: no length filter")
+    language = forms.ChoiceField(choices=[("en", "English"), ("de", "German")], initial="en")
+
+    def __init__(self, *args, targets=None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        from models_ml.lha import LHAConfig
+
+        self.fields["target_corpus"].queryset = targets if targets is not None else Corpus.objects.none()
+        self.fields["theta_s"].initial = LHAConfig().theta_s

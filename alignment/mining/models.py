@@ -1,0 +1,138 @@
+"""Mining pseudo-parallel pairs from unpaired corpora: jobs split into shards, and the pairs they find.
+
+A :class:`MiningJob` (LHA between a source and a target corpus, or MUSS within one corpus)
+is prepared once (document vectors, shard ranges) and then run as many
+:class:`MiningShard` tasks, each over a range of source documents, so several workers on
+several machines share one job. Shards commit per source document and remember where they
+stopped, so a crashed shard resumes; pairs are unique per job, so re-running never
+duplicates them. :class:`DocumentEmbedding` holds document vectors (mean of the sentence
+vectors) with a partial HNSW index per encoder, for the document nearest-neighbour step.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector
+from django.db import models
+from pgvector.django import VectorField
+
+
+class DocumentEmbedding(models.Model):
+    document = models.ForeignKey("alignment.Document", on_delete=models.CASCADE, related_name="embeddings")
+    encoder = models.ForeignKey("alignment.Encoder", on_delete=models.CASCADE, related_name="document_embeddings")
+    vector = VectorField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["document", "encoder"], name="one_document_vector_per_encoder")]
+
+
+class MiningJob(models.Model):
+    class Method(models.TextChoices):
+        LHA = "lha", "LHA (documents, then sentences)"
+        MUSS = "muss", "MUSS paraphrase mining"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    method = models.CharField(max_length=8, choices=Method.choices)
+    source_corpus = models.ForeignKey("alignment.Corpus", on_delete=models.CASCADE, related_name="mining_jobs_as_source")
+    target_corpus = models.ForeignKey("alignment.Corpus", on_delete=models.CASCADE, related_name="mining_jobs_as_target")
+    config = models.JSONField(help_text="The method's settings (LHAConfig / MussConfig fields) and the encoder.")
+    config_hash = models.CharField(max_length=64, help_text="Same corpora, method and settings: the same job, never a duplicate.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    cancel_requested = models.BooleanField(default=False)
+    shards_total = models.PositiveIntegerField(default=0)
+    shards_done = models.PositiveIntegerField(default=0)
+    documents_total = models.PositiveIntegerField(default=0)
+    documents_done = models.PositiveIntegerField(default=0)
+    pairs_found = models.PositiveIntegerField(default=0)
+    busy_seconds = models.FloatField(default=0.0, help_text="Summed over shards (workers run in parallel).")
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-pk"]
+        constraints = [models.UniqueConstraint(fields=["config_hash"], name="one_mining_job_per_setting")]
+
+    def __str__(self) -> str:
+        return f"mining job {self.pk} ({self.method})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.documents_done / self.documents_total) if self.documents_total else 0
+
+
+class MiningShard(models.Model):
+    """A range of the job's source documents (by position in id order): [start, end)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    job = models.ForeignKey(MiningJob, on_delete=models.CASCADE, related_name="shards")
+    index = models.PositiveIntegerField()
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    position = models.PositiveIntegerField(help_text="The next source document to mine: start <= position <= end.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    pairs_found = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+    procrastinate_job_id = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "index"]
+        constraints = [models.UniqueConstraint(fields=["job", "index"], name="one_shard_per_index")]
+
+
+class MinedPair(models.Model):
+    """One mined n:m item between a source and a target document, with the scores the browser filters on."""
+
+    job = models.ForeignKey(MiningJob, on_delete=models.CASCADE, related_name="pairs")
+    source_document = models.ForeignKey("alignment.Document", on_delete=models.CASCADE, related_name="+")
+    target_document = models.ForeignKey("alignment.Document", on_delete=models.CASCADE, related_name="+")
+    source_sentences = models.JSONField(help_text="Sentence indices in the source document.")
+    target_sentences = models.JSONField(help_text="Sentence indices in the target document.")
+    source_key = models.CharField(max_length=200, help_text="The indices joined: part of the uniqueness key.")
+    target_key = models.CharField(max_length=200)
+    source_text = models.TextField()
+    target_text = models.TextField()
+    source_count = models.PositiveSmallIntegerField()
+    target_count = models.PositiveSmallIntegerField()
+    source_tokens = models.PositiveIntegerField()
+    target_tokens = models.PositiveIntegerField()
+    score = models.FloatField()
+    doc_score = models.FloatField(null=True)
+    length_ratio = models.FloatField(help_text="Target characters / source characters.")
+    overlap = models.FloatField(null=True)
+    features = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-score", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "source_document", "target_document", "source_key", "target_key"], name="mined_pair_once_per_job"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["job", "-score"]),
+            GinIndex(SearchVector("source_text", "target_text", config="simple"), name="mined_pair_text_search"),
+        ]
+
+    @property
+    def shape(self) -> str:
+        return f"{self.source_count}:{self.target_count}"

@@ -1,0 +1,278 @@
+"""Mining jobs in the app: create (deduplicated by settings), prepare (document vectors, shards), run shards.
+
+LHA here follows ``models_ml.lha`` with the database doing the nearest-neighbour search:
+document vectors (mean of the stored sentence vectors, renormalised) live in
+DocumentEmbedding with a partial HNSW index per encoder, and each source document's K
+nearest target documents come from it; the sentence step runs on the two documents' stored
+vectors. A shard covers a range of source documents (by position in id order) and commits
+after each document with its pairs and its new position, so it resumes after a crash, stops
+between documents when cancelled, and never stores a pair twice (unique per job).
+Memory per shard: one source and one target document's vectors at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, fields
+
+import numpy as np
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.db.models import Count, F
+from django.db.models.functions import Cast
+from django.utils import timezone
+from pgvector.django import CosineDistance, VectorField
+
+from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
+from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
+from models_ml.lha import LHAConfig, align_sentences, unigram_overlap
+
+SHARD_DOCUMENTS = 50
+
+
+def _lha_config(config: dict | None) -> LHAConfig:
+    known = {f.name for f in fields(LHAConfig)}
+    unknown = set(config or {}) - known - {"encoder", "shard_documents"}
+    if unknown:
+        raise ValueError(f"unknown LHA setting(s) {sorted(unknown)}; settings: {', '.join(sorted(known))}")
+    return LHAConfig(**{k: v for k, v in (config or {}).items() if k in known})
+
+
+def mining_job_create(
+    *, source_corpus: Corpus, target_corpus: Corpus, config: dict | None = None, created_by: AbstractBaseUser | None = None,
+    shard_documents: int = SHARD_DOCUMENTS,
+) -> tuple[MiningJob, bool]:  # fmt: skip
+    """Queue an LHA job; the same corpora and settings return the existing job (resumed when it had failed)."""
+    lha = _lha_config(config)
+    if lha.global_variant:
+        raise ValueError("the global variant runs in the CLI benchmarks only (python -m models_ml mine); the app mines documents first")
+    if shard_documents < 1:
+        raise ValueError(f"shard_documents must be >= 1, got {shard_documents}")
+    stored = {**asdict(lha), "encoder": (config or {}).get("encoder", settings.ENCODER_MODEL), "shard_documents": shard_documents}
+    key = json.dumps({"method": "lha", "source": source_corpus.pk, "target": target_corpus.pk, "config": stored}, sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    with transaction.atomic():
+        job, created = MiningJob.objects.get_or_create(
+            config_hash=digest,
+            defaults={"method": "lha", "source_corpus": source_corpus, "target_corpus": target_corpus, "config": stored, "created_by": created_by},
+        )
+        if not created and job.status in (MiningJob.Status.FAILED, MiningJob.Status.CANCELLED):
+            MiningJob.objects.filter(pk=job.pk).update(status=MiningJob.Status.QUEUED, cancel_requested=False, error="", finished_at=None)
+            created = False
+        elif not created:
+            return job, False
+        transaction.on_commit(lambda: _enqueue_prepare(job.pk))
+    job.refresh_from_db()
+    return job, created
+
+
+def _enqueue_prepare(job_id: int) -> None:
+    from alignment.tasks import mining_prepare
+
+    mining_prepare.defer(job_id=job_id)
+
+
+def _enqueue_shard(shard_id: int) -> None:
+    from alignment.tasks import mining_shard
+
+    MiningShard.objects.filter(pk=shard_id).update(procrastinate_job_id=mining_shard.defer(shard_id=shard_id))
+
+
+def mining_job_cancel(*, job: MiningJob) -> MiningJob:
+    """Shards stop after the document in flight; pairs found so far are kept."""
+    MiningJob.objects.filter(pk=job.pk, status__in=[MiningJob.Status.QUEUED, MiningJob.Status.RUNNING]).update(cancel_requested=True)
+    job.refresh_from_db()
+    return job
+
+
+def _fail(job_id: int, error: str) -> None:
+    MiningJob.objects.filter(pk=job_id).update(status=MiningJob.Status.FAILED, error=error, finished_at=timezone.now())
+
+
+def _source_document_ids(job: MiningJob) -> list[int]:
+    return list(Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True))
+
+
+def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder) -> int:
+    """Store the mean sentence vector of every document of ``corpus`` that has none; returns how many were added."""
+    missing_vectors = Sentence.objects.filter(document__corpus=corpus).exclude(embeddings__encoder=encoder).count()
+    if missing_vectors:
+        raise ValueError(
+            f"corpus {corpus.name!r}: {missing_vectors} sentence(s) have no vector from {encoder.name}; run its embedding job first"
+        )
+    added = 0
+    todo = Document.objects.filter(corpus=corpus).exclude(embeddings__encoder=encoder).order_by("pk").values_list("pk", flat=True)
+    for document_id in todo.iterator(chunk_size=500):
+        vectors = _sentence_vectors(document_id, encoder)  # (m, d)
+        mean = vectors.mean(axis=0) if len(vectors) else np.zeros(encoder.dimensions, dtype=np.float32)
+        norm = float(np.linalg.norm(mean))
+        DocumentEmbedding.objects.get_or_create(
+            document_id=document_id, encoder=encoder, defaults={"vector": (mean / norm if norm > 0 else mean).tolist()}
+        )
+        added += 1
+    _document_index_ensure(encoder)
+    return added
+
+
+def _document_index_ensure(encoder: Encoder) -> None:
+    name = f"document_embedding_hnsw_{int(encoder.pk)}"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON {DocumentEmbedding._meta.db_table} "
+            f"USING hnsw ((vector::vector({int(encoder.dimensions)})) vector_cosine_ops) WHERE encoder_id = {int(encoder.pk)}"
+        )
+
+
+def _sentence_vectors(document_id: int, encoder: Encoder) -> np.ndarray:
+    rows = SentenceEmbedding.objects.filter(sentence__document_id=document_id, encoder=encoder).order_by("sentence__index")
+    vectors = [np.asarray(vector, dtype=np.float32) for vector in rows.values_list("vector", flat=True)]
+    return np.stack(vectors) if vectors else np.zeros((0, encoder.dimensions), dtype=np.float32)  # (m, d)
+
+
+def mining_job_prepare(*, job_id: int) -> MiningJob:
+    """Document vectors of both corpora, then one shard per ``shard_documents`` source documents (idempotent)."""
+    job = MiningJob.objects.select_related("source_corpus", "target_corpus").get(pk=job_id)
+    if job.status not in (MiningJob.Status.QUEUED, MiningJob.Status.RUNNING):
+        return job
+    MiningJob.objects.filter(pk=job_id).update(status=MiningJob.Status.RUNNING, started_at=job.started_at or timezone.now())
+    try:
+        encoder = Encoder.objects.filter(name=job.config["encoder"]).first()
+        if encoder is None:
+            raise ValueError(f"no vectors from encoder {job.config['encoder']!r}: run the embedding job of both corpora first")
+        for corpus in {job.source_corpus, job.target_corpus}:
+            document_vectors_ensure(corpus=corpus, encoder=encoder)
+        total = len(_source_document_ids(job))
+        size = int(job.config["shard_documents"])
+        with transaction.atomic():
+            for index, start in enumerate(range(0, total, size)):
+                MiningShard.objects.get_or_create(job=job, index=index, defaults={"start": start, "end": min(start + size, total), "position": start})
+            shards = MiningShard.objects.filter(job=job)
+            MiningJob.objects.filter(pk=job_id).update(
+                shards_total=shards.count(), documents_total=total, shards_done=shards.filter(status=MiningShard.Status.DONE).count()
+            )
+            pending = list(shards.exclude(status=MiningShard.Status.DONE).values_list("pk", flat=True))
+            for shard_id in pending:
+                transaction.on_commit(lambda shard_id=shard_id: _enqueue_shard(shard_id))
+        if not pending:
+            _finish(job_id)
+    except ValueError as error:
+        _fail(job_id, str(error))
+    return MiningJob.objects.get(pk=job_id)
+
+
+def mining_shard_execute(*, shard_id: int) -> MiningShard:
+    """Mine the shard's remaining source documents, committing after each one."""
+    shard = MiningShard.objects.select_related("job", "job__source_corpus", "job__target_corpus").get(pk=shard_id)
+    job = shard.job
+    if shard.status == MiningShard.Status.DONE or job.status not in (MiningJob.Status.QUEUED, MiningJob.Status.RUNNING):
+        return shard
+    MiningShard.objects.filter(pk=shard_id).update(status=MiningShard.Status.RUNNING, attempts=F("attempts") + 1, error="")
+    config = _lha_config(job.config)
+    encoder = Encoder.objects.get(name=job.config["encoder"])
+    ids = _source_document_ids(job)
+    try:
+        for position in range(shard.position, shard.end):
+            if MiningJob.objects.filter(pk=job.pk, cancel_requested=True).exists():
+                MiningShard.objects.filter(pk=shard_id).update(status=MiningShard.Status.QUEUED)
+                MiningJob.objects.filter(pk=job.pk).update(status=MiningJob.Status.CANCELLED, finished_at=timezone.now())
+                return MiningShard.objects.get(pk=shard_id)
+            started = time.perf_counter()
+            found = _mine_document(job, ids[position], config, encoder)
+            with transaction.atomic():
+                MinedPair.objects.bulk_create(found, ignore_conflicts=True, batch_size=1000)
+                MiningShard.objects.filter(pk=shard_id).update(position=position + 1)
+                MiningJob.objects.filter(pk=job.pk).update(
+                    documents_done=F("documents_done") + 1, busy_seconds=F("busy_seconds") + (time.perf_counter() - started)
+                )
+    except Exception as exc:
+        MiningShard.objects.filter(pk=shard_id).update(status=MiningShard.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        _fail(job.pk, f"shard {shard.index}: {type(exc).__name__}: {exc}")
+        raise
+    with transaction.atomic():
+        MiningShard.objects.filter(pk=shard_id).update(status=MiningShard.Status.DONE, pairs_found=_count(job, shard, ids))
+        MiningJob.objects.filter(pk=job.pk).update(shards_done=F("shards_done") + 1)
+    _finish(job.pk)
+    return MiningShard.objects.get(pk=shard_id)
+
+
+def _count(job: MiningJob, shard: MiningShard, ids: list[int]) -> int:
+    return MinedPair.objects.filter(job=job, source_document_id__in=ids[shard.start : shard.end]).count()
+
+
+def _finish(job_id: int) -> None:
+    """Mark the job succeeded once every shard is done (whichever shard finishes last does it)."""
+    with transaction.atomic():
+        job = MiningJob.objects.select_for_update().get(pk=job_id)
+        if job.status == MiningJob.Status.RUNNING and job.shards_done >= job.shards_total:
+            job.status, job.finished_at = MiningJob.Status.SUCCEEDED, timezone.now()
+            job.pairs_found = MinedPair.objects.filter(job=job).count()
+            job.save(update_fields=["status", "finished_at", "pairs_found"])
+
+
+def document_neighbours(*, document_id: int, encoder: Encoder, corpus: Corpus, k: int, theta_d: float) -> list[tuple[int, float]]:
+    """The K target documents nearest to ``document_id`` (pgvector HNSW), with cosine >= theta_d."""
+    own = DocumentEmbedding.objects.get(document_id=document_id, encoder=encoder).vector
+    typed = Cast("vector", VectorField(dimensions=encoder.dimensions))
+    rows = (
+        DocumentEmbedding.objects.filter(encoder=encoder, document__corpus=corpus)
+        .exclude(document_id=document_id)
+        .annotate(distance=CosineDistance(typed, own))
+        .order_by("distance")
+        .values_list("document_id", "distance")[:k]
+    )
+    return [(doc, 1.0 - float(distance)) for doc, distance in rows if 1.0 - float(distance) >= theta_d]
+
+
+def _texts(document_id: int) -> list[str]:
+    return list(Sentence.objects.filter(document_id=document_id).order_by("index").values_list("text", flat=True))
+
+
+def _mine_document(job: MiningJob, document_id: int, config: LHAConfig, encoder: Encoder) -> list[MinedPair]:
+    found = []
+    source_vectors, source_texts = _sentence_vectors(document_id, encoder), _texts(document_id)
+    neighbours = document_neighbours(
+        document_id=document_id, encoder=encoder, corpus=job.target_corpus, k=config.k_documents, theta_d=config.theta_d
+    )
+    for target_id, doc_score in neighbours:
+        target_vectors, target_texts = _sentence_vectors(target_id, encoder), _texts(target_id)
+        for source, target, score in align_sentences(source_vectors, target_vectors, k=config.k_sentences, theta_s=config.theta_s):
+            source_text = " ".join(source_texts[i] for i in source)
+            target_text = " ".join(target_texts[j] for j in target)
+            overlap = unigram_overlap(source_text, target_text, config.language)
+            ratio = len(target_text) / max(len(source_text), 1)
+            if config.min_overlap is not None and overlap < config.min_overlap:
+                continue
+            if config.max_length_ratio is not None and ratio > config.max_length_ratio:
+                continue
+            found.append(
+                MinedPair(
+                    job=job, source_document_id=document_id, target_document_id=target_id,
+                    source_sentences=list(source), target_sentences=list(target),
+                    source_key=",".join(map(str, source)), target_key=",".join(map(str, target)),
+                    source_text=source_text, target_text=target_text, source_count=len(source), target_count=len(target),
+                    source_tokens=len(source_text.split()), target_tokens=len(target_text.split()),
+                    score=float(score), doc_score=doc_score, length_ratio=ratio, overlap=overlap,
+                    features={"overlap": overlap, "length_ratio": ratio},
+                )
+            )  # fmt: skip
+    return found
+
+
+def mining_job_statistics(job: MiningJob) -> dict:
+    """Per-job figures in the manner of the seeds' tables: pairs, mean tokens per side, % multi-sentence items."""
+    from django.db.models import Avg, Q
+
+    figures = MinedPair.objects.filter(job=job).aggregate(
+        pairs=Count("pk"), source_tokens=Avg("source_tokens"), target_tokens=Avg("target_tokens"),
+        source_multi=Count("pk", filter=Q(source_count__gt=1)), target_multi=Count("pk", filter=Q(target_count__gt=1)),
+        shapes_1_1=Count("pk", filter=Q(source_count=1, target_count=1)),
+    )  # fmt: skip
+    pairs = figures["pairs"] or 0
+    return {
+        **figures,
+        "source_multi_percent": 100.0 * figures["source_multi"] / pairs if pairs else 0.0,
+        "target_multi_percent": 100.0 * figures["target_multi"] / pairs if pairs else 0.0,
+    }

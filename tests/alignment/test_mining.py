@@ -1,0 +1,173 @@
+"""Mining jobs in the app (LHA): sharded, resumable, cancellable, never duplicating pairs; the mined-pair browser."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+
+from alignment import services
+from alignment.importing.readers import ImportOptions
+from alignment.importing.service import corpus_import_files
+from alignment.mining import service as mining
+from alignment.mining.models import MinedPair, MiningJob, MiningShard
+from alignment.models import Document
+from alignment.services import corpus_get_or_create
+
+COMPLEX = {
+    "Tram": "The city council approved a new tram line on Tuesday.\nThe tram line will connect the harbour with the university.\nConstruction begins in spring and will last three years.\n",
+    "Bees": "Honeybees visit thousands of flowers every day to collect nectar.\nThe bees turn the nectar into honey inside the hive.\nBeekeepers harvest the honey in late summer.\n",
+    "Volcano": "The volcano on the northern island erupted again on Sunday morning.\nThick clouds of ash forced the airport to cancel many flights.\nNearby villages were evacuated before the lava flowed.\n",
+    "Library": "The city library reopened after a renovation lasting two years.\nVisitors can now borrow electronic books with their library card.\nThe library is open until ten in the evening.\n",
+}
+SIMPLE = {
+    "Tram": "The city council wants a new tram line.\nThe tram line will go from the harbour to the university.\nConstruction begins in spring.\n",
+    "Bees": "Honeybees visit many flowers every day.\nThe bees make honey from nectar in the hive.\nBeekeepers take the honey in summer.\n",
+    "Volcano": "The volcano on the island erupted on Sunday.\nThe ash forced the airport to cancel flights.\nVillages were evacuated before the lava came.\n",
+    "Library": "The library opened again after two years.\nVisitors can borrow electronic books.\nThe library is open until ten.\n",
+}
+
+
+@pytest.fixture
+def two_corpora(owner, run_worker):
+    """The complex texts in one corpus and the simple ones in another, pairing hidden, both embedded."""
+    corpora = []
+    for name, texts in (("Complex news", COMPLEX), ("Simple news", SIMPLE)):
+        corpus, _ = corpus_get_or_create(name=name, language="en", owner=owner)
+        files = [(f"{title}-adv.txt", text.encode()) for title, text in texts.items()]
+        assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
+        services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
+        corpora.append(corpus)
+    run_worker(["embedding"])
+    return corpora
+
+
+def _mine(source, target, run_worker, **config):
+    job, created = mining.mining_job_create(source_corpus=source, target_corpus=target, config=config, shard_documents=2)
+    run_worker(["mining"])
+    job.refresh_from_db()
+    return job, created
+
+
+def test_lha_job_finds_the_hidden_document_pairing_and_aligned_sentences_across_shards(two_corpora, run_worker) -> None:
+    source, target = two_corpora
+    job, created = _mine(source, target, run_worker, k_documents=1, theta_d=0.3, k_sentences=1, theta_s=0.5)
+    assert created and job.status == MiningJob.Status.SUCCEEDED, job.error
+    assert job.shards_total == 2 and job.shards_done == 2 and job.documents_done == 4
+    pairs = list(MinedPair.objects.filter(job=job).select_related("source_document", "target_document"))
+    assert job.pairs_found == len(pairs) >= 8
+    assert all(p.source_document.external_id == p.target_document.external_id for p in pairs)  # the true pairing
+    first = next(p for p in pairs if p.source_document.external_id == "Tram" and p.source_sentences == [1])
+    assert first.target_sentences == [1] and first.overlap >= 0.4 and first.length_ratio <= 1.5
+    stats = mining.mining_job_statistics(job)
+    assert stats["pairs"] == len(pairs) and stats["source_tokens"] > stats["target_tokens"]
+
+
+def test_the_same_settings_give_the_same_job_and_no_duplicate_pairs(two_corpora, run_worker) -> None:
+    source, target = two_corpora
+    job, _ = _mine(source, target, run_worker, k_documents=1, theta_d=0.3, theta_s=0.5)
+    count = MinedPair.objects.count()
+    again, created = _mine(source, target, run_worker, k_documents=1, theta_d=0.3, theta_s=0.5)
+    assert again.pk == job.pk and not created
+    MiningShard.objects.filter(job=job).update(position=0, status=MiningShard.Status.QUEUED)  # force a re-run of every shard
+    MiningJob.objects.filter(pk=job.pk).update(status=MiningJob.Status.RUNNING, shards_done=0)
+    for shard in MiningShard.objects.filter(job=job):
+        mining.mining_shard_execute(shard_id=shard.pk)
+    assert MinedPair.objects.count() == count
+    other, created = _mine(source, target, run_worker, k_documents=1, theta_d=0.3, theta_s=0.6)
+    assert created and other.pk != job.pk
+
+
+def test_a_crashed_shard_resumes_where_it_stopped(two_corpora, run_worker, monkeypatch) -> None:
+    source, target = two_corpora
+    real = mining._mine_document
+    calls = []
+
+    def crash_on_third(job, document_id, config, encoder):
+        calls.append(document_id)
+        if len(calls) == 3:
+            raise MemoryError("worker ran out of memory")
+        return real(job, document_id, config, encoder)
+
+    monkeypatch.setattr(mining, "_mine_document", crash_on_third)
+    job, _ = _mine(source, target, run_worker, k_documents=1, theta_d=0.3, theta_s=0.5)
+    assert job.status == MiningJob.Status.FAILED and "out of memory" in job.error
+    done_before = job.documents_done
+    monkeypatch.setattr(mining, "_mine_document", real)
+    resumed, created = _mine(source, target, run_worker, k_documents=1, theta_d=0.3, theta_s=0.5)
+    assert resumed.pk == job.pk and not created and resumed.status == MiningJob.Status.SUCCEEDED, resumed.error
+    assert done_before == 2 and resumed.documents_done == 4  # the crashed document was mined once, after the resume
+    fresh_pairs = set(MinedPair.objects.filter(job=job).values_list("source_document__external_id", "source_key", "target_key"))
+    assert len(fresh_pairs) == resumed.pairs_found
+
+
+def test_cancel_stops_between_documents_and_keeps_the_pairs_found(two_corpora, run_worker) -> None:
+    source, target = two_corpora
+    job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config={"theta_d": 0.3}, shard_documents=4)
+    mining.mining_job_prepare(job_id=job.pk)
+    shard = MiningShard.objects.get(job=job)
+    original = mining._mine_document
+
+    def cancel_after_first(job_, document_id, config, encoder):
+        MiningJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+        return original(job_, document_id, config, encoder)
+
+    mining._mine_document = cancel_after_first
+    try:
+        mining.mining_shard_execute(shard_id=shard.pk)
+    finally:
+        mining._mine_document = original
+    job.refresh_from_db()
+    shard.refresh_from_db()
+    assert job.status == MiningJob.Status.CANCELLED and job.documents_done == 1 and shard.position == 1
+
+
+def test_missing_sentence_vectors_fail_the_job_with_the_corpus_named(owner, db) -> None:
+    source, _ = corpus_get_or_create(name="No vectors", language="en", owner=owner)
+    assert not corpus_import_files(corpus=source, files=[("A-adv.txt", b"One sentence.\n")], options=ImportOptions(format="presplit")).errors
+    services.encoder_get_or_create(name=settings.ENCODER_MODEL, dimensions=384)
+    job, _ = mining.mining_job_create(source_corpus=source, target_corpus=source, config={})
+    job = mining.mining_job_prepare(job_id=job.pk)
+    assert job.status == MiningJob.Status.FAILED
+    assert "corpus 'No vectors': 1 sentence(s) have no vector" in job.error and "embedding job" in job.error
+
+
+@pytest.mark.parametrize(
+    ("config", "message"), [({"k_documents": 5, "window": 3}, "unknown LHA setting"), ({"theta_s": 2.0}, "theta_s"), ({"global_variant": True}, "CLI")]
+)
+def test_bad_settings_are_refused_before_a_job_exists(owner, db, config, message) -> None:
+    corpus, _ = corpus_get_or_create(name="C", language="en", owner=owner)
+    with pytest.raises(ValueError, match=message):
+        mining.mining_job_create(source_corpus=corpus, target_corpus=corpus, config=config)
+    assert not MiningJob.objects.exists()
+
+
+def test_browser_filters_sorts_searches_and_refuses_bad_parameters(two_corpora, run_worker, client, owner, outsider) -> None:
+    source, target = two_corpora
+    job, _ = _mine(source, target, run_worker, k_documents=1, theta_d=0.3, theta_s=0.5)
+    client.force_login(owner)
+    url = f"/mining/{job.pk}/"
+    page = client.get(url)
+    assert page.status_code == 200 and f"{job.pairs_found} pair(s) match" in page.content.decode()
+    honey = client.get(url, {"q": "honey"}).content.decode()
+    assert "Beekeepers" in honey and "tram" not in honey.lower().split("mined pairs")[1]
+    high = client.get(url, {"score_min": "0.8", "sort": "length_ratio"}).context["page"]
+    assert all(p.score >= 0.8 for p in high) and [p.length_ratio for p in high] == sorted(p.length_ratio for p in high)
+    assert all(p.shape == "1:1" for p in client.get(url, {"shape": "1:1"}).context["page"])
+    bad = client.get(url, {"score_min": "high"})
+    assert bad.status_code == 400 and b"score_min" in bad.content
+    assert client.get(url, {"sort": "nonsense"}).status_code == 400
+    client.force_login(outsider)
+    assert client.get(url).status_code == 404
+
+
+def test_start_page_creates_a_job_from_the_form(two_corpora, client, owner) -> None:
+    source, target = two_corpora
+    client.force_login(owner)
+    response = client.post(f"/corpora/{source.pk}/mine/", {
+        "target_corpus": target.pk, "k_documents": 2, "theta_d": 0.4, "k_sentences": 1, "theta_s": 0.6,
+        "min_overlap": "", "max_length_ratio": 1.5, "language": "en",
+    })  # fmt: skip
+    job = MiningJob.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/mining/{job.pk}/"
+    assert job.config["min_overlap"] is None and job.config["k_documents"] == 2
+    assert Document.objects.filter(corpus=target).count() == 4
