@@ -106,9 +106,17 @@ class Sentence(models.Model):
 class DocumentPair(models.Model):
     """A complex document and a simpler version of the same article: the unit that gets aligned."""
 
+    class Origin(models.TextChoices):
+        PAIRING = "pairing", "levels of one article"
+        MINED = "mined", "sent to annotation from a mining job"
+
     corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="pairs")
     complex_document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pairs_as_complex")
     simple_document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pairs_as_simple")
+    origin = models.CharField(
+        max_length=8, choices=Origin.choices, default=Origin.PAIRING,
+        help_text="Mined pairs may join documents of two corpora; the level pairing never touches them.",
+    )  # fmt: skip
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

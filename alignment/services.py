@@ -110,15 +110,17 @@ def document_pairs_sync(*, corpus: Corpus) -> int:
         else:
             combos = itertools.combinations(documents, 2)
         wanted.update((c.pk, s.pk) for c, s in combos)
-    existing = set(DocumentPair.objects.filter(corpus=corpus).values_list("complex_document_id", "simple_document_id"))
+    levels = DocumentPair.objects.filter(corpus=corpus, origin=DocumentPair.Origin.PAIRING)  # mined pairs are not the pairing's
+    existing = set(levels.values_list("complex_document_id", "simple_document_id"))
     stale = existing - wanted
     if stale:
         stale_filter = Q()
         for complex_id, simple_id in stale:
             stale_filter |= Q(complex_document_id=complex_id, simple_document_id=simple_id)
-        DocumentPair.objects.filter(corpus=corpus).filter(stale_filter).delete()
+        levels.filter(stale_filter).delete()
     DocumentPair.objects.bulk_create(
-        [DocumentPair(corpus=corpus, complex_document_id=c, simple_document_id=s) for c, s in sorted(wanted - existing)]
+        [DocumentPair(corpus=corpus, complex_document_id=c, simple_document_id=s) for c, s in sorted(wanted - existing)],
+        ignore_conflicts=True,  # a mined pair may already join the same two documents
     )
     return len(wanted - existing)
 

@@ -7,6 +7,7 @@ app_name = "annotation"
 
 urlpatterns = [
     path("projects/", views.project_list, name="project_list"),
+    path("mining/<int:job_id>/send/", views.mined_pairs_send, name="mined_pairs_send"),
     path("projects/new/", views.project_create, name="project_create"),
     path("projects/<int:project_id>/", views.project_detail, name="project_detail"),
     path("projects/<int:project_id>/members/", views.project_members, name="project_members"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -231,3 +231,26 @@ def paragraphs_step(request: HttpRequest, project_id: int, pair_id: int) -> Http
     rows = [(c, block, [(s_, (c, s_) in linked) for s_ in range(len(simple_blocks))]) for c, block in enumerate(complex_blocks)]
     context = {"project": project, "pair": pair, "rows": rows, "simple_blocks": simple_blocks, "own": own, "run": run}
     return render(request, "annotation/paragraphs_step.html", context)
+
+
+@require_POST
+def mined_pairs_send(request: HttpRequest, job_id: int) -> HttpResponse:
+    """Put selected mined pairs, or a random sample of the filtered ones, into a new annotation project."""
+    from alignment.mining import browse
+    from alignment.mining.models import MiningJob
+    from annotation.from_mining import mined_pairs_choose, mined_pairs_to_project
+
+    job = get_object_or_404(MiningJob, pk=job_id, source_corpus__in=selectors.corpora_for_projects(request.user))
+    back = reverse("alignment:mining_job", kwargs={"job_id": job.pk}) + "?" + request.POST.get("filters", "")
+    try:
+        filters = browse.filters_from(QueryDict(request.POST.get("filters", "")))
+        pool = browse.mined_pairs(job, filters)
+        selected = [int(pk) for pk in request.POST.getlist("selected")]
+        sample = int(request.POST.get("sample") or 0)
+        chosen = mined_pairs_choose(pool, selected=selected, sample=sample, seed=int(request.POST.get("seed") or 0))
+        project = mined_pairs_to_project(job=job, pairs=chosen, name=request.POST.get("name", "").strip() or f"Mined pairs of job {job.pk}", by=request.user)
+    except ValueError as error:
+        messages.error(request, str(error))
+        return redirect(back)
+    messages.success(request, f"{len(chosen)} mined pair(s) are in project {project.name}: add annotators, then assign the pairs.")
+    return redirect("annotation:project_detail", project_id=project.pk)

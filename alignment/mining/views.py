@@ -46,7 +46,8 @@ def mining_job(request: HttpRequest, job_id: int) -> HttpResponse:
         return HttpResponseBadRequest(str(error))
     page = Paginator(browse.mined_pairs(job, filters), 50).get_page(request.GET.get("page"))
     context = {"job": job, "stats": mining_job_statistics(job), "page": page, "filters": filters,
-               "sorts": list(browse.SORTS), "shapes": browse.SHAPES, "query": request.GET.urlencode()}  # fmt: skip
+               "sorts": list(browse.SORTS), "shapes": browse.SHAPES, "query": request.GET.urlencode(),
+               "may_send": request.user.is_staff or job.source_corpus.owner_id == request.user.pk}  # fmt: skip
     template = "alignment/mining_job.html#pairs" if request.htmx and request.htmx.target == "pairs" else "alignment/mining_job.html"
     return render(request, template, context)
 

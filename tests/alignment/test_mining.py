@@ -171,3 +171,31 @@ def test_start_page_creates_a_job_from_the_form(two_corpora, client, owner) -> N
     assert response.status_code == 302 and response["Location"] == f"/mining/{job.pk}/"
     assert job.config["min_overlap"] is None and job.config["k_documents"] == 2
     assert Document.objects.filter(corpus=target).count() == 4
+
+
+def test_send_a_sample_or_a_selection_to_a_new_annotation_project_whose_suggestions_are_the_mined_links(two_corpora, run_worker, client, owner) -> None:
+    from alignment.models import CandidateAlignment, DocumentPair
+    from alignment.services import document_pairs_sync
+    from annotation.models import AnnotationProject
+
+    source, target = two_corpora
+    job, _ = _mine(source, target, run_worker, k_documents=1, theta_d=0.3, theta_s=0.5)
+    client.force_login(owner)
+    response = client.post(f"/annotate/mining/{job.pk}/send/", {"name": "Mined sample", "sample": 3, "seed": 1, "filters": "shape=1:1"})
+    project = AnnotationProject.objects.get(name="Mined sample")
+    assert response.status_code == 302 and response["Location"] == f"/annotate/projects/{project.pk}/"
+    candidates = CandidateAlignment.objects.filter(run=project.suggestion_run)
+    assert candidates.count() == 3 and set(candidates.values_list("label", flat=True)) == {"aligned"}
+    pairs = DocumentPair.objects.filter(annotation_projects=project)
+    assert all(p.origin == "mined" and p.corpus_id == source.pk and p.simple_document.corpus_id == target.pk for p in pairs)
+    document_pairs_sync(corpus=source)  # the level pairing leaves mined pairs alone
+    assert DocumentPair.objects.filter(annotation_projects=project).count() == pairs.count()
+    review = client.get(f"/annotate/projects/{project.pk}/pairs/{pairs.first().pk}/review/")
+    assert review.status_code == 200  # the manager's review page opens a pair that joins two corpora
+    chosen = list(job.pairs.values_list("pk", flat=True)[:2])
+    client.post(f"/annotate/mining/{job.pk}/send/", {"name": "Mined picks", "selected": chosen, "filters": ""})
+    picked = AnnotationProject.objects.get(name="Mined picks")
+    expected = sum(p.source_count * p.target_count for p in job.pairs.filter(pk__in=chosen))
+    assert CandidateAlignment.objects.filter(run=picked.suggestion_run).count() == expected
+    again = client.post(f"/annotate/mining/{job.pk}/send/", {"name": "Mined picks", "sample": 2, "filters": ""}, follow=True)
+    assert "exists already" in again.content.decode() and AnnotationProject.objects.count() == 2
