@@ -360,4 +360,4 @@ class CandidateAlignment(models.Model):
 
 
 # Mining lives in its own module; importing it here registers its models with this app.
-from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard  # noqa: E402, F401
+from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningSequence, MiningShard  # noqa: E402, F401

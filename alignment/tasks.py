@@ -70,11 +70,18 @@ def align_pairs(*, run_id: int) -> None:
 @app.task(queue="mining", name="alignment.mining_prepare")
 def mining_prepare(*, job_id: int) -> None:
     """Document vectors and shards of a mining job; queues one task per shard."""
+    from alignment.mining.models import MiningJob
     from alignment.mining.service import mining_job_prepare
 
     close_old_connections()
     try:
-        mining_job_prepare(job_id=job_id)
+        name = MiningJob.objects.values_list("config__encoder", flat=True).get(pk=job_id)
+
+        def encode(texts: list[str]):
+            encoder = load_sentence_encoder(name, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD)
+            return encoder.encode(texts, batch_size=settings.ENCODER_BATCH_SIZE)
+
+        mining_job_prepare(job_id=job_id, encode=encode)
     finally:
         close_old_connections()
 

@@ -73,9 +73,18 @@ class MiningJob(models.Model):
     def percent(self) -> int:
         return int(100 * self.documents_done / self.documents_total) if self.documents_total else 0
 
+    @property
+    def unit(self) -> str:
+        return "source documents" if self.method == self.Method.LHA else "sequence steps (neighbours, then pairs)"
+
 
 class MiningShard(models.Model):
-    """A range of the job's source documents (by position in id order): [start, end)."""
+    """A range [start, end) of the job's work: source documents by position in id order (LHA), or
+    sequences by index (MUSS: first a "neighbours" phase, then a "pairs" phase over the same ranges)."""
+
+    class Phase(models.TextChoices):
+        NEIGHBOURS = "neighbours"
+        PAIRS = "pairs"
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -84,6 +93,7 @@ class MiningShard(models.Model):
         FAILED = "failed"
 
     job = models.ForeignKey(MiningJob, on_delete=models.CASCADE, related_name="shards")
+    phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.PAIRS)
     index = models.PositiveIntegerField()
     start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
@@ -96,7 +106,24 @@ class MiningShard(models.Model):
 
     class Meta:
         ordering = ["job", "index"]
-        constraints = [models.UniqueConstraint(fields=["job", "index"], name="one_shard_per_index")]
+        constraints = [models.UniqueConstraint(fields=["job", "phase", "index"], name="one_shard_per_phase_and_index")]
+
+
+class MiningSequence(models.Model):
+    """MUSS: one run of adjacent sentences, its vector, and (after the neighbours phase) its k nearest sequences."""
+
+    job = models.ForeignKey(MiningJob, on_delete=models.CASCADE, related_name="sequences")
+    index = models.PositiveIntegerField()
+    document = models.ForeignKey("alignment.Document", on_delete=models.CASCADE, related_name="+")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    text = models.TextField()
+    vector = VectorField()
+    neighbours = models.JSONField(null=True, help_text="[[index, cosine], ...] best first, self excluded.")
+    knn_mean = models.FloatField(null=True, help_text="Mean cosine to the k neighbours (the margin's denominator).")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "index"], name="one_sequence_per_index")]
 
 
 class MinedPair(models.Model):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, fields
 
 import numpy as np
@@ -27,6 +28,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance, VectorField
 
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
+from alignment.mining.muss_service import SHARD_SEQUENCES, muss_prepare, muss_shard_run, muss_stored_config, pairs_shards_create
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
 from models_ml.lha import LHAConfig, align_sentences, unigram_overlap
 
@@ -42,22 +44,34 @@ def _lha_config(config: dict | None) -> LHAConfig:
 
 
 def mining_job_create(
-    *, source_corpus: Corpus, target_corpus: Corpus, config: dict | None = None, created_by: AbstractBaseUser | None = None,
-    shard_documents: int = SHARD_DOCUMENTS,
+    *, source_corpus: Corpus, target_corpus: Corpus | None = None, config: dict | None = None, method: str = "lha",
+    created_by: AbstractBaseUser | None = None, shard_documents: int = SHARD_DOCUMENTS, shard_sequences: int = SHARD_SEQUENCES,
 ) -> tuple[MiningJob, bool]:  # fmt: skip
-    """Queue an LHA job; the same corpora and settings return the existing job (resumed when it had failed)."""
-    lha = _lha_config(config)
-    if lha.global_variant:
-        raise ValueError("the global variant runs in the CLI benchmarks only (python -m models_ml mine); the app mines documents first")
-    if shard_documents < 1:
-        raise ValueError(f"shard_documents must be >= 1, got {shard_documents}")
-    stored = {**asdict(lha), "encoder": (config or {}).get("encoder", settings.ENCODER_MODEL), "shard_documents": shard_documents}
-    key = json.dumps({"method": "lha", "source": source_corpus.pk, "target": target_corpus.pk, "config": stored}, sort_keys=True)
+    """Queue a job (LHA: source → target corpus; MUSS: within the source corpus); ValueError names a bad setting.
+
+    The same corpora, method and settings return the existing job (resumed when it had failed or was cancelled).
+    """
+    encoder = (config or {}).get("encoder", settings.ENCODER_MODEL)
+    if method == "muss":
+        target_corpus = source_corpus
+        stored = muss_stored_config(config, encoder, shard_sequences)
+    elif method == "lha":
+        if target_corpus is None:
+            raise ValueError("LHA needs a target corpus")
+        lha = _lha_config(config)
+        if lha.global_variant:
+            raise ValueError("the global variant runs in the CLI benchmarks only (python -m models_ml mine); the app mines documents first")
+        if shard_documents < 1:
+            raise ValueError(f"shard_documents must be >= 1, got {shard_documents}")
+        stored = {**asdict(lha), "encoder": encoder, "shard_documents": shard_documents}
+    else:
+        raise ValueError(f"unknown mining method {method!r}; methods: lha, muss")
+    key = json.dumps({"method": method, "source": source_corpus.pk, "target": target_corpus.pk, "config": stored}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()
     with transaction.atomic():
         job, created = MiningJob.objects.get_or_create(
             config_hash=digest,
-            defaults={"method": "lha", "source_corpus": source_corpus, "target_corpus": target_corpus, "config": stored, "created_by": created_by},
+            defaults={"method": method, "source_corpus": source_corpus, "target_corpus": target_corpus, "config": stored, "created_by": created_by},
         )
         if not created and job.status in (MiningJob.Status.FAILED, MiningJob.Status.CANCELLED):
             MiningJob.objects.filter(pk=job.pk).update(status=MiningJob.Status.QUEUED, cancel_requested=False, error="", finished_at=None)
@@ -73,6 +87,11 @@ def _enqueue_prepare(job_id: int) -> None:
     from alignment.tasks import mining_prepare
 
     mining_prepare.defer(job_id=job_id)
+
+
+def _enqueue_all(shard_ids: list[int]) -> None:
+    for shard_id in shard_ids:
+        transaction.on_commit(lambda shard_id=shard_id: _enqueue_shard(shard_id))
 
 
 def _enqueue_shard(shard_id: int) -> None:
@@ -132,12 +151,25 @@ def _sentence_vectors(document_id: int, encoder: Encoder) -> np.ndarray:
     return np.stack(vectors) if vectors else np.zeros((0, encoder.dimensions), dtype=np.float32)  # (m, d)
 
 
-def mining_job_prepare(*, job_id: int) -> MiningJob:
-    """Document vectors of both corpora, then one shard per ``shard_documents`` source documents (idempotent)."""
+def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray] | None = None) -> MiningJob:
+    """LHA: document vectors of both corpora, then one shard per ``shard_documents`` source documents.
+    MUSS: sequences and their vectors (``encode``), then the neighbours shards. Idempotent."""
     job = MiningJob.objects.select_related("source_corpus", "target_corpus").get(pk=job_id)
     if job.status not in (MiningJob.Status.QUEUED, MiningJob.Status.RUNNING):
         return job
     MiningJob.objects.filter(pk=job_id).update(status=MiningJob.Status.RUNNING, started_at=job.started_at or timezone.now())
+    if job.method == MiningJob.Method.MUSS:
+        try:
+            if encode is None:
+                raise ValueError("MUSS needs an encoder to embed its sequences")
+            pending = muss_prepare(job, encode)
+        except ValueError as error:
+            _fail(job_id, str(error))
+            return MiningJob.objects.get(pk=job_id)
+        _enqueue_all(pending)
+        if not pending:
+            _finish(job_id)
+        return MiningJob.objects.get(pk=job_id)
     try:
         encoder = Encoder.objects.filter(name=job.config["encoder"]).first()
         if encoder is None:
@@ -170,15 +202,15 @@ def mining_shard_execute(*, shard_id: int) -> MiningShard:
     if shard.status == MiningShard.Status.DONE or job.status not in (MiningJob.Status.QUEUED, MiningJob.Status.RUNNING):
         return shard
     MiningShard.objects.filter(pk=shard_id).update(status=MiningShard.Status.RUNNING, attempts=F("attempts") + 1, error="")
+    if job.method == MiningJob.Method.MUSS:
+        return _muss_shard_execute(shard)
     config = _lha_config(job.config)
     encoder = Encoder.objects.get(name=job.config["encoder"])
     ids = _source_document_ids(job)
     try:
         for position in range(shard.position, shard.end):
             if MiningJob.objects.filter(pk=job.pk, cancel_requested=True).exists():
-                MiningShard.objects.filter(pk=shard_id).update(status=MiningShard.Status.QUEUED)
-                MiningJob.objects.filter(pk=job.pk).update(status=MiningJob.Status.CANCELLED, finished_at=timezone.now())
-                return MiningShard.objects.get(pk=shard_id)
+                return _cancel(job, shard)
             started = time.perf_counter()
             found = _mine_document(job, ids[position], config, encoder)
             with transaction.atomic():
@@ -196,6 +228,33 @@ def mining_shard_execute(*, shard_id: int) -> MiningShard:
         MiningJob.objects.filter(pk=job.pk).update(shards_done=F("shards_done") + 1)
     _finish(job.pk)
     return MiningShard.objects.get(pk=shard_id)
+
+
+def _cancel(job: MiningJob, shard: MiningShard) -> MiningShard:
+    MiningShard.objects.filter(pk=shard.pk).update(status=MiningShard.Status.QUEUED)
+    MiningJob.objects.filter(pk=job.pk).update(status=MiningJob.Status.CANCELLED, finished_at=timezone.now())
+    return MiningShard.objects.get(pk=shard.pk)
+
+
+def _muss_shard_execute(shard: MiningShard) -> MiningShard:
+    job = shard.job
+    try:
+        finished = muss_shard_run(shard, lambda: MiningJob.objects.filter(pk=job.pk, cancel_requested=True).exists())
+    except Exception as exc:
+        MiningShard.objects.filter(pk=shard.pk).update(status=MiningShard.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        _fail(job.pk, f"{shard.phase} shard {shard.index}: {type(exc).__name__}: {exc}")
+        raise
+    if not finished:
+        return _cancel(job, shard)
+    with transaction.atomic():
+        MiningShard.objects.filter(pk=shard.pk).update(status=MiningShard.Status.DONE)
+        MiningJob.objects.filter(pk=job.pk).update(shards_done=F("shards_done") + 1)
+        locked = MiningJob.objects.select_for_update().get(pk=job.pk)
+        neighbours = MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS)
+        if shard.phase == MiningShard.Phase.NEIGHBOURS and not neighbours.exclude(status=MiningShard.Status.DONE).exists():
+            _enqueue_all(pairs_shards_create(locked))
+    _finish(job.pk)
+    return MiningShard.objects.get(pk=shard.pk)
 
 
 def _count(job: MiningJob, shard: MiningShard, ids: list[int]) -> int:

@@ -199,3 +199,45 @@ def test_send_a_sample_or_a_selection_to_a_new_annotation_project_whose_suggesti
     assert CandidateAlignment.objects.filter(run=picked.suggestion_run).count() == expected
     again = client.post(f"/annotate/mining/{job.pk}/send/", {"name": "Mined picks", "sample": 2, "filters": ""}, follow=True)
     assert "exists already" in again.content.decode() and AnnotationProject.objects.count() == 2
+
+
+PARAPHRASES = {
+    "Budget": "The committee approved the annual budget on Monday.\nPenguins live in the southern hemisphere.\n",
+    "Council": "On Monday the annual budget was approved by the committee.\nThe harbour will get a new ferry next year.\n",
+    "Weather": "Heavy rain flooded several streets in the old town.\nA new ferry will serve the harbour from next year.\n",
+}
+
+
+def test_muss_job_mines_paraphrases_of_different_documents_in_two_sharded_phases(owner, run_worker) -> None:
+    from models_ml.mining import MiningDocument
+    from models_ml.muss import MussConfig, mine_muss
+    from models_ml.encoders import load_sentence_encoder
+
+    corpus, _ = corpus_get_or_create(name="Paraphrases", language="en", owner=owner)
+    files = [(f"{title}-adv.txt", text.encode()) for title, text in PARAPHRASES.items()]
+    assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
+    job, created = mining.mining_job_create(source_corpus=corpus, method="muss", config={"k": 4}, shard_sequences=4)
+    run_worker(["mining"])
+    job.refresh_from_db()
+    assert created and job.status == MiningJob.Status.SUCCEEDED, job.error
+    assert job.target_corpus_id == corpus.pk and job.shards_total == 2 * MiningShard.objects.filter(job=job, phase="neighbours").count() > 2
+    found = {(p.source_text, p.target_text) for p in MinedPair.objects.filter(job=job)}
+    assert ("The committee approved the annual budget on Monday.", "On Monday the annual budget was approved by the committee.") in found
+    assert all(p.source_document_id != p.target_document_id for p in MinedPair.objects.filter(job=job))
+    pair = MinedPair.objects.filter(job=job).first()
+    assert set(pair.features) >= {"cosine", "margin", "char_ratio", "levenshtein_replace_only", "word_rank_ratio", "dependency_depth_ratio"}
+    # The same sequences mined without a database agree with the app (exact vs HNSW search on a tiny collection).
+    encoder = load_sentence_encoder(device="cpu")
+    documents = [MiningDocument(str(d.pk), list(d.sentences.order_by("index").values_list("text", flat=True))) for d in Document.objects.filter(corpus=corpus).order_by("pk")]
+    offline = {(p.source_text, p.target_text) for p in mine_muss(documents, encode=lambda t: encoder.encode(list(t)), config=MussConfig(k=4))}
+    assert offline == found
+    again, created = mining.mining_job_create(source_corpus=corpus, method="muss", config={"k": 4}, shard_sequences=4)
+    assert again.pk == job.pk and not created
+
+
+def test_bad_muss_settings_are_refused(owner, db) -> None:
+    corpus, _ = corpus_get_or_create(name="C", language="en", owner=owner)
+    with pytest.raises(ValueError, match="unknown MUSS setting"):
+        mining.mining_job_create(source_corpus=corpus, method="muss", config={"theta_s": 0.5})
+    with pytest.raises(ValueError, match="unknown mining method"):
+        mining.mining_job_create(source_corpus=corpus, method="laser")

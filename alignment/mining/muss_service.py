@@ -1,0 +1,173 @@
+"""MUSS paraphrase mining in the app, sharded over sequence ranges in two phases.
+
+prepare     builds the corpus's sequences (``models_ml.muss.candidate_sequences``), encodes them
+            in batches into MiningSequence rows (idempotent: stops where it stopped) and builds a
+            partial HNSW index over the job's vectors;
+neighbours  shards: every sequence's k nearest sequences from pgvector (self excluded) and
+            their mean cosine, the margin's denominator;
+pairs       shards, once every neighbours shard is done: cosine bound, ratio margin, the
+            symmetric de-duplication of ``mine_muss`` (the smaller index emits a pair both
+            sides found), the filters and the ACCESS attributes, as MinedPair rows.
+
+Both shard kinds commit per batch of sequences with their position, so they resume and stop
+between batches; pairs are unique per job. Memory: one batch of sequences and their
+neighbours' rows at a time; the vectors stay in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, fields
+
+import numpy as np
+from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.functions import Cast
+from pgvector.django import CosineDistance, VectorField
+
+from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
+from alignment.models import Document, Sentence
+from models_ml.mining import MiningDocument
+from models_ml.muss import MussConfig, Sequence, access_attributes, candidate_sequences, ratio_margin, rejection_reason
+
+SHARD_SEQUENCES = 2000
+BATCH = 100
+Encode = Callable[[list[str]], np.ndarray]
+
+
+def muss_config(config: dict | None) -> MussConfig:
+    known = {f.name for f in fields(MussConfig)}
+    unknown = set(config or {}) - known - {"encoder", "shard_sequences"}
+    if unknown:
+        raise ValueError(f"unknown MUSS setting(s) {sorted(unknown)}; settings: {', '.join(sorted(known))}")
+    return MussConfig(**{k: v for k, v in (config or {}).items() if k in known})
+
+
+def muss_stored_config(config: dict | None, encoder: str, shard_sequences: int) -> dict:
+    if shard_sequences < 1:
+        raise ValueError(f"shard_sequences must be >= 1, got {shard_sequences}")
+    return {**asdict(muss_config(config)), "encoder": encoder, "shard_sequences": shard_sequences}
+
+
+def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
+    """Sequences, their vectors and index, and the neighbours shards; returns the shard ids still to run."""
+    config = muss_config(job.config)
+    documents = [
+        MiningDocument(str(doc), list(Sentence.objects.filter(document_id=doc).order_by("index").values_list("text", flat=True)))
+        for doc in Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True)
+    ]
+    pool = candidate_sequences(documents, config)
+    done = MiningSequence.objects.filter(job=job).count()
+    for begin in range(done, len(pool), config.encode_batch):
+        batch = pool[begin : begin + config.encode_batch]
+        vectors = encode([s.text for s in batch])  # (b, d) unit rows
+        MiningSequence.objects.bulk_create(
+            [
+                MiningSequence(job=job, index=begin + k, document_id=int(s.doc_id), start=s.start, end=s.end, text=s.text, vector=v.tolist())
+                for k, (s, v) in enumerate(zip(batch, vectors))
+            ],
+            ignore_conflicts=True,
+        )
+    dimensions = len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first() or [])
+    if dimensions:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"CREATE INDEX IF NOT EXISTS mining_sequence_hnsw_{int(job.pk)} ON {MiningSequence._meta.db_table} "
+                f"USING hnsw ((vector::vector({dimensions})) vector_cosine_ops) WHERE job_id = {int(job.pk)}"
+            )
+    size = int(job.config["shard_sequences"])
+    for index, start in enumerate(range(0, len(pool), size)):
+        MiningShard.objects.get_or_create(
+            job=job, phase=MiningShard.Phase.NEIGHBOURS, index=index, defaults={"start": start, "end": min(start + size, len(pool)), "position": start}
+        )
+    MiningJob.objects.filter(pk=job.pk).update(
+        documents_total=2 * len(pool), shards_total=2 * MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS).count()
+    )
+    return list(MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS).exclude(status=MiningShard.Status.DONE).values_list("pk", flat=True))
+
+
+def pairs_shards_create(job: MiningJob) -> list[int]:
+    """After the last neighbours shard: the pairs shards over the same ranges (idempotent)."""
+    for shard in MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS):
+        MiningShard.objects.get_or_create(
+            job=job, phase=MiningShard.Phase.PAIRS, index=shard.index, defaults={"start": shard.start, "end": shard.end, "position": shard.start}
+        )
+    return list(MiningShard.objects.filter(job=job, phase=MiningShard.Phase.PAIRS).exclude(status=MiningShard.Status.DONE).values_list("pk", flat=True))
+
+
+def _dimensions(job: MiningJob) -> int:
+    return len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first())
+
+
+def neighbours_batch(job: MiningJob, begin: int, end: int) -> int:
+    """Store the k nearest sequences (and their mean cosine) of sequences [begin, end)."""
+    config = muss_config(job.config)
+    typed = Cast("vector", VectorField(dimensions=_dimensions(job)))
+    rows = list(MiningSequence.objects.filter(job=job, index__gte=begin, index__lt=end).order_by("index"))
+    for row in rows:
+        nearest = (
+            MiningSequence.objects.filter(job=job).exclude(index=row.index)
+            .annotate(distance=CosineDistance(typed, row.vector)).order_by("distance", "index")
+            .values_list("index", "distance")[: config.k]
+        )  # fmt: skip
+        row.neighbours = [[index, 1.0 - float(distance)] for index, distance in nearest]
+        row.knn_mean = float(np.mean([cos for _, cos in row.neighbours])) if row.neighbours else 0.0
+    MiningSequence.objects.bulk_update(rows, ["neighbours", "knn_mean"])
+    return len(rows)
+
+
+def _as_sequence(row: MiningSequence) -> Sequence:
+    return Sequence(str(row.document_id), row.start, row.end, row.text)
+
+
+def pairs_batch(job: MiningJob, begin: int, end: int) -> list[MinedPair]:
+    """The mined pairs emitted by sequences [begin, end), as unsaved MinedPair rows."""
+    config = muss_config(job.config)
+    rows = list(MiningSequence.objects.filter(job=job, index__gte=begin, index__lt=end).order_by("index"))
+    wanted = {int(j) for row in rows for j, _ in row.neighbours or []}
+    others = {r.index: r for r in MiningSequence.objects.filter(job=job, index__in=wanted)}
+    found = []
+    for row in rows:
+        for other_index, _ in row.neighbours or []:
+            other = others[int(other_index)]
+            if other.index < row.index and any(int(j) == row.index for j, _ in other.neighbours or []):
+                continue  # the smaller index found this pair too and emits it
+            low, high = (row, other) if row.index < other.index else (other, row)
+            cosine = float(np.dot(np.asarray(low.vector, dtype=np.float64), np.asarray(high.vector, dtype=np.float64)))
+            if 1.0 - cosine >= config.max_distance:
+                continue
+            margin = float(ratio_margin(cosine, low.knn_mean, high.knn_mean))
+            if margin < config.min_margin:
+                continue
+            source, target = _as_sequence(low), _as_sequence(high)
+            if rejection_reason(source, target, min_levenshtein=config.min_levenshtein) is not None:
+                continue
+            features = {"cosine": cosine, "margin": margin, **access_attributes(source.text, target.text, config.language)}
+            found.append(
+                MinedPair(
+                    job=job, source_document_id=low.document_id, target_document_id=high.document_id,
+                    source_sentences=list(range(low.start, low.end)), target_sentences=list(range(high.start, high.end)),
+                    source_key=f"{low.start}-{low.end}", target_key=f"{high.start}-{high.end}",
+                    source_text=low.text, target_text=high.text, source_count=low.end - low.start, target_count=high.end - high.start,
+                    source_tokens=len(low.text.split()), target_tokens=len(high.text.split()), score=margin, doc_score=None,
+                    length_ratio=len(high.text) / max(len(low.text), 1), overlap=None, features=features,
+                )
+            )  # fmt: skip
+    return found
+
+
+def muss_shard_run(shard: MiningShard, cancelled: Callable[[], bool]) -> bool:
+    """Run the shard from its position in batches; False when it stopped for a cancel."""
+    job = shard.job
+    for begin in range(shard.position, shard.end, BATCH):
+        if cancelled():
+            return False
+        end = min(begin + BATCH, shard.end)
+        with transaction.atomic():
+            if shard.phase == MiningShard.Phase.NEIGHBOURS:
+                neighbours_batch(job, begin, end)
+            else:
+                MinedPair.objects.bulk_create(pairs_batch(job, begin, end), ignore_conflicts=True, batch_size=1000)
+            MiningShard.objects.filter(pk=shard.pk).update(position=end)
+            MiningJob.objects.filter(pk=job.pk).update(documents_done=F("documents_done") + (end - begin))
+    return True
