@@ -16,8 +16,14 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, DocumentPair, Sentence
 from alignment.mining.models import MinedPair, MiningJob
+from alignment.models import (
+    AlignedPair,
+    AlignmentRun,
+    CandidateAlignment,
+    DocumentPair,
+    Sentence,
+)
 from annotation import services
 from annotation.models import AnnotationProject
 from models_ml.aligner import AlignerConfig

@@ -154,7 +154,7 @@ def run_mine(args: argparse.Namespace) -> str:
     except (TypeError, ValueError) as error:
         raise InputError(f"mine: {error}") from None
     encoder = load_sentence_encoder(device=args.device or "")
-    encode = lambda texts: encoder.encode(list(texts))  # noqa: E731
+    encode = lambda texts: encoder.encode(list(texts))
     items = mine_lha(source, target, encode=encode, config=config) if args.method == "lha" else mine_muss(source + target, encode=encode, config=config)
     count = 0
     try:
@@ -236,7 +236,12 @@ def _document_size(*group_lists: Sequence[AlignmentGroup]) -> tuple[int, int]:
 
 
 def run_evaluate(args: argparse.Namespace) -> str:
-    from models_ml.evaluate import evaluate_corpus, format_report, format_sweep, group_score_sweep
+    from models_ml.evaluate import (
+        evaluate_corpus,
+        format_report,
+        format_sweep,
+        group_score_sweep,
+    )
 
     if args.gold_format == "jsonl":
         if args.gold is None or args.pred is None:
@@ -361,7 +366,7 @@ def run_train(args: argparse.Namespace) -> str:
     else:
         config = _load_config(args.config, args.device) if args.config is not None else AlignerConfig(device=args.device or "")
         aligner = Aligner(config, seed=args.seed)  # type: ignore[arg-type]
-    say = lambda line: print(line, file=sys.stderr)  # noqa: E731
+    say = lambda line: print(line, file=sys.stderr)
     try:
         report = train_aligner(
             train_pairs, aligner=aligner, training=training, seed=args.seed, progress=say, dev_pairs=dev_pairs,

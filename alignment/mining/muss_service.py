@@ -28,7 +28,14 @@ from pgvector.django import CosineDistance, VectorField
 from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
 from alignment.models import Document, Sentence
 from models_ml.mining import MiningDocument
-from models_ml.muss import MussConfig, Sequence, access_attributes, candidate_sequences, ratio_margin, rejection_reason
+from models_ml.muss import (
+    MussConfig,
+    Sequence,
+    access_attributes,
+    candidate_sequences,
+    ratio_margin,
+    rejection_reason,
+)
 
 SHARD_SEQUENCES = 2000
 BATCH = 100

@@ -28,7 +28,13 @@ from django.utils import timezone
 from pgvector.django import CosineDistance, VectorField
 
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
-from alignment.mining.muss_service import SHARD_SEQUENCES, muss_prepare, muss_shard_run, muss_stored_config, pairs_shards_create
+from alignment.mining.muss_service import (
+    SHARD_SEQUENCES,
+    muss_prepare,
+    muss_shard_run,
+    muss_stored_config,
+    pairs_shards_create,
+)
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
 from models_ml.lha import LHAConfig, align_sentences, unigram_overlap
 

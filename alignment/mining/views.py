@@ -12,7 +12,11 @@ from alignment import selectors
 from alignment.mining import browse
 from alignment.mining.forms import MiningJobForm
 from alignment.mining.models import MiningJob
-from alignment.mining.service import mining_job_cancel, mining_job_create, mining_job_statistics
+from alignment.mining.service import (
+    mining_job_cancel,
+    mining_job_create,
+    mining_job_statistics,
+)
 
 
 def _job_for_user(request: HttpRequest, job_id: int) -> MiningJob:

@@ -209,9 +209,9 @@ PARAPHRASES = {
 
 
 def test_muss_job_mines_paraphrases_of_different_documents_in_two_sharded_phases(owner, run_worker) -> None:
+    from models_ml.encoders import load_sentence_encoder
     from models_ml.mining import MiningDocument
     from models_ml.muss import MussConfig, mine_muss
-    from models_ml.encoders import load_sentence_encoder
 
     corpus, _ = corpus_get_or_create(name="Paraphrases", language="en", owner=owner)
     files = [(f"{title}-adv.txt", text.encode()) for title, text in PARAPHRASES.items()]
