@@ -23,3 +23,12 @@ class MiningJobForm(forms.Form):
 
         self.fields["target_corpus"].queryset = targets if targets is not None else Corpus.objects.none()
         self.fields["theta_s"].initial = LHAConfig().theta_s
+
+
+class MussJobForm(forms.Form):
+    """MUSS settings; defaults are models_ml.muss.MussConfig's."""
+
+    k = forms.IntegerField(min_value=1, max_value=50, initial=8, label="K neighbours")
+    max_distance = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.25, label="Max cosine distance")
+    min_margin = forms.FloatField(min_value=0.0, initial=1.06, label="Min ratio margin")
+    language = forms.ChoiceField(choices=[("en", "English"), ("de", "German")], initial="en")

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from alignment import selectors
 from alignment.mining import browse
-from alignment.mining.forms import MiningJobForm
+from alignment.mining.forms import MiningJobForm, MussJobForm
 from alignment.mining.models import MiningJob
 from alignment.mining.service import (
     mining_job_cancel,
@@ -27,19 +27,22 @@ def _job_for_user(request: HttpRequest, job_id: int) -> MiningJob:
 def mining_start(request: HttpRequest, corpus_id: int) -> HttpResponse:
     corpus = selectors.corpus_get_for_user(request.user, corpus_id)
     targets = selectors.corpora_visible_to(request.user).exclude(pk=corpus.pk)
-    form = MiningJobForm(request.POST or None, targets=targets)
-    if request.method == "POST" and form.is_valid():
-        data = dict(form.cleaned_data)
-        target = data.pop("target_corpus")
+    method = request.POST.get("method", "lha")
+    form = MiningJobForm(request.POST if method == "lha" else None, targets=targets)
+    muss_form = MussJobForm(request.POST if method == "muss" else None)
+    chosen = form if method == "lha" else muss_form
+    if request.method == "POST" and chosen.is_valid():
+        data = dict(chosen.cleaned_data)
+        target = data.pop("target_corpus", None)
         try:
-            job, created = mining_job_create(source_corpus=corpus, target_corpus=target, config=data, created_by=request.user)
+            job, created = mining_job_create(source_corpus=corpus, target_corpus=target, config=data, method=method, created_by=request.user)
         except ValueError as error:
-            form.add_error(None, str(error))
+            chosen.add_error(None, str(error))
         else:
             messages.success(request, f"Mining job {job.pk} {'queued' if created else 'already exists with these settings'}.")
             return redirect("alignment:mining_job", job_id=job.pk)
     jobs = MiningJob.objects.filter(source_corpus=corpus).select_related("target_corpus")[:20]
-    return render(request, "alignment/mining_start.html", {"corpus": corpus, "form": form, "jobs": jobs})
+    return render(request, "alignment/mining_start.html", {"corpus": corpus, "form": form, "muss_form": muss_form, "jobs": jobs})
 
 
 def mining_job(request: HttpRequest, job_id: int) -> HttpResponse:

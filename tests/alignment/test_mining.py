@@ -241,3 +241,14 @@ def test_bad_muss_settings_are_refused(owner, db) -> None:
         mining.mining_job_create(source_corpus=corpus, method="muss", config={"theta_s": 0.5})
     with pytest.raises(ValueError, match="unknown mining method"):
         mining.mining_job_create(source_corpus=corpus, method="laser")
+
+
+def test_start_page_creates_a_muss_job(owner, client, db) -> None:
+    corpus, _ = corpus_get_or_create(name="Solo", language="en", owner=owner)
+    client.force_login(owner)
+    assert b"MUSS: paraphrases within Solo" in client.get(f"/corpora/{corpus.pk}/mine/").content
+    response = client.post(f"/corpora/{corpus.pk}/mine/", {"method": "muss", "k": 6, "max_distance": 0.3, "min_margin": 1.04, "language": "en"})
+    job = MiningJob.objects.get()
+    assert response.status_code == 302 and job.method == "muss" and job.config["k"] == 6 and job.target_corpus_id == corpus.pk
+    bad = client.post(f"/corpora/{corpus.pk}/mine/", {"method": "muss", "k": 0, "max_distance": 0.3, "min_margin": 1.04, "language": "en"})
+    assert bad.status_code == 200 and MiningJob.objects.count() == 1
