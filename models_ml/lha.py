@@ -210,8 +210,8 @@ def _nearest_links(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(query idx, key idx, cosine) arrays, (p,) each: each query's k best keys at cosine >= theta.
 
-    With ``rerank``, the ``rerank_depth`` best keys by cosine are re-ordered by rerank(query, key)
-    (scored one chunk of queries at a time, so the scorer's memory stays bounded).
+    With ``rerank``, the ``rerank_depth`` best keys by cosine are re-ordered by rerank(query, key),
+    for queries with more than k of them only, one chunk of queries at a time (bounded memory).
     """
     if len(queries) == 0 or len(keys) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
@@ -222,10 +222,12 @@ def _nearest_links(
     key_idx, cosine = found.indices[query_idx, slot], found.scores[query_idx, slot]  # (p,)
     if rerank is None:
         return query_idx.astype(np.int64), key_idx.astype(np.int64), cosine.astype(np.float32)
-    word = np.empty(len(query_idx), dtype=np.float32)  # (p,)
+    word = np.zeros(len(query_idx), dtype=np.float32)  # (p,)
+    crowded = np.bincount(query_idx, minlength=len(queries))[query_idx] > k  # (p,) only there does the order matter
     for start in range(0, len(queries), chunk):
-        inside = (query_idx >= start) & (query_idx < start + chunk)  # (p,)
-        word[inside] = rerank(query_idx[inside], key_idx[inside])
+        inside = crowded & (query_idx >= start) & (query_idx < start + chunk)  # (p,)
+        if inside.any():
+            word[inside] = rerank(query_idx[inside], key_idx[inside])
     order = np.lexsort((key_idx, -cosine, -word, query_idx))  # by query; best word score, then cosine, first
     query_idx, key_idx, cosine = query_idx[order], key_idx[order], cosine[order]
     first = np.searchsorted(query_idx, query_idx, side="left")  # (p,) start of each query's run

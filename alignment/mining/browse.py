@@ -19,6 +19,7 @@ SORTS = {
 }
 SHAPES = ("1:1", "1:n", "n:1", "n:m")
 RANGES = ("score", "length_ratio", "overlap", "doc_score")
+ACCESS = ("char_ratio", "levenshtein_replace_only", "word_rank_ratio", "dependency_depth_ratio")  # MUSS features
 
 
 class FilterError(ValueError):
@@ -44,7 +45,7 @@ def _number(params, name: str) -> float | None:
 
 
 def filters_from(params) -> Filters:
-    ranges = {name: (_number(params, f"{name}_min"), _number(params, f"{name}_max")) for name in RANGES}
+    ranges = {name: (_number(params, f"{name}_min"), _number(params, f"{name}_max")) for name in RANGES + ACCESS}
     shape = params.get("shape", "") or ""
     if shape and shape not in SHAPES:
         raise FilterError(f"shape: {shape!r} is not one of {', '.join(SHAPES)}")
@@ -57,10 +58,11 @@ def filters_from(params) -> Filters:
 def mined_pairs(job: MiningJob, filters: Filters) -> QuerySet[MinedPair]:
     pairs = MinedPair.objects.filter(job=job)
     for name, (low, high) in filters.ranges.items():
+        field = f"features__{name}" if name in ACCESS else name  # ACCESS attributes live in the features JSON
         if low is not None:
-            pairs = pairs.filter(**{f"{name}__gte": low})
+            pairs = pairs.filter(**{f"{field}__gte": low})
         if high is not None:
-            pairs = pairs.filter(**{f"{name}__lte": high})
+            pairs = pairs.filter(**{f"{field}__lte": high})
     shape = {
         "1:1": Q(source_count=1, target_count=1),
         "1:n": Q(source_count=1, target_count__gt=1),

@@ -233,6 +233,12 @@ def test_muss_job_mines_paraphrases_of_different_documents_in_two_sharded_phases
     assert offline == found
     again, created = mining.mining_job_create(source_corpus=corpus, method="muss", config={"k": 4}, shard_sequences=4)
     assert again.pk == job.pk and not created
+    from alignment.mining import browse
+
+    ratios = [p.features["char_ratio"] for p in MinedPair.objects.filter(job=job)]
+    cut = sorted(ratios)[len(ratios) // 2]
+    kept = browse.mined_pairs(job, browse.filters_from({"char_ratio_max": str(cut)}))
+    assert kept.count() == sum(r <= cut for r in ratios) and all(p.features["char_ratio"] <= cut for p in kept)
 
 
 def test_bad_muss_settings_are_refused(owner, db) -> None:
