@@ -67,6 +67,8 @@ def mining_job_create(
         lha = _lha_config(config)
         if lha.global_variant:
             raise ValueError("the global variant runs in the CLI benchmarks only (python -m models_ml mine); the app mines documents first")
+        if lha.rerank is not None:
+            raise ValueError("re-ranking by word embeddings (rerank) runs in the CLI only (python -m models_ml mine)")
         if shard_documents < 1:
             raise ValueError(f"shard_documents must be >= 1, got {shard_documents}")
         stored = {**asdict(lha), "encoder": encoder, "shard_documents": shard_documents}

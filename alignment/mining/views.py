@@ -28,8 +28,9 @@ def mining_start(request: HttpRequest, corpus_id: int) -> HttpResponse:
     corpus = selectors.corpus_get_for_user(request.user, corpus_id)
     targets = selectors.corpora_visible_to(request.user).exclude(pk=corpus.pk)
     method = request.POST.get("method", "lha")
-    form = MiningJobForm(request.POST if method == "lha" else None, targets=targets)
-    muss_form = MussJobForm(request.POST if method == "muss" else None)
+    posted = request.POST if request.method == "POST" else None
+    form = MiningJobForm(posted if method == "lha" else None, targets=targets)
+    muss_form = MussJobForm(posted if method == "muss" else None)
     chosen = form if method == "lha" else muss_form
     if request.method == "POST" and chosen.is_valid():
         data = dict(chosen.cleaned_data)

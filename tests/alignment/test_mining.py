@@ -132,7 +132,7 @@ def test_missing_sentence_vectors_fail_the_job_with_the_corpus_named(owner, db) 
 
 
 @pytest.mark.parametrize(
-    ("config", "message"), [({"k_documents": 5, "window": 3}, "unknown LHA setting"), ({"theta_s": 2.0}, "theta_s"), ({"global_variant": True}, "CLI")]
+    ("config", "message"), [({"k_documents": 5, "window": 3}, "unknown LHA setting"), ({"theta_s": 2.0}, "theta_s"), ({"global_variant": True}, "CLI"), ({"rerank": "rwmd"}, "CLI only")]
 )
 def test_bad_settings_are_refused_before_a_job_exists(owner, db, config, message) -> None:
     corpus, _ = corpus_get_or_create(name="C", language="en", owner=owner)

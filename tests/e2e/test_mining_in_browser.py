@@ -1,0 +1,79 @@
+"""Mining in a real browser with the real worker: start LHA from the corpus, follow it live, filter, send to annotation."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+from django.conf import settings
+from playwright.sync_api import Page, expect
+from procrastinate.contrib.django import app
+
+from alignment import services
+from alignment.importing.readers import ImportOptions
+from alignment.importing.service import corpus_import_files
+from alignment.mining.models import MinedPair, MiningJob
+from alignment.services import corpus_get_or_create
+from annotation.models import AnnotationProject
+from tests.alignment.test_mining import COMPLEX, SIMPLE
+from tests.e2e.test_annotate_in_browser import _login
+
+
+def _run_worker_until_idle(queues: list[str]) -> None:
+    with app.replace_connector(app.connector.get_worker_connector()):
+        app.run_worker(queues=queues, wait=False, install_signal_handlers=False, listen_notify=False)
+
+
+def _work(queues: list[str]) -> None:
+    worker = threading.Thread(target=_run_worker_until_idle, args=(queues,))
+    worker.start()
+    worker.join(timeout=300)
+    assert not worker.is_alive()
+
+
+def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(page: Page, live_server, transactional_db, owner):
+    corpora = []
+    for name, texts in (("Complex news", COMPLEX), ("Simple news", SIMPLE)):
+        corpus, _ = corpus_get_or_create(name=name, language="en", owner=owner)
+        files = [(f"{title}-adv.txt", text.encode()) for title, text in texts.items()]
+        assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
+        services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
+        corpora.append(corpus)
+    _work(["embedding"])
+    source, target = corpora
+
+    _login(page, live_server, "owner", "owner-pass-123")
+    page.goto(f"{live_server.url}/corpora/{source.pk}/")
+    page.get_by_role("link", name="Mine pairs…").click()
+    lha = page.locator("#lha")
+    expect(lha.get_by_label("K sentences")).to_have_value("5")  # the defaults, and no errors before a submit
+    expect(page.locator(".error")).to_have_count(0)
+    page.screenshot(path="/tmp/mining_start.png", full_page=True)
+    lha.get_by_label("Target corpus").select_option(label="Simple news")
+    lha.get_by_label("K documents").fill("1")
+    lha.get_by_label("θd (document cosine)").fill("0.3")
+    lha.get_by_label("θs (sentence cosine)").fill("0.5")
+    lha.get_by_role("button", name="Start mining").click()
+    expect(page).to_have_url(re.compile(r"/mining/\d+/$"))
+    expect(page.locator("#progress .status")).to_have_text("Queued")
+    _work(["mining"])
+    expect(page.locator("#progress .status")).to_have_text("Succeeded", timeout=30_000)  # htmx polled the card
+    job = MiningJob.objects.get()
+    expect(page.locator("#job-stats")).to_contain_text(str(job.pairs_found))
+
+    page.reload()
+    page.get_by_label("Search").fill("honey")
+    page.get_by_role("button", name="Apply").click()
+    expected = MinedPair.objects.filter(job=job, source_text__icontains="honey").count() or MinedPair.objects.filter(job=job, target_text__icontains="honey").count()
+    expect(page.locator("#pairs")).to_contain_text(re.compile(r"\d+ pair\(s\) match"))
+    expect(page.locator("#pairs tbody tr")).not_to_have_count(0)
+    assert expected > 0
+    expect(page).to_have_url(re.compile(r"q=honey"))  # hx-push-url keeps the filter in the address
+    page.screenshot(path="/tmp/mining_page.png", full_page=True)
+
+    page.locator("#pairs tbody input[type=checkbox]").first.check()
+    page.locator("#send").get_by_label("Project name").fill("Honey pairs")
+    page.locator("#send").get_by_role("button", name="Send").click()
+    expect(page.locator("h1")).to_contain_text("Honey pairs")
+    project = AnnotationProject.objects.get(name="Honey pairs")
+    assert project.suggestion_run.candidates.count() >= 1
