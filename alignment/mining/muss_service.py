@@ -16,7 +16,7 @@ neighbours' rows at a time; the vectors stay in PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, fields
 
 import numpy as np
@@ -56,39 +56,59 @@ def muss_stored_config(config: dict | None, encoder: str, shard_sequences: int) 
     return {**asdict(muss_config(config)), "encoder": encoder, "shard_sequences": shard_sequences}
 
 
+def _stream_sequences(job: MiningJob, config: MussConfig) -> Iterator[Sequence]:
+    """The corpus's candidate sequences in ``candidate_sequences`` order, one document in memory at a time."""
+    for doc in Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True).iterator(chunk_size=500):
+        texts = list(Sentence.objects.filter(document_id=doc).order_by("index").values_list("text", flat=True))
+        yield from candidate_sequences([MiningDocument(str(doc), texts)], config)
+
+
 def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
-    """Sequences, their vectors and index, and the neighbours shards; returns the shard ids still to run."""
+    """Sequences, their vectors and index, and the neighbours shards; returns the shard ids still to run.
+
+    Streams: one document's sentences and one batch of sequences in memory; a rerun skips the
+    sequences already stored (same order, so the same indices).
+    """
     config = muss_config(job.config)
-    documents = [
-        MiningDocument(str(doc), list(Sentence.objects.filter(document_id=doc).order_by("index").values_list("text", flat=True)))
-        for doc in Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True)
-    ]
-    pool = candidate_sequences(documents, config)
     done = MiningSequence.objects.filter(job=job).count()
-    for begin in range(done, len(pool), config.encode_batch):
-        batch = pool[begin : begin + config.encode_batch]
-        vectors = encode([s.text for s in batch])  # (b, d) unit rows
+    total = 0
+    batch: list[tuple[int, Sequence]] = []
+
+    def flush() -> None:
+        vectors = encode([s.text for _, s in batch])  # (b, d) unit rows
         MiningSequence.objects.bulk_create(
             [
-                MiningSequence(job=job, index=begin + k, document_id=int(s.doc_id), start=s.start, end=s.end, text=s.text, vector=v.tolist())
-                for k, (s, v) in enumerate(zip(batch, vectors))
+                MiningSequence(job=job, index=index, document_id=int(s.doc_id), start=s.start, end=s.end, text=s.text, vector=v.tolist())
+                for (index, s), v in zip(batch, vectors)
             ],
             ignore_conflicts=True,
         )
+        batch.clear()
+
+    for sequence in _stream_sequences(job, config):
+        if total >= done:
+            batch.append((total, sequence))
+            if len(batch) >= config.encode_batch:
+                flush()
+        total += 1
+    if batch:
+        flush()
     dimensions = len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first() or [])
     if dimensions:
         with connection.cursor() as cursor:
+            if connection.in_atomic_block:  # inside a transaction: fire the deferred FK checks first, or PostgreSQL refuses
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute(
                 f"CREATE INDEX IF NOT EXISTS mining_sequence_hnsw_{int(job.pk)} ON {MiningSequence._meta.db_table} "
                 f"USING hnsw ((vector::vector({dimensions})) vector_cosine_ops) WHERE job_id = {int(job.pk)}"
             )
     size = int(job.config["shard_sequences"])
-    for index, start in enumerate(range(0, len(pool), size)):
+    for index, start in enumerate(range(0, total, size)):
         MiningShard.objects.get_or_create(
-            job=job, phase=MiningShard.Phase.NEIGHBOURS, index=index, defaults={"start": start, "end": min(start + size, len(pool)), "position": start}
+            job=job, phase=MiningShard.Phase.NEIGHBOURS, index=index, defaults={"start": start, "end": min(start + size, total), "position": start}
         )
     MiningJob.objects.filter(pk=job.pk).update(
-        documents_total=2 * len(pool), shards_total=2 * MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS).count()
+        documents_total=2 * total, shards_total=2 * MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS).count()
     )
     return list(MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS).exclude(status=MiningShard.Status.DONE).values_list("pk", flat=True))
 

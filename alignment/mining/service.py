@@ -147,6 +147,8 @@ def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder) -> int:
 def _document_index_ensure(encoder: Encoder) -> None:
     name = f"document_embedding_hnsw_{int(encoder.pk)}"
     with connection.cursor() as cursor:
+        if connection.in_atomic_block:  # inside a transaction: fire the deferred FK checks first, or PostgreSQL refuses
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(
             f"CREATE INDEX IF NOT EXISTS {name} ON {DocumentEmbedding._meta.db_table} "
             f"USING hnsw ((vector::vector({int(encoder.dimensions)})) vector_cosine_ops) WHERE encoder_id = {int(encoder.pk)}"
@@ -174,6 +176,9 @@ def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray]
         except ValueError as error:
             _fail(job_id, str(error))
             return MiningJob.objects.get(pk=job_id)
+        except Exception as exc:  # a crash: the job says so; creating it again resumes where it stopped
+            _fail(job_id, f"prepare: {type(exc).__name__}: {exc}")
+            raise
         _enqueue_all(pending)
         if not pending:
             _finish(job_id)
@@ -200,6 +205,9 @@ def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray]
             _finish(job_id)
     except ValueError as error:
         _fail(job_id, str(error))
+    except Exception as exc:  # a crash: the job says so; creating it again resumes where it stopped
+        _fail(job_id, f"prepare: {type(exc).__name__}: {exc}")
+        raise
     return MiningJob.objects.get(pk=job_id)
 
 

@@ -258,3 +258,39 @@ def test_start_page_creates_a_muss_job(owner, client, db) -> None:
     assert response.status_code == 302 and job.method == "muss" and job.config["k"] == 6 and job.target_corpus_id == corpus.pk
     bad = client.post(f"/corpora/{corpus.pk}/mine/", {"method": "muss", "k": 0, "max_distance": 0.3, "min_margin": 1.04, "language": "en"})
     assert bad.status_code == 200 and MiningJob.objects.count() == 1
+
+
+def test_muss_prepare_resumes_after_a_crash_without_reencoding_stored_sequences(owner, db) -> None:
+    import numpy as np
+
+    from alignment.mining.models import MiningSequence
+
+    corpus, _ = corpus_get_or_create(name="Resume", language="en", owner=owner)
+    files = [(f"{title}-adv.txt", text.encode()) for title, text in PARAPHRASES.items()]
+    assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
+    job, _ = mining.mining_job_create(source_corpus=corpus, method="muss", config={"encode_batch": 2})
+    encoded: list[str] = []
+
+    def encode(texts):
+        if len(encoded) >= 4:
+            raise MemoryError("encoder died")
+        encoded.extend(texts)
+        return np.tile(np.eye(1, 8, dtype=np.float32), (len(texts), 1))
+
+    with pytest.raises(MemoryError):
+        mining.mining_job_prepare(job_id=job.pk, encode=encode)
+    assert MiningSequence.objects.filter(job=job).count() == 4
+    job.refresh_from_db()
+    assert job.status == MiningJob.Status.FAILED and "encoder died" in job.error
+    first_four = list(encoded)
+    encoded.clear()
+    again, created = mining.mining_job_create(source_corpus=corpus, method="muss", config={"encode_batch": 2})
+    assert again.pk == job.pk and not created and again.status == MiningJob.Status.QUEUED
+
+    def encode_rest(texts):
+        encoded.extend(texts)
+        return np.tile(np.eye(1, 8, dtype=np.float32), (len(texts), 1))
+
+    mining.mining_job_prepare(job_id=job.pk, encode=encode_rest)
+    stored = list(MiningSequence.objects.filter(job=job).order_by("index").values_list("text", flat=True))
+    assert stored[:4] == first_four and stored[4:] == encoded and len(set(stored)) == len(stored)
