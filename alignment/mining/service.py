@@ -30,6 +30,7 @@ from pgvector.django import CosineDistance, VectorField
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
 from alignment.mining.muss_service import (
     SHARD_SEQUENCES,
+    hnsw_search_settings,
     muss_prepare,
     muss_shard_run,
     muss_stored_config,
@@ -291,13 +292,15 @@ def document_neighbours(*, document_id: int, encoder: Encoder, corpus: Corpus, k
     """The K target documents nearest to ``document_id`` (pgvector HNSW), with cosine >= theta_d."""
     own = DocumentEmbedding.objects.get(document_id=document_id, encoder=encoder).vector
     typed = Cast("vector", VectorField(dimensions=encoder.dimensions))
-    rows = (
-        DocumentEmbedding.objects.filter(encoder=encoder, document__corpus=corpus)
-        .exclude(document_id=document_id)
-        .annotate(distance=CosineDistance(typed, own))
-        .order_by("distance")
-        .values_list("document_id", "distance")[:k]
-    )
+    with transaction.atomic():
+        hnsw_search_settings()
+        rows = list(
+            DocumentEmbedding.objects.filter(encoder=encoder, document__corpus=corpus)
+            .exclude(document_id=document_id)
+            .annotate(distance=CosineDistance(typed, own))
+            .order_by("distance")
+            .values_list("document_id", "distance")[:k]
+        )
     return [(doc, 1.0 - float(distance)) for doc, distance in rows if 1.0 - float(distance) >= theta_d]
 
 
