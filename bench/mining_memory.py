@@ -1,0 +1,124 @@
+"""Memory and speed of the app's mining jobs as the corpus grows (LHA), on synthetic data.
+
+    .venv/bin/python bench/mining_memory.py [--sizes 300,1200,4000] [--sentences 10] [--dim 384]
+
+For each size N it creates two corpora of N documents (a source and a perturbed "simplified"
+copy) with ``--sentences`` sentences each and stores random unit sentence vectors directly
+(no encoder: this measures the job, not MiniLM), then runs an LHA job in-process: prepare
+(document vectors + HNSW index) and every shard, as the worker would. It prints, per N:
+documents, sentences, prepare and shard seconds, documents/s, pairs found, and the peak of
+the memory the job allocates in this process (tracemalloc: every Python and NumPy
+allocation, reset before the job), plus the process RSS before and at its peak during the job
+(RSS keeps memory freed earlier, so it only bounds from above). A bounded job keeps the
+tracemalloc peak flat as N grows; PostgreSQL's own memory is not in these figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+import tracemalloc
+
+from _django import setup_django
+
+os.environ.setdefault("DEBUG", "0")  # DEBUG keeps a log of every SQL query (capped at 9,000), as a worker in production does not
+setup_django()
+
+import numpy as np  # noqa: E402
+import psutil  # noqa: E402
+from django.db import transaction  # noqa: E402
+
+from alignment.mining import service as mining  # noqa: E402
+from alignment.mining.models import MiningShard  # noqa: E402
+from alignment.models import Document, Encoder, Paragraph, Sentence, SentenceEmbedding  # noqa: E402
+from alignment.services import corpus_get_or_create  # noqa: E402
+from bench._django import bench_owner  # noqa: E402
+
+
+class PeakRss:
+    def __init__(self) -> None:
+        self.process, self.peak, self.running = psutil.Process(), 0, True
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while self.running:
+            self.peak = max(self.peak, self.process.memory_info().rss)
+            time.sleep(0.05)
+
+    def __enter__(self) -> PeakRss:
+        self.peak = self.process.memory_info().rss
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.running = False
+        self.thread.join()
+
+
+def make_corpus(name: str, documents: int, sentences: int, vectors: np.ndarray, encoder: Encoder, owner) -> object:
+    corpus, _ = corpus_get_or_create(name=name, language="en", owner=owner)
+    for start in range(0, documents, 500):
+        with transaction.atomic():
+            docs = Document.objects.bulk_create(
+                Document(corpus=corpus, external_id=f"{name}-{d}", level="adv", raw_text="x", content_hash=f"{name}{d}", text_hash=f"{name}{d}")
+                for d in range(start, min(start + 500, documents))
+            )
+            paragraphs = Paragraph.objects.bulk_create(Paragraph(document=doc, index=0, char_start=0, char_end=1) for doc in docs)
+            rows = Sentence.objects.bulk_create(
+                Sentence(document=doc, paragraph=par, index=s, index_in_paragraph=s, text=f"w{d}s{s} word{d % 97} term{s}", char_start=0, char_end=1)
+                for d, (doc, par) in enumerate(zip(docs, paragraphs), start=start)
+                for s in range(sentences)
+            )
+            SentenceEmbedding.objects.bulk_create(
+                SentenceEmbedding(sentence=row, encoder=encoder, vector=vectors[start * sentences + k].tolist()) for k, row in enumerate(rows)
+            )
+    return corpus
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="300,1200,4000")
+    parser.add_argument("--sentences", type=int, default=10)
+    parser.add_argument("--dim", type=int, default=384)
+    args = parser.parse_args()
+    owner = bench_owner()
+    encoder, _ = Encoder.objects.get_or_create(name="bench-random", defaults={"dimensions": args.dim})
+    rng = np.random.default_rng(0)
+    print(f"LHA mining job in-process, {args.sentences} sentences per document, {args.dim}-d random unit vectors; RSS of this process")
+    print(f"{'documents':>9} {'sentences':>9} | {'prepare s':>9} {'shards s':>8} {'docs/s':>7} {'pairs':>7} | {'job peak alloc':>14} {'RSS before -> peak':>20}")
+    for size in (int(n) for n in args.sizes.split(",")):
+        count = size * args.sentences
+        source_vectors = rng.normal(size=(count, args.dim)).astype(np.float32)
+        target_vectors = source_vectors + 0.35 * rng.normal(size=source_vectors.shape).astype(np.float32)
+        source_vectors /= np.linalg.norm(source_vectors, axis=1, keepdims=True)
+        target_vectors /= np.linalg.norm(target_vectors, axis=1, keepdims=True)
+        source = make_corpus(f"src{size}", size, args.sentences, source_vectors, encoder, owner)
+        target = make_corpus(f"tgt{size}", size, args.sentences, target_vectors, encoder, owner)
+        del source_vectors, target_vectors
+        config = {"encoder": encoder.name, "k_documents": 1, "theta_d": 0.3, "k_sentences": 1, "theta_s": 0.5, "min_overlap": None}
+        job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config=config)
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        with PeakRss() as memory:
+            baseline = memory.peak
+            started = time.perf_counter()
+            mining.mining_job_prepare(job_id=job.pk)
+            prepared = time.perf_counter()
+            for shard in MiningShard.objects.filter(job=job).order_by("index"):
+                mining.mining_shard_execute(shard_id=shard.pk)
+            finished = time.perf_counter()
+        allocated_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        job.refresh_from_db()
+        assert job.status == "succeeded", job.error
+        shard_seconds = finished - prepared
+        print(
+            f"{size:>9,} {count:>9,} | {prepared - started:>9.1f} {shard_seconds:>8.1f} {size / shard_seconds:>7.1f} {job.pairs_found:>7,} | "
+            f"{allocated_peak / 2**20:>10.1f} MiB {baseline / 2**20:>8.0f} -> {memory.peak / 2**20:.0f} MiB"
+        )
+
+
+if __name__ == "__main__":
+    main()
