@@ -40,9 +40,6 @@ BASES = ("active", "untrained")
 PAIR_CLASSIFIER = "pair_classifier"  # sub-folder of a version with its fine-tuned cross-encoder
 
 
-_progress_entries: dict[int, list[dict]] = {}  # job id -> its progress so far (CRF, then pair classifier)
-
-
 class TrainingCancelled(Exception):
     """Raised from the per-epoch hook when a cancel was requested."""
 
@@ -97,8 +94,8 @@ def _stage(job_id: int, stage: str) -> None:
     TrainingJob.objects.filter(pk=job_id).update(stage=stage)
 
 
-def _epoch_hook(job_id: int):
-    entries = _progress_entries[job_id] = []  # one writer per job: the whole list is written each epoch
+def _epoch_hook(job_id: int, entries: list[dict]):
+    """Per-epoch hook of the CRF; ``entries`` is the job's progress so far (one writer: rewritten whole each epoch)."""
 
     def on_epoch(report: EpochReport) -> None:
         entry = {"model": "CRF", "epoch": report.epoch, "epochs": report.epochs, "log_likelihood": round(report.log_likelihood, 4)}
@@ -125,7 +122,7 @@ def training_job_execute(*, job_id: int, build_measure: MeasureBuilder, device: 
     TrainingJob.objects.filter(pk=job_id).update(status=TrainingJob.Status.RUNNING, started_at=timezone.now(), progress=[], error="")
     staging: Path | None = None
     try:
-        staging, fields = _train(job, build_measure, device)
+        staging, fields = _train(job, build_measure, device, progress=[])
         _register(job, staging, fields)
         staging = None  # renamed into place and registered
     except TrainingCancelled:
@@ -136,13 +133,12 @@ def training_job_execute(*, job_id: int, build_measure: MeasureBuilder, device: 
         )
         raise
     finally:
-        _progress_entries.pop(job_id, None)
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
     return TrainingJob.objects.get(pk=job_id)
 
 
-def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str) -> tuple[Path, dict]:
+def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str, *, progress: list[dict]) -> tuple[Path, dict]:
     """Train, evaluate and save to a staging folder; returns it and the version's fields."""
     _stage(job.pk, "reading the snapshot")
     train, dev, test = (snapshot_gold_pairs(job.snapshot, split) for split in ("train", "dev", "test"))
@@ -157,13 +153,13 @@ def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str) -> tupl
     training = TrainingConfig(epochs=config["epochs"], lr=config["lr"], patience=config["patience"])
     report = train_aligner(
         train, aligner=aligner, training=training, seed=config["seed"], similarities=cache(aligner, train),
-        dev_pairs=dev, dev_similarities=cache(aligner, dev), on_epoch=_epoch_hook(job.pk),
+        dev_pairs=dev, dev_similarities=cache(aligner, dev), on_epoch=_epoch_hook(job.pk, progress),
     )  # fmt: skip
     _stage(job.pk, "evaluating on dev and test documents")
     metrics = {"dev": evaluate_on(aligner, dev, cache).as_dict(), "test": evaluate_on(aligner, test, cache).as_dict()}
     classifier = None
     if config.get("pair_classifier"):
-        classifier, metrics["pair_classifier"] = _fine_tune_pair_classifier(job, train, dev, test, device)
+        classifier, metrics["pair_classifier"] = _fine_tune_pair_classifier(job, train, dev, test, device, progress)
     project.refresh_from_db()
     against, against_name = active_aligner(project, device=device)
     baseline = {"version": project.active_model_id, "name": against_name, "test": evaluate_on(against, test, cache).as_dict()}
@@ -189,7 +185,9 @@ def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str) -> tupl
     return staging, fields
 
 
-def _fine_tune_pair_classifier(job: TrainingJob, train: list, dev: list, test: list, device: str) -> tuple[object, dict]:
+def _fine_tune_pair_classifier(
+    job: TrainingJob, train: list, dev: list, test: list, device: str, entries: list[dict]
+) -> tuple[object, dict]:
     """Fine-tune the cross-encoder from the base version's classifier (or the bundled MiniLM); its dev/test figures."""
     from models_ml.cross_encoder import PairTrainingConfig, load_pair_classifier
     from models_ml.encoders import default_device
@@ -203,7 +201,6 @@ def _fine_tune_pair_classifier(job: TrainingJob, train: list, dev: list, test: l
     base = Path(job.base_version.path) / PAIR_CLASSIFIER if job.base_version is not None else None
     start = load_pair_classifier(base, device=device) if base is not None and base.is_dir() else None
     _stage(job.pk, "fine-tuning the pair classifier" + (f" from {job.base_version}" if start is not None else " from MiniLM"))
-    entries = _progress_entries.setdefault(job.pk, [])
     epochs = job.config.get("pair_classifier_epochs", 2)
 
     def on_epoch(epoch: int, loss: float, report: dict | None) -> None:

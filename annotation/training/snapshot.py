@@ -17,6 +17,7 @@ from collections import Counter
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Count
 
 from alignment.aligning.service import side_sentences
 from alignment.models import DocumentPair, Sentence
@@ -88,10 +89,12 @@ def _check(project: AnnotationProject, items: list[list]) -> Counter:
             f"only one class present: all {len(items)} labels are 'not_aligned', so there is no alignment to learn; "
             f"training needs aligned or partial links"
         )
-    cells = sum(
-        Sentence.objects.filter(document=pair.simple_document_id).count() * Sentence.objects.filter(document=pair.complex_document_id).count()
-        for pair in DocumentPair.objects.filter(pk__in=pairs)
-    )
+    document_pairs = list(DocumentPair.objects.filter(pk__in=pairs).values_list("simple_document_id", "complex_document_id"))
+    sizes = dict(
+        Sentence.objects.filter(document_id__in={d for pair in document_pairs for d in pair})
+        .values_list("document_id").annotate(n=Count("pk")).values_list("document_id", "n")
+    )  # one query for every document's sentence count
+    cells = sum(sizes.get(simple, 0) * sizes.get(complex_, 0) for simple, complex_ in document_pairs)
     if linked >= cells and not labels.get("not_aligned"):
         raise TrainingDataError(
             f"only one class present: every one of the {cells} sentence pairs of the {len(pairs)} document pairs is linked; "

@@ -29,7 +29,12 @@ SIMPLE = {
 
 @pytest.fixture
 def two_corpora(owner, run_worker):
-    """The complex texts in one corpus and the simple ones in another, pairing hidden, both embedded."""
+    return embedded_news_corpora(owner, run_worker)
+
+
+def embedded_news_corpora(owner, run_embedding_worker) -> list:
+    """The complex texts in one corpus and the simple ones in another, pairing hidden, both embedded
+    (``run_embedding_worker(["embedding"])`` runs the queued embedding jobs)."""
     corpora = []
     for name, texts in (("Complex news", COMPLEX), ("Simple news", SIMPLE)):
         corpus, _ = corpus_get_or_create(name=name, language="en", owner=owner)
@@ -37,7 +42,7 @@ def two_corpora(owner, run_worker):
         assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
         services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
         corpora.append(corpus)
-    run_worker(["embedding"])
+    run_embedding_worker(["embedding"])
     return corpora
 
 

@@ -134,8 +134,8 @@ def test_a_cancelled_job_leaves_no_version_and_no_files(gold_project, owner, mod
     job = training.training_job_create(project=project, created_by=owner, epochs=15)
     original = training._epoch_hook
 
-    def cancelling_hook(job_id):
-        hook = original(job_id)
+    def cancelling_hook(job_id, entries):
+        hook = original(job_id, entries)
 
         def on_epoch(report):
             if report.epoch == 2:

@@ -5,17 +5,12 @@ from __future__ import annotations
 import re
 import threading
 
-from django.conf import settings
 from playwright.sync_api import Page, expect
 from procrastinate.contrib.django import app
 
-from alignment import services
-from alignment.importing.readers import ImportOptions
-from alignment.importing.service import corpus_import_files
 from alignment.mining.models import MinedPair, MiningJob
-from alignment.services import corpus_get_or_create
 from annotation.models import AnnotationProject
-from tests.alignment.test_mining import COMPLEX, SIMPLE
+from tests.alignment.test_mining import embedded_news_corpora
 from tests.e2e.test_annotate_in_browser import _login
 
 
@@ -32,15 +27,8 @@ def _work(queues: list[str]) -> None:
 
 
 def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(page: Page, live_server, transactional_db, owner):
-    corpora = []
-    for name, texts in (("Complex news", COMPLEX), ("Simple news", SIMPLE)):
-        corpus, _ = corpus_get_or_create(name=name, language="en", owner=owner)
-        files = [(f"{title}-adv.txt", text.encode()) for title, text in texts.items()]
-        assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
-        services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
-        corpora.append(corpus)
-    _work(["embedding"])
-    source, target = corpora
+    corpora = embedded_news_corpora(owner, _work)
+    source, _target = corpora
 
     _login(page, live_server, "owner", "owner-pass-123")
     page.goto(f"{live_server.url}/corpora/{source.pk}/")
