@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from annotation import annotate_views, views
 from annotation.training import views as training_views
@@ -21,6 +21,7 @@ urlpatterns = [
     path("projects/<int:project_id>/models/jobs/<int:job_id>/", training_views.training_job_card, name="training_job"),
     path("projects/<int:project_id>/models/jobs/<int:job_id>/cancel/", training_views.training_cancel, name="training_cancel"),
     path("projects/<int:project_id>/models/<int:version_id>/promote/", training_views.version_promote, name="version_promote"),
+    path("projects/<int:project_id>/exports/", include("annotation.export.urls")),
     path("projects/<int:project_id>/pairs/<int:pair_id>/review/", views.pair_review, name="pair_review"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/adjudicate/", views.pair_adjudicate, name="pair_adjudicate"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/verify/", views.pair_verify, name="pair_verify"),

@@ -1,11 +1,14 @@
-"""Memory and speed of the app's mining jobs as the corpus grows (LHA), on synthetic data.
+"""Memory and speed of the app's mining jobs as the corpus grows (LHA or MUSS), on synthetic data.
 
-    .venv/bin/python bench/mining_memory.py [--sizes 300,1200,4000] [--sentences 10] [--dim 384]
+    .venv/bin/python bench/mining_memory.py [--method lha|muss] [--sizes 300,1200,4000] [--sentences 10] [--dim 384]
 
-For each size N it creates two corpora of N documents (a source and a perturbed "simplified"
+LHA: for each size N it creates two corpora of N documents (a source and a perturbed "simplified"
 copy) with ``--sentences`` sentences each and stores random unit sentence vectors directly
 (no encoder: this measures the job, not MiniLM), then runs an LHA job in-process: prepare
-(document vectors + HNSW index) and every shard, as the worker would. It prints, per N:
+(document vectors + HNSW index) and every shard, as the worker would.
+MUSS: one corpus of N documents; prepare gets a stand-in encoder (a random topic vector per
+document pair plus noise, so documents d and d + N/2 hold near-paraphrases) instead of MiniLM,
+then every neighbours and pairs shard runs in-process. It prints, per N:
 documents, sentences, prepare and shard seconds, documents/s, pairs found, and the peak of
 the memory the job allocates in this process (tracemalloc: every Python and NumPy
 allocation, reset before the job), plus the process RSS before and at its peak during the job
@@ -17,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import threading
 import time
 import tracemalloc
+import zlib
 
 from _django import setup_django
 
@@ -77,8 +82,86 @@ def make_corpus(name: str, documents: int, sentences: int, vectors: np.ndarray, 
     return corpus
 
 
+def topic_encoder(dim: int):
+    """Stand-in for MiniLM: the vector of "t<topic>x..." texts is the topic's vector plus per-text noise."""
+    cache: dict[int, np.ndarray] = {}
+
+    def encode(texts: list[str]) -> np.ndarray:
+        rows = []
+        for text in texts:
+            topic = int(text.split("x", 1)[0][1:])
+            if topic not in cache:
+                cache[topic] = np.random.default_rng(topic).normal(size=dim).astype(np.float32)
+            noise = np.random.default_rng(zlib.crc32(text.encode())).normal(size=dim).astype(np.float32)
+            rows.append(cache[topic] + 0.5 * noise)
+        matrix = np.stack(rows)
+        return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+    return encode
+
+
+WORDS = (
+    "the of and to in is was for on that with as by at from his her this which are be an or had it not were but also have "
+    "their one its new after first has been who two they more other when time into during only can over most used school city "
+    "state world war area years part may later three under between many such film team season while river house family"
+).split()
+
+
+def make_muss_corpus(name: str, documents: int, sentences: int, owner) -> object:
+    """Documents d and d + N/2 share topics sentence by sentence; texts are short so one sentence is one sequence."""
+    corpus, _ = corpus_get_or_create(name=name, language="en", owner=owner)
+    half = max(documents // 2, 1)
+    for start in range(0, documents, 500):
+        with transaction.atomic():
+            docs = Document.objects.bulk_create(
+                Document(corpus=corpus, external_id=f"{name}-{d}", level="adv", raw_text="x", content_hash=f"{name}{d}", text_hash=f"{name}{d}")
+                for d in range(start, min(start + 500, documents))
+            )
+            paragraphs = Paragraph.objects.bulk_create(Paragraph(document=doc, index=0, char_start=0, char_end=1) for doc in docs)
+            Sentence.objects.bulk_create(
+                Sentence(
+                    document=doc, paragraph=par, index=s, index_in_paragraph=s, char_start=0, char_end=1,
+                    text=f"t{(d % half) * sentences + s}x " + " ".join(random.Random(d * sentences + s).choices(WORDS, k=30)) + ".",
+                )
+                for d, (doc, par) in enumerate(zip(docs, paragraphs), start=start)
+                for s in range(sentences)
+            )
+    return corpus
+
+
+def setup_muss(size: int, sentences: int, owner) -> object:
+    corpus = make_muss_corpus(f"muss{size}", size, sentences, owner)
+    return mining.mining_job_create(source_corpus=corpus, target_corpus=None, method="muss", config={"encoder": "bench-topic"})[0]
+
+
+def setup_lha(size: int, sentences: int, dim: int, owner, rng, encoder) -> object:
+    count = size * sentences
+    source_vectors = rng.normal(size=(count, dim)).astype(np.float32)
+    target_vectors = source_vectors + 0.35 * rng.normal(size=source_vectors.shape).astype(np.float32)
+    source_vectors /= np.linalg.norm(source_vectors, axis=1, keepdims=True)
+    target_vectors /= np.linalg.norm(target_vectors, axis=1, keepdims=True)
+    source = make_corpus(f"src{size}", size, sentences, source_vectors, encoder, owner)
+    target = make_corpus(f"tgt{size}", size, sentences, target_vectors, encoder, owner)
+    config = {"encoder": encoder.name, "k_documents": 1, "theta_d": 0.3, "k_sentences": 1, "theta_s": 0.5, "min_overlap": None}
+    return mining.mining_job_create(source_corpus=source, target_corpus=target, config=config)[0]
+
+
+def run_job(job, encode) -> tuple[float, float, float]:
+    """Prepare, then every shard (neighbours before pairs for MUSS) as the workers would, one after another."""
+    started = time.perf_counter()
+    mining.mining_job_prepare(job_id=job.pk, encode=encode)
+    prepared = time.perf_counter()
+    while shard := MiningShard.objects.filter(job=job).exclude(status=MiningShard.Status.DONE).order_by("phase", "index").first():
+        mining.mining_shard_execute(shard_id=shard.pk)
+        job.refresh_from_db()
+        if job.status not in ("queued", "running"):
+            break
+    return started, prepared, time.perf_counter()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--method", choices=["lha", "muss"], default="lha")
     parser.add_argument("--sizes", default="300,1200,4000")
     parser.add_argument("--sentences", type=int, default=10)
     parser.add_argument("--dim", type=int, default=384)
@@ -86,36 +169,26 @@ def main() -> None:
     owner = bench_owner()
     encoder, _ = Encoder.objects.get_or_create(name="bench-random", defaults={"dimensions": args.dim})
     rng = np.random.default_rng(0)
-    print(f"LHA mining job in-process, {args.sentences} sentences per document, {args.dim}-d random unit vectors; RSS of this process")
+    vectors = "random unit sentence vectors" if args.method == "lha" else "stand-in encoder (topic vector + noise)"
+    print(f"{args.method.upper()} mining job in-process, {args.sentences} sentences per document, {args.dim}-d {vectors}; RSS of this process")
     print(f"{'documents':>9} {'sentences':>9} | {'prepare s':>9} {'shards s':>8} {'docs/s':>7} {'pairs':>7} | {'job peak alloc':>14} {'RSS before -> peak':>20}")
     for size in (int(n) for n in args.sizes.split(",")):
-        count = size * args.sentences
-        source_vectors = rng.normal(size=(count, args.dim)).astype(np.float32)
-        target_vectors = source_vectors + 0.35 * rng.normal(size=source_vectors.shape).astype(np.float32)
-        source_vectors /= np.linalg.norm(source_vectors, axis=1, keepdims=True)
-        target_vectors /= np.linalg.norm(target_vectors, axis=1, keepdims=True)
-        source = make_corpus(f"src{size}", size, args.sentences, source_vectors, encoder, owner)
-        target = make_corpus(f"tgt{size}", size, args.sentences, target_vectors, encoder, owner)
-        del source_vectors, target_vectors
-        config = {"encoder": encoder.name, "k_documents": 1, "theta_d": 0.3, "k_sentences": 1, "theta_s": 0.5, "min_overlap": None}
-        job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config=config)
+        if args.method == "lha":
+            job, encode = setup_lha(size, args.sentences, args.dim, owner, rng, encoder), None
+        else:
+            job, encode = setup_muss(size, args.sentences, owner), topic_encoder(args.dim)
         tracemalloc.start()
         tracemalloc.reset_peak()
         with PeakRss() as memory:
             baseline = memory.peak
-            started = time.perf_counter()
-            mining.mining_job_prepare(job_id=job.pk)
-            prepared = time.perf_counter()
-            for shard in MiningShard.objects.filter(job=job).order_by("index"):
-                mining.mining_shard_execute(shard_id=shard.pk)
-            finished = time.perf_counter()
+            started, prepared, finished = run_job(job, encode)
         allocated_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         job.refresh_from_db()
         assert job.status == "succeeded", job.error
         shard_seconds = finished - prepared
         print(
-            f"{size:>9,} {count:>9,} | {prepared - started:>9.1f} {shard_seconds:>8.1f} {size / shard_seconds:>7.1f} {job.pairs_found:>7,} | "
+            f"{size:>9,} {size * args.sentences:>9,} | {prepared - started:>9.1f} {shard_seconds:>8.1f} {size / shard_seconds:>7.1f} {job.pairs_found:>7,} | "
             f"{allocated_peak / 2**20:>10.1f} MiB {baseline / 2**20:>8.0f} -> {memory.peak / 2**20:.0f} MiB"
         )
 

@@ -48,6 +48,10 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
     "procrastinate.contrib.django",
@@ -122,9 +126,28 @@ STATIC_ROOT = STATE_DIR / "static"
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
+# REST API (webapp/api/): token (scripts) and session (the browser) authentication, the same
+# per-object rules as the pages, paginated lists, an OpenAPI 3 schema at /api/schema/.
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": envint("API_PAGE_SIZE", 50),
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend", "rest_framework.filters.OrderingFilter"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Sentence-alignment workbench API",
+    "DESCRIPTION": "Corpora, document pairs, alignment runs and candidates, annotation projects, labels, exports, model versions.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",  # served from our static files: no CDN needed
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # Background jobs (Procrastinate). Tasks live in each app's tasks.py.
@@ -146,6 +169,12 @@ CROSS_ENCODER_MODEL_DIR = envstr("CROSS_ENCODER_MODEL_DIR", "")
 MINING_EF_SEARCH = envint("MINING_EF_SEARCH", 100)
 # Model versions trained from a project's labels are written here (one folder per version).
 MODEL_DIR = envpath("MODEL_DIR", STATE_DIR / "models")
+
+# Exports (annotation/export/): files are written under EXPORT_DIR, one folder per export job.
+EXPORT_DIR = envpath("EXPORT_DIR", STATE_DIR / "exports")
+# Webhooks (webapp/webhooks/): delivery timeout and attempts (retried with exponential backoff).
+WEBHOOK_TIMEOUT_SECONDS = envint("WEBHOOK_TIMEOUT_SECONDS", 10)
+WEBHOOK_MAX_ATTEMPTS = envint("WEBHOOK_MAX_ATTEMPTS", 6)
 
 # Import limits and defaults.
 IMPORT_MAX_FILE_BYTES = envint("IMPORT_MAX_FILE_BYTES", 5 * 1024 * 1024)

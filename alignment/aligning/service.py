@@ -30,7 +30,7 @@ from alignment.models import (
     Sentence,
     SentenceEmbedding,
 )
-from alignment.signals import run_succeeded
+from alignment.signals import run_finished, run_succeeded
 from models_ml.aligner import MODEL_FILES, Aligner, AlignerConfig
 from models_ml.checkpoint import CHECKSUMS, read_json, sha256, verify_checksums
 from models_ml.cross_encoder import MODEL_FILES as CLASSIFIER_FILES
@@ -135,6 +135,7 @@ def alignment_run_cancel(*, run: AlignmentRun) -> AlignmentRun:
             locked.status = AlignmentRun.Status.CANCELLED
             locked.finished_at = timezone.now()
             locked.save(update_fields=["status", "finished_at"])
+            transaction.on_commit(lambda: run_finished.send(sender=AlignmentRun, run=locked))
         elif locked.status == AlignmentRun.Status.RUNNING:
             locked.cancel_requested = True
             locked.save(update_fields=["cancel_requested"])
@@ -213,16 +214,20 @@ def alignment_run_execute(
         for pair in pending.iterator(chunk_size=100):
             if AlignmentRun.objects.filter(pk=run_id, cancel_requested=True).exists():
                 AlignmentRun.objects.filter(pk=run_id).update(status=AlignmentRun.Status.CANCELLED, finished_at=timezone.now())
-                return AlignmentRun.objects.get(pk=run_id)
+                cancelled = AlignmentRun.objects.get(pk=run_id)
+                run_finished.send(sender=AlignmentRun, run=cancelled)
+                return cancelled
             _align_one(run_id, pair, scorer, aligner.config.encoder)
     except Exception as exc:
         AlignmentRun.objects.filter(pk=run_id).update(
             status=AlignmentRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
         )
+        run_finished.send(sender=AlignmentRun, run=AlignmentRun.objects.get(pk=run_id))
         raise
     AlignmentRun.objects.filter(pk=run_id).update(status=AlignmentRun.Status.SUCCEEDED, finished_at=timezone.now())
     finished = AlignmentRun.objects.get(pk=run_id)
     run_succeeded.send(sender=AlignmentRun, run=finished)
+    run_finished.send(sender=AlignmentRun, run=finished)
     return finished
 
 

@@ -1,0 +1,1 @@
+"""The REST API (Django REST framework): serializers, viewsets and the OpenAPI schema."""
