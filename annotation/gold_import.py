@@ -80,7 +80,10 @@ def gold_import(
                     f"the gold has {len(pair.simple_sentences)} / {len(pair.complex_sentences)}"
                 )
             Assignment.objects.create(project=project, pair=document_pair, annotator=owner, completed_at=now)
-            links = {(s, c): g.label for g in pair.groups for s in g.simple for c in g.complex}
+            if pair.links is not None:  # the source's own 1:1 links: a group's other sentence pairs stay unlinked
+                links = {(s, c): label for c, s, label in pair.links}
+            else:
+                links = {(s, c): g.label for g in pair.groups for s in g.simple for c in g.complex}
             events += [
                 LabelEvent(
                     project=project, pair=document_pair, annotator=owner, simple_sentence_id=simple_ids[s],

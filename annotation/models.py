@@ -226,3 +226,6 @@ from annotation.training.models import (  # noqa: F401
     TrainingJob,
     TrainingSnapshot,
 )
+
+# Exports live in their own module; importing it here registers their models with this app.
+from annotation.export.models import ExportJob  # noqa: E402, F401

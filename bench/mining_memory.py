@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import threading
 import time
 import tracemalloc
 import zlib
@@ -32,7 +31,6 @@ os.environ.setdefault("DEBUG", "0")  # DEBUG keeps a log of every SQL query (cap
 setup_django()
 
 import numpy as np  # noqa: E402
-import psutil  # noqa: E402
 from django.db import transaction  # noqa: E402
 
 from alignment.mining import service as mining  # noqa: E402
@@ -40,26 +38,7 @@ from alignment.mining.models import MiningShard  # noqa: E402
 from alignment.models import Document, Encoder, Paragraph, Sentence, SentenceEmbedding  # noqa: E402
 from alignment.services import corpus_get_or_create  # noqa: E402
 from bench._django import bench_owner  # noqa: E402
-
-
-class PeakRss:
-    def __init__(self) -> None:
-        self.process, self.peak, self.running = psutil.Process(), 0, True
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _sample(self) -> None:
-        while self.running:
-            self.peak = max(self.peak, self.process.memory_info().rss)
-            time.sleep(0.05)
-
-    def __enter__(self) -> PeakRss:
-        self.peak = self.process.memory_info().rss
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.running = False
-        self.thread.join()
+from bench._memory import PeakRss  # noqa: E402
 
 
 def make_corpus(name: str, documents: int, sentences: int, vectors: np.ndarray, encoder: Encoder, owner) -> object:

@@ -71,6 +71,9 @@ class GoldPair:
     groups: list[AlignmentGroup]
     complex_paragraphs: list[int] | None
     simple_paragraphs: list[int] | None
+    # The 1:1 (complex index, simple index, label) links the groups were merged from, when the source has
+    # them (Wiki-Manual): importing these rather than every pair of a group keeps each link's own label.
+    links: list[tuple[int, int, str]] | None = None
 
 
 def connected_groups(links: Iterable[tuple[int, int, str]]) -> list[AlignmentGroup]:
@@ -182,7 +185,8 @@ def read_wiki_manual_tsv(path: str | Path) -> list[GoldPair]:
     for (c_article, c_level, s_article, s_level), (complex_doc, simple_doc, links) in documents.items():
         complex_sentences, complex_paragraphs, complex_index = complex_doc.ordered()
         simple_sentences, simple_paragraphs, simple_index = simple_doc.ordered()
-        groups = connected_groups((complex_index[c], simple_index[s], label) for c, s, label in links)
+        indexed = [(complex_index[c], simple_index[s], label) for c, s, label in links]
+        groups = connected_groups(indexed)
         pairs.append(
             GoldPair(
                 pair_id=f"{c_article}-{c_level}|{s_article}-{s_level}",
@@ -191,6 +195,7 @@ def read_wiki_manual_tsv(path: str | Path) -> list[GoldPair]:
                 groups=groups,
                 complex_paragraphs=complex_paragraphs,
                 simple_paragraphs=simple_paragraphs,
+                links=indexed,
             )
         )
     return pairs

@@ -1,3 +1,12 @@
 from __future__ import annotations
 
-urlpatterns: list = []
+from django.urls import path
+
+from annotation.export import views
+
+urlpatterns = [
+    path("", views.project_exports, name="project_exports"),
+    path("start/", views.export_start, name="export_start"),
+    path("<int:job_id>/", views.export_job_card, name="export_job"),
+    path("<int:job_id>/files/<path:name>", views.export_file, name="export_file"),
+]
