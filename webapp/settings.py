@@ -175,6 +175,8 @@ EXPORT_DIR = envpath("EXPORT_DIR", STATE_DIR / "exports")
 # Webhooks (webapp/webhooks/): delivery timeout and attempts (retried with exponential backoff).
 WEBHOOK_TIMEOUT_SECONDS = envint("WEBHOOK_TIMEOUT_SECONDS", 10)
 WEBHOOK_MAX_ATTEMPTS = envint("WEBHOOK_MAX_ATTEMPTS", 6)
+WEBHOOK_BACKOFF_BASE_SECONDS = envint("WEBHOOK_BACKOFF_BASE_SECONDS", 60)  # waits 1, 2, 4, 8, 16 min ...
+WEBHOOK_BACKOFF_MAX_SECONDS = envint("WEBHOOK_BACKOFF_MAX_SECONDS", 3600)
 
 # Import limits and defaults.
 IMPORT_MAX_FILE_BYTES = envint("IMPORT_MAX_FILE_BYTES", 5 * 1024 * 1024)

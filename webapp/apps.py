@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class WebappConfig(AppConfig):
+    name = "webapp"
+    verbose_name = "Web app and webhooks"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_save
+
+        from alignment.models import AlignmentRun
+        from alignment.signals import run_finished
+        from annotation.export.signals import export_finished
+        from annotation.models import LabelEvent
+        from webapp.webhooks import events
+
+        post_save.connect(events.label_event_saved, sender=LabelEvent, dispatch_uid="webhooks.label_event")
+        run_finished.connect(events.run_finished_received, sender=AlignmentRun, dispatch_uid="webhooks.run_finished")
+        export_finished.connect(events.export_finished_received, dispatch_uid="webhooks.export_finished")
