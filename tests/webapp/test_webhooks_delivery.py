@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from datetime import timedelta
 
 import pytest
@@ -217,8 +218,14 @@ def test_a_real_worker_retries_until_the_receiver_accepts(labelled_project, rece
     receiver = receiver_factory(500, 200)
     delivery = services.webhook_ping(webhook=hook(labelled_project, receiver.url), by=None)  # queued on commit
 
-    with app.replace_connector(app.connector.get_worker_connector()):
-        app.run_worker(queues=["webhooks"], wait=False, install_signal_handlers=False, listen_notify=False)
+    def work() -> None:  # in its own thread: a browser test earlier in the session may leave an event loop in this one
+        with app.replace_connector(app.connector.get_worker_connector()):
+            app.run_worker(queues=["webhooks"], wait=False, install_signal_handlers=False, listen_notify=False)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join(timeout=120)
+    assert not worker.is_alive(), "the worker did not finish within 120 s"
 
     delivery.refresh_from_db()
     assert delivery.status == "succeeded" and delivery.attempts == 2 and len(receiver.requests) == 2
