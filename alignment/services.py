@@ -47,6 +47,7 @@ def corpus_get_or_create(
     pairing: str = Corpus.Pairing.ALL,
     level_order: list[str] | None = None,
     is_shared: bool = False,
+    metadata: dict | None = None,
 ) -> tuple[Corpus, bool]:
     """The corpus called ``name``, created with these settings if it does not exist yet.
 
@@ -66,6 +67,7 @@ def corpus_get_or_create(
             "pairing": pairing,
             "level_order": level_order or [],
             "is_shared": is_shared,
+            "metadata": metadata or {},
         },
     )
     if not created and corpus.language != language:

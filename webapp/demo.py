@@ -71,6 +71,7 @@ def demo_corpus_import(*, owner) -> tuple[Corpus, ImportReport]:
         "The simple versions split, merge, delete and paraphrase sentences.",
         is_shared=True,
         level_order=["adv", "ele"],
+        metadata={"licence": "CC0-1.0", "source": "written for this project (alignment/demo_corpus/)"},
     )
     paths = import_paths(DEMO_CORPUS_DIR, options)
     report = corpus_import_files(corpus=corpus, files=((p.name, p.read_bytes()) for p in paths), options=options)

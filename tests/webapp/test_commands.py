@@ -95,6 +95,7 @@ def test_setup_demo_is_idempotent_and_prints_working_credentials(db, settings, t
     assert Document.objects.filter(corpus=corpus).count() == 12
     assert DocumentPair.objects.filter(corpus=corpus).count() == 6
     assert corpus.is_shared
+    assert corpus.metadata["licence"] == "CC0-1.0"  # the export's dataset card reads licence and source from here
     run = corpus.alignment_runs.get()  # queued once, not again on the second set-up
     assert run.pairs_total == 6 and run.primary_measure == "embedding_cosine"
     project = corpus.annotation_projects.get()

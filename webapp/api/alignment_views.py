@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from alignment import selectors, services
 from alignment.aligning import service as aligning
 from alignment.forms import AlignmentRunForm
-from alignment.models import AlignmentRun, CandidateAlignment, Corpus, Document, DocumentPair
+from alignment.models import AlignmentRun, CandidateAlignment, Document, DocumentPair
 from webapp.api import filters
 from webapp.api.access import ID, ApiPagination, require_job_control
 from webapp.api.alignment_serializers import (
@@ -55,14 +55,11 @@ class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
         incoming = CorpusCreateSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
         data = dict(incoming.validated_data)
-        metadata = data.pop("metadata")
         try:
             with transaction.atomic():
                 corpus, created = services.corpus_get_or_create(owner=request.user, **data)
                 if not created:  # someone took the name between the check and the insert
                     raise ValidationError({"name": [f"a corpus called {data['name']!r} exists already; choose another name"]})
-                if metadata:
-                    Corpus.objects.filter(pk=corpus.pk).update(metadata=metadata)
         except ValueError as error:
             field = "language" if str(error).startswith("language") else "non_field_errors"
             raise ValidationError({field: [str(error)]}) from None
