@@ -20,7 +20,7 @@ from alignment.aligning import service as aligning
 from alignment.forms import AlignmentRunForm
 from alignment.models import AlignmentRun, CandidateAlignment, Document, DocumentPair
 from webapp.api import filters
-from webapp.api.access import ID, ApiPagination, require_job_control
+from webapp.api.access import ID, require_job_control
 from webapp.api.alignment_serializers import (
     AlignmentRunCreateSerializer,
     AlignmentRunSerializer,
@@ -43,7 +43,6 @@ def _visible_pairs(request: Request):
 )
 class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
     serializer_class = CorpusSerializer
-    pagination_class = ApiPagination
     filterset_class = filters.CorpusFilter
     ordering_fields = ["name", "created_at", "language"]
     lookup_value_regex = ID
@@ -71,7 +70,6 @@ class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
     retrieve=extend_schema(summary="A document with its text, paragraphs and sentences"),
 )
 class DocumentViewSet(viewsets.ReadOnlyModelViewSet):
-    pagination_class = ApiPagination
     filterset_class = filters.DocumentFilter
     ordering_fields = ["external_id", "level", "created_at"]
     lookup_value_regex = ID
@@ -97,7 +95,6 @@ class DocumentViewSet(viewsets.ReadOnlyModelViewSet):
 @extend_schema_view(list=extend_schema(summary="Document pairs (complex → simple) of the corpora you may see"))
 class PairViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = PairSerializer
-    pagination_class = ApiPagination
     filterset_class = filters.PairFilter
     ordering_fields = ["id", "created_at"]
     lookup_value_regex = ID
@@ -117,7 +114,6 @@ class PairViewSet(viewsets.ReadOnlyModelViewSet):
 )  # fmt: skip
 class AlignmentRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
     serializer_class = AlignmentRunSerializer
-    pagination_class = ApiPagination
     filterset_class = filters.AlignmentRunFilter
     ordering_fields = ["created_at", "status", "id"]
     lookup_value_regex = ID
@@ -163,7 +159,6 @@ class AlignmentRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
 )
 class CandidateViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = CandidateSerializer
-    pagination_class = ApiPagination
     filterset_class = filters.CandidateFilter
     ordering_fields = ["id", "score", "crf_marginal", "disagreement"]
     lookup_value_regex = ID

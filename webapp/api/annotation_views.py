@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from annotation import selectors, services
 from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
 from webapp.api import filters
-from webapp.api.access import ANNOTATOR, ID, MANAGER, ApiPagination, is_schema_generation, project_for_request
+from webapp.api.access import ANNOTATOR, ID, MANAGER, is_schema_generation, project_for_request
 from webapp.api.annotation_serializers import (
     AssignmentCreateSerializer,
     AssignmentSerializer,
@@ -41,7 +41,6 @@ class ProjectScopedViewSet(viewsets.GenericViewSet):
     """Resolves ``self.project`` and ``self.role`` from the URL before any action; ``read_roles`` None admits every role."""
 
     lookup_value_regex = ID
-    pagination_class = ApiPagination
     read_roles: tuple[str, ...] | None = None
     project: AnnotationProject
     role: str
@@ -65,7 +64,6 @@ class ProjectScopedViewSet(viewsets.GenericViewSet):
 )  # fmt: skip
 class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
     serializer_class = ProjectSerializer
-    pagination_class = ApiPagination
     ordering_fields = ["name", "created_at"]
     lookup_value_regex = ID
 
