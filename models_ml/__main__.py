@@ -18,7 +18,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from models_ml.io import (
@@ -28,6 +28,7 @@ from models_ml.io import (
     read_groups_jsonl,
     read_sentences_file,
     read_wiki_manual_tsv,
+    unplaced_summary,
     write_groups_jsonl,
 )
 
@@ -261,6 +262,8 @@ def run_evaluate(args: argparse.Namespace) -> str:
             pairs = read_deplain(args.gold_documents, args.gold_alignments)
         except ValueError as error:
             raise InputError(str(error)) from None
+        if (unplaced := unplaced_summary(pairs)) is not None:
+            _warn(unplaced)
         if not pairs:
             raise InputError(f"{args.gold_documents}: no document pairs")
         documents = []
@@ -281,8 +284,16 @@ def run_evaluate(args: argparse.Namespace) -> str:
     return format_report(report) + ("\n\n" + format_sweep(sweep) if sweep is not None else "")
 
 
-def read_gold(path: Path, gold_format: str) -> list[GoldPair]:
-    """Gold pairs of a Wiki-Manual TSV, or of DEplain's documents.csv + alignments.csv (folder or csv)."""
+def _warn(line: str) -> None:
+    print(f"warning: {line}", file=sys.stderr)
+
+
+def read_gold(path: Path, gold_format: str, warn: Callable[[str], None] = _warn) -> list[GoldPair]:
+    """Gold pairs of a Wiki-Manual TSV, or of DEplain's documents.csv + alignments.csv (folder or csv).
+
+    DEplain rows that cannot be placed on the documents' sentences are left out and reported
+    through ``warn`` (count first, then each row with its line), not fatal.
+    """
     alignments = path / "alignments.csv" if gold_format == "deplain" and path.is_dir() else path
     files = [alignments] if gold_format == "wiki-manual" else [alignments.parent / "documents.csv", alignments]
     for required in files:
@@ -293,6 +304,8 @@ def read_gold(path: Path, gold_format: str) -> list[GoldPair]:
     except (ValueError, UnicodeDecodeError) as error:
         named = any(str(file) in str(error) for file in files)
         raise InputError(str(error) if named else f"{alignments}: {error}") from None
+    if (unplaced := unplaced_summary(pairs)) is not None:
+        warn(unplaced)
     if not any(pair.groups for pair in pairs):
         raise InputError(f"{alignments}: no gold alignment groups to train on")
     return pairs

@@ -11,7 +11,7 @@ import csv
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Integral
 from pathlib import Path
 
@@ -22,6 +22,7 @@ __all__ = [
     "read_groups_jsonl",
     "read_sentences_file",
     "read_wiki_manual_tsv",
+    "unplaced_summary",
     "write_groups_jsonl",
 ]
 
@@ -74,6 +75,8 @@ class GoldPair:
     # The 1:1 (complex index, simple index, label) links the groups were merged from, when the source has
     # them (Wiki-Manual): importing these rather than every pair of a group keeps each link's own label.
     links: list[tuple[int, int, str]] | None = None
+    # Gold rows that could not be placed on the sentences and were left out ("file, line N: reason").
+    unplaced_rows: list[str] = field(default_factory=list)
 
 
 def connected_groups(links: Iterable[tuple[int, int, str]]) -> list[AlignmentGroup]:
@@ -205,12 +208,24 @@ def _normalise_space(text: str) -> str:
     return " ".join(text.split())
 
 
-def _text_matches(text: str, sentences: Sequence[str], count: int) -> list[tuple[int, ...]]:
-    """Every increasing tuple of ``count`` positions whose sentences, joined by a space, equal ``text``.
+_QUOTES = str.maketrans({"„": '"', "“": '"', "”": '"', "«": '"', "»": '"', "‚": "'", "‘": "'", "’": "'"})
 
-    The alignment file joins a group's sentences with a space, and they need not be
-    adjacent in the document (a skipped sentence), hence the search over tuples. Text
-    prefixes prune it, so it stays linear in practice.
+
+def _normalise_text(text: str) -> str:
+    """Text as gold rows and documents are compared: no whitespace at all, typographic quotes made plain.
+
+    Gold rows join a group's sentences with one space, two, or none (a sentence that is only
+    "?" or starts with a quote), so only the characters between the spaces are compared.
+    """
+    return "".join(text.translate(_QUOTES).split())
+
+
+def _text_matches(text: str, sentences: Sequence[str], count: int) -> list[tuple[int, ...]]:
+    """Every increasing tuple of ``count`` positions whose sentences, concatenated, equal ``text``.
+
+    Texts come from :func:`_normalise_text` (no whitespace). A group's sentences need not
+    be adjacent in the document (a skipped sentence), hence the search over tuples; empty
+    sentences are never members. Text prefixes prune it, so it stays linear in practice.
     """
     found: list[tuple[int, ...]] = []
 
@@ -222,10 +237,12 @@ def _text_matches(text: str, sentences: Sequence[str], count: int) -> list[tuple
         last = len(chosen) == count - 1
         for position in range(start, len(sentences)):
             sentence = sentences[position]
+            if not sentence:
+                continue
             if last and rest == sentence:
                 extend("", (*chosen, position), position + 1)
-            elif not last and rest.startswith(sentence + " "):
-                extend(rest[len(sentence) + 1 :], (*chosen, position), position + 1)
+            elif not last and rest.startswith(sentence):
+                extend(rest[len(sentence) :], (*chosen, position), position + 1)
 
     extend(text, (), 0)
     return found
@@ -245,49 +262,70 @@ class _DeplainRow:
 
 
 def _parse_deplain_ids(raw: str, pair_id: str, level: str, where: str) -> list[tuple[int, int]]:
-    ids = []
+    """Sentence ids of one side of a row, in order, each once (real files sometimes list one twice)."""
+    ids: list[tuple[int, int]] = []
     for part in raw.split("|"):
         pieces = part.strip().rsplit("-", 3)
         if len(pieces) != 4 or not all(p.isdigit() for p in pieces[1:]):
             raise ValueError(f"{where}: malformed sentence id {part!r}, expected pair-level-paragraph-sentence")
         if pieces[0] != pair_id or pieces[1] != level:
             raise ValueError(f"{where}: sentence id {part!r} should start with {pair_id}-{level}-")
-        ids.append((int(pieces[2]), int(pieces[3])))
+        sentence_id = (int(pieces[2]), int(pieces[3]))
+        if sentence_id not in ids:
+            ids.append(sentence_id)
     return ids
+
+
+class _Unplaced(Exception):
+    """A gold row that cannot be placed on the document's sentences; the message says why."""
 
 
 def _deplain_positions(
     rows: list[tuple[list[tuple[int, int]], str, str]], sentences: list[str], file: Path, side: str
-) -> dict[tuple[int, int], int]:
+) -> tuple[dict[tuple[int, int], int], dict[str, str]]:
     """Map one side's (paragraph, sentence) ids to positions in its ``|||`` sentence list.
 
     The ids come from a segmentation that differs from the list (paragraph numbers have gaps,
     sentence numbers sometimes skip), so no arithmetic rule holds; the order is preserved,
-    though. Each id gets the positions consistent with the text of every row it occurs in,
-    and ids sorted by (paragraph, sentence) take the earliest strictly increasing positions.
+    though. Texts are compared after :func:`_normalise_text` (whitespace runs, spaces before
+    punctuation, typographic quotes). Each id gets the positions consistent with the text of
+    every row it occurs in, and ids sorted by (paragraph, sentence) take the earliest strictly
+    increasing positions.
+
+    Returns (id -> position, unplaced) where unplaced maps a row's ``where`` to the reason it
+    could not be placed; such a row's ids constrain nothing, so one odd row never moves the others.
     """
-    normalised = [_normalise_space(s) for s in sentences]
+    normalised = [_normalise_text(s) for s in sentences]
+    unplaced: dict[str, str] = {}
     candidates: dict[tuple[int, int], set[int]] = {}
     for ids, text, where in rows:
-        matches = _text_matches(_normalise_space(text), normalised, len(ids))
+        matches = _text_matches(_normalise_text(text), normalised, len(ids))
         if not matches:
-            raise ValueError(f"{where}: the {side} text does not match sentences of the document in {file}")
+            unplaced[where] = f"the {side} text does not match sentences of the document in {file}"
+            continue
+        narrowed = {}
         for slot, sentence_id in enumerate(ids):
             positions = {match[slot] for match in matches}
-            candidates[sentence_id] = candidates.get(sentence_id, positions) & positions
-            if not candidates[sentence_id]:
-                raise ValueError(f"{where}: {side} sentence {sentence_id} matches different texts in different rows")
+            narrowed[sentence_id] = candidates.get(sentence_id, positions) & positions
+        conflict = next((sentence_id for sentence_id, found in narrowed.items() if not found), None)
+        if conflict is not None:
+            unplaced[where] = f"{side} sentence {conflict} matches different texts in different rows"
+            continue
+        candidates.update(narrowed)
     assigned: dict[tuple[int, int], int] = {}
     previous = -1
     for sentence_id in sorted(candidates):
         later = [p for p in candidates[sentence_id] if p > previous]
-        if not later:
-            raise ValueError(f"{file}: {side} sentence {sentence_id} cannot be placed in document order")
-        previous = assigned[sentence_id] = min(later)
+        if later:
+            previous = assigned[sentence_id] = min(later)
     for ids, text, where in rows:
-        if " ".join(normalised[assigned[i]] for i in ids) != _normalise_space(text):
-            raise ValueError(f"{where}: the {side} sentences cannot be placed consistently with the other rows")
-    return assigned
+        if where in unplaced:
+            continue
+        if any(i not in assigned for i in ids):
+            unplaced[where] = f"{side} sentence(s) cannot be placed in document order"
+        elif "".join(normalised[assigned[i]] for i in ids) != _normalise_text(text):
+            unplaced[where] = f"the {side} sentences cannot be placed consistently with the other rows"
+    return assigned, unplaced
 
 
 def _read_csv(path: Path, required: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
@@ -303,16 +341,22 @@ def _read_csv(path: Path, required: Sequence[str]) -> list[tuple[int, dict[str, 
     return rows
 
 
-def read_deplain(documents_csv: str | Path, alignments_csv: str | Path) -> list[GoldPair]:
+def read_deplain(documents_csv: str | Path, alignments_csv: str | Path, *, strict: bool = False) -> list[GoldPair]:
     """Read DEplain-web style gold alignments (documents.csv + alignments.csv).
 
     documents.csv holds each pair's sentences joined by ``|||`` (``original`` = complex,
     ``simplification`` = simple). alignments.csv holds one group per row with sentence ids
     ``pair-level-paragraph-sentence`` (level 1 complex, 0 simple) joined by ``|`` and the
-    group's texts joined by a space. Ids are mapped to list positions by their text (see
-    :func:`_deplain_positions`); a row whose text matches nothing raises ValueError.
+    group's texts joined by a space. Ids are mapped to list positions by their normalised
+    text (see :func:`_deplain_positions`); an id listed twice in a row counts once.
     ``identical`` rows become "aligned" groups flagged ``identical=True``. Pairs keep the
     order of documents.csv; there are no paragraph breaks, so paragraph lists are None.
+
+    Real gold files have rows that still cannot be placed (a text that is not in the
+    document). By default such a row is left out and reported in its pair's
+    ``unplaced_rows`` ("file, line N: reason"; :func:`unplaced_summary` counts them); with
+    ``strict=True`` the first one raises ValueError. A malformed file (missing column,
+    unknown pair, bad id or label) always raises ValueError naming the line.
     """
     documents_path, alignments_path = Path(documents_csv), Path(alignments_csv)
     documents = _read_csv(documents_path, ("pair_id", "original", "simplification"))
@@ -345,14 +389,20 @@ def read_deplain(documents_csv: str | Path, alignments_csv: str | Path) -> list[
         complex_sentences = document["original"].split("|||")
         simple_sentences = document["simplification"].split("|||")
         rows = by_pair.get(pair_id, [])
-        complex_at = _deplain_positions(
+        complex_at, complex_unplaced = _deplain_positions(
             [(r.complex_ids, r.complex_text, r.where) for r in rows], complex_sentences, documents_path, "complex"
         )
-        simple_at = _deplain_positions(
+        simple_at, simple_unplaced = _deplain_positions(
             [(r.simple_ids, r.simple_text, r.where) for r in rows], simple_sentences, documents_path, "simple"
         )
-        groups = []
+        unplaced = {**simple_unplaced, **complex_unplaced}
+        groups, unplaced_rows = [], []
         for r in rows:
+            if r.where in unplaced:
+                if strict:
+                    raise ValueError(f"{r.where}: {unplaced[r.where]}")
+                unplaced_rows.append(f"{r.where}: {unplaced[r.where]}")
+                continue
             group = AlignmentGroup(
                 complex=tuple(sorted(complex_at[i] for i in r.complex_ids)),
                 simple=tuple(sorted(simple_at[i] for i in r.simple_ids)),
@@ -361,8 +411,17 @@ def read_deplain(documents_csv: str | Path, alignments_csv: str | Path) -> list[
             )
             if group not in groups:
                 groups.append(group)
-        pairs.append(GoldPair(pair_id, complex_sentences, simple_sentences, groups, None, None))
+        pairs.append(GoldPair(pair_id, complex_sentences, simple_sentences, groups, None, None, None, unplaced_rows))
     return pairs
+
+
+def unplaced_summary(pairs: Sequence[GoldPair]) -> str | None:
+    """One line counting the gold rows left out as unplaceable, then each of them; None when there are none."""
+    rows = [row for pair in pairs for row in pair.unplaced_rows]
+    if not rows:
+        return None
+    affected = sum(1 for pair in pairs if pair.unplaced_rows)
+    return "\n".join([f"{len(rows)} gold row(s) in {affected} pair(s) could not be placed and were left out:", *rows])
 
 
 def write_groups_jsonl(path: str | Path, groups: Iterable[AlignmentGroup]) -> None:

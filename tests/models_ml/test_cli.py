@@ -211,3 +211,27 @@ def test_evaluate_deplain_corpus_with_prediction_directory(tmp_path: Path) -> No
     assert report["documents"] == 2
     assert (report["sentence"]["task1"]["tp"], report["sentence"]["task1"]["fn"]) == (2, 2)
     assert (report["group"]["task1"]["tp"], report["group"]["task1"]["fp"], report["group"]["task1"]["fn"]) == (1, 1, 2)
+
+
+def test_evaluate_deplain_reports_an_unplaceable_gold_row_and_scores_the_rest(tmp_path: Path) -> None:
+    documents = tmp_path / "documents.csv"
+    documents.write_text("original,simplification,pair_id\nAnna lacht.|||Bert weint.,Anna ist froh.|||Bert ist traurig.,7\n")
+    alignments = tmp_path / "alignments.csv"
+    alignments.write_text(
+        "original,simplification,original_id,simplification_id,pair_id,alignment\n"
+        "Anna lacht.,Anna ist froh.,7-1-0-0,7-0-0-0,7,aligned\n"
+        "Bert weint.,Bert ist glücklich.,7-1-0-1,7-0-0-1,7,aligned\n",
+        encoding="utf-8",
+    )
+    predictions = tmp_path / "pred"
+    predictions.mkdir()
+    (predictions / "7.jsonl").write_text('{"complex": [0], "simple": [0], "label": "aligned", "score": 1.0}\n')
+    completed = run_cli(
+        "evaluate", "--gold-format", "deplain", "--gold-documents", documents,
+        "--gold-alignments", alignments, "--pred-dir", predictions, "--json",
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    assert "warning: 1 gold row(s) in 1 pair(s) could not be placed and were left out:" in completed.stderr
+    assert f"{alignments}, line 3: the simple text does not match" in completed.stderr
+    report = json.loads(completed.stdout)
+    assert (report["group"]["task1"]["tp"], report["group"]["task1"]["fn"]) == (1, 0)

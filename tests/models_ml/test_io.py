@@ -15,6 +15,7 @@ from models_ml.io import (
     read_groups_jsonl,
     read_sentences_file,
     read_wiki_manual_tsv,
+    unplaced_summary,
     write_groups_jsonl,
 )
 
@@ -143,11 +144,45 @@ def test_deplain_repeated_sentence_is_placed_by_document_order(tmp_path: Path) -
     assert pairs[0].groups[1] == AlignmentGroup(complex=(1,), simple=(2,), label="aligned")
 
 
-def test_deplain_row_whose_text_is_not_in_the_document_names_the_line(tmp_path: Path) -> None:
+def test_deplain_row_whose_text_is_not_in_the_document_is_left_out_and_reported(tmp_path: Path) -> None:
+    broken = [*DEPLAIN_ALIGNMENTS[:2], {**DEPLAIN_ALIGNMENTS[2], "simplification": "Clara tanzt."}]
+    documents_path, alignments_path = write_deplain(tmp_path, DEPLAIN_DOCUMENTS, broken)
+    pairs = read_deplain(documents_path, alignments_path)
+    assert pairs[0].groups == [
+        AlignmentGroup(complex=(0,), simple=(0,), label="aligned"),
+        AlignmentGroup(complex=(1,), simple=(1, 2), label="aligned"),
+    ]
+    assert pairs[0].unplaced_rows == [f"{alignments_path}, line 4: the simple text does not match sentences of the document in {documents_path}"]
+    assert pairs[1].unplaced_rows == []
+    summary = unplaced_summary(pairs)
+    assert summary is not None and summary.splitlines()[0] == "1 gold row(s) in 1 pair(s) could not be placed and were left out:"
+    assert unplaced_summary(read_deplain(*write_deplain(tmp_path, DEPLAIN_DOCUMENTS, DEPLAIN_ALIGNMENTS))) is None
+
+
+def test_deplain_strict_reading_names_the_line_of_an_unplaceable_row(tmp_path: Path) -> None:
     broken = [*DEPLAIN_ALIGNMENTS[:2], {**DEPLAIN_ALIGNMENTS[2], "simplification": "Clara tanzt."}]
     documents_path, alignments_path = write_deplain(tmp_path, DEPLAIN_DOCUMENTS, broken)
     with pytest.raises(ValueError, match=rf"{re.escape(str(alignments_path))}, line 4: the simple text does not match"):
-        read_deplain(documents_path, alignments_path)
+        read_deplain(documents_path, alignments_path, strict=True)
+
+
+def test_deplain_row_with_a_repeated_id_and_odd_spacing_is_placed(tmp_path: Path) -> None:
+    # As pair 812 of the real files: a one-word sentence joined to the next by two spaces, one id listed twice.
+    documents = [{"pair_id": "5", "original": "Radfahrer|||Lassen Sie das Auto stehen.|||Gut.",
+                  "simplification": 'Fahren Sie Rad.|||Lassen Sie das Auto stehen.|||"Gut."'}]
+    alignments = [
+        {"original": "Radfahrer  Lassen Sie das Auto stehen.", "simplification": "Fahren Sie Rad. Lassen Sie das Auto stehen.",
+         "original_id": "5-1-5-1|5-1-5-2|5-1-5-2", "simplification_id": "5-0-0-0|5-0-0-1", "pair_id": "5",
+         "alignment": "aligned"},
+        # Spacing inside a text and typographic quotes do not matter.
+        {"original": "Gut .", "simplification": "„Gut.“", "original_id": "5-1-6-0", "simplification_id": "5-0-1-0",
+         "pair_id": "5", "alignment": "identical"},
+    ]  # fmt: skip
+    pairs = read_deplain(*write_deplain(tmp_path, documents, alignments), strict=True)
+    assert pairs[0].groups == [
+        AlignmentGroup(complex=(0, 1), simple=(0, 1), label="aligned"),
+        AlignmentGroup(complex=(2,), simple=(2,), label="aligned", identical=True),
+    ]
 
 
 def test_deplain_id_of_the_wrong_level_is_rejected(tmp_path: Path) -> None:
@@ -158,10 +193,13 @@ def test_deplain_id_of_the_wrong_level_is_rejected(tmp_path: Path) -> None:
 
 @pytest.mark.shared_data
 @pytest.mark.skipif(not DEPLAIN_DIR.is_dir(), reason=f"DEplain-web dev data not found at {DEPLAIN_DIR}")
-def test_real_deplain_dev_files_give_44_pairs_with_indices_in_range() -> None:
+def test_real_deplain_dev_files_give_56_pairs_with_every_row_placed() -> None:
     pairs = read_deplain(DEPLAIN_DIR / "documents.csv", DEPLAIN_DIR / "alignments.csv")
-    assert len(pairs) == 44
-    assert sum(len(p.groups) for p in pairs) == 664  # every row of alignments.csv was placed
+    assert len(pairs) == 56
+    assert unplaced_summary(pairs) is None
+    with (DEPLAIN_DIR / "alignments.csv").open(encoding="utf-8-sig", newline="") as handle:
+        rows = sum(1 for _ in csv.DictReader(handle))
+    assert sum(len(p.groups) for p in pairs) == rows == 986  # every row of alignments.csv was placed
     for pair in pairs:
         for group in pair.groups:
             assert max(group.complex) < len(pair.complex_sentences)

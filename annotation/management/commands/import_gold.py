@@ -28,7 +28,7 @@ class Command(BaseCommand):
         except get_user_model().DoesNotExist:
             raise CommandError(f"no user named {options['user']!r}") from None
         try:
-            pairs = read_gold(options["gold"], options["gold_format"])
+            pairs = read_gold(options["gold"], options["gold_format"], warn=lambda line: self.stderr.write(f"warning: {line}"))
         except InputError as error:
             raise CommandError(str(error)) from None
         try:
