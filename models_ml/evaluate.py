@@ -12,6 +12,9 @@
   or recall is defined as 0, and F1 is 0 when precision + recall is 0: an empty prediction
   scores 0, never a ZeroDivisionError.
 - Corpus figures are micro-averages: counts are summed over document pairs first.
+- Per-shape recall (:func:`shape_table`): gold groups by shape, written complex:simple
+  ("1:2" is one complex sentence split into two simple ones), and how many of each are
+  predicted exactly, to see which kinds of alignment an aligner misses.
 """
 
 from __future__ import annotations
@@ -25,12 +28,16 @@ from models_ml.io import AlignmentGroup
 
 __all__ = [
     "PRF",
+    "SHAPES",
     "EvaluationReport",
     "SweepResult",
     "evaluate_corpus",
     "evaluate_pairs",
     "format_report",
+    "format_shape_table",
+    "group_shape",
     "pair_labels_from_groups",
+    "shape_table",
     "threshold_sweep",
 ]
 
@@ -293,4 +300,47 @@ def format_report(report: EvaluationReport) -> str:
             f"{level:<9} {task:<5} {prf.precision:>7.4f} {prf.recall:>7.4f} {prf.f1:>7.4f} "
             f"{prf.tp:>7d} {prf.fp:>7d} {prf.fn:>7d}"
         )
+    return "\n".join(lines)
+
+
+SHAPES = ("1:1", "1:2", "1:3+", "n:1", "n:m")  # complex count : simple count, n and m > 1
+
+
+def group_shape(group: AlignmentGroup) -> str:
+    """The group's shape as complex:simple: "1:1", "1:2", "1:3+" (splits), "n:1" (merges) or "n:m"."""
+    complex_count, simple_count = len(group.complex), len(group.simple)
+    if complex_count == 1:
+        return "1:1" if simple_count == 1 else "1:2" if simple_count == 2 else "1:3+"
+    return "n:1" if simple_count == 1 else "n:m"
+
+
+def shape_table(
+    documents: Iterable[tuple[Sequence[AlignmentGroup], Sequence[AlignmentGroup]]],
+) -> dict[str, tuple[int, int]]:
+    """Per shape of gold group: (gold groups of that shape, how many a predicted group matches exactly).
+
+    documents: (gold groups, predicted groups) per document pair. A gold group is matched
+    when some predicted group has the same set of complex and the same set of simple
+    sentences; labels are ignored (as in Task 1). Every shape of :data:`SHAPES` is a key,
+    with (0, 0) when the gold has none.
+    """
+    gold_counts = dict.fromkeys(SHAPES, 0)
+    exact_counts = dict.fromkeys(SHAPES, 0)
+    for gold, predicted in documents:
+        predicted_keys = {_group_key(group) for group in predicted}
+        for group in gold:
+            shape = group_shape(group)
+            gold_counts[shape] += 1
+            exact_counts[shape] += int(_group_key(group) in predicted_keys)
+    return {shape: (gold_counts[shape], exact_counts[shape]) for shape in SHAPES}
+
+
+def format_shape_table(table: Mapping[str, tuple[int, int]]) -> str:
+    """:func:`shape_table` as a fixed-width table: gold count, exact matches and their share, per shape and in all."""
+    header = f"{'shape':<6} {'gold':>7} {'exact':>7} {'recall':>7}"
+    lines = [header, "-" * len(header)]
+    rows = [*table.items(), ("all", (sum(g for g, _ in table.values()), sum(e for _, e in table.values())))]
+    for shape, (gold, exact) in rows:
+        recall = f"{exact / gold:>7.4f}" if gold else f"{'-':>7}"
+        lines.append(f"{shape:<6} {gold:>7d} {exact:>7d} {recall}")
     return "\n".join(lines)

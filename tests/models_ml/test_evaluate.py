@@ -7,11 +7,15 @@ import pytest
 
 from models_ml.evaluate import (
     PRF,
+    SHAPES,
     EvaluationReport,
     evaluate_corpus,
     evaluate_pairs,
     format_report,
+    format_shape_table,
+    group_shape,
     pair_labels_from_groups,
+    shape_table,
     threshold_sweep,
 )
 from models_ml.io import AlignmentGroup
@@ -147,3 +151,28 @@ def test_format_report_lists_both_tasks_at_both_levels() -> None:
 def test_report_as_dict_carries_counts_and_scores() -> None:
     data = EvaluationReport(PRF(1, 0, 1), PRF(0, 0, 0), PRF(1, 1, 0), PRF(0, 1, 0)).as_dict()
     assert data["sentence"]["task1"] == {"tp": 1, "fp": 0, "fn": 1, "precision": 1.0, "recall": 0.5, "f1": pytest.approx(2 / 3)}
+
+
+def test_group_shape_counts_complex_then_simple_sentences() -> None:
+    shapes = [
+        group_shape(AlignmentGroup(complex=c, simple=s))
+        for c, s in [((0,), (0,)), ((0,), (0, 1)), ((0,), (0, 1, 2, 3)), ((0, 1), (0,)), ((0, 1), (0, 1))]
+    ]
+    assert shapes == ["1:1", "1:2", "1:3+", "n:1", "n:m"]
+    assert set(shapes) == set(SHAPES)
+
+
+def test_shape_table_counts_exact_matches_per_gold_shape_over_documents() -> None:
+    second_gold = [AlignmentGroup(complex=(0,), simple=(0, 1, 2)), AlignmentGroup(complex=(1,), simple=(3,))]
+    second_predicted = [AlignmentGroup(complex=(0,), simple=(0, 1, 2), label="partial")]  # label is ignored
+    table = shape_table([(GOLD, PREDICTED), (second_gold, second_predicted)])
+    assert table == {"1:1": (2, 0), "1:2": (1, 1), "1:3+": (1, 1), "n:1": (1, 0), "n:m": (0, 0)}
+    assert list(table) == list(SHAPES)
+
+
+def test_format_shape_table_lists_every_shape_and_the_total() -> None:
+    table = {"1:1": (4, 3), "1:2": (2, 1), "1:3+": (0, 0), "n:1": (1, 0), "n:m": (0, 0)}
+    lines = format_shape_table(table).splitlines()
+    assert lines[2].split() == ["1:1", "4", "3", "0.7500"]
+    assert lines[4].split() == ["1:3+", "0", "0", "-"]
+    assert lines[-1].split() == ["all", "7", "4", "0.5714"]
