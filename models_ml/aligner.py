@@ -40,6 +40,7 @@ and changes all of these; a loaded model keeps its trained parameters.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -62,13 +63,17 @@ from models_ml.paragraphs import (
     align_paragraphs_wikipedia,
     sentence_pair_mask,
 )
+from models_ml.pair_scorer import LOGIT_CLIP, LearnedPairScorer, ScorerParameters
 from models_ml.similarity import MEASURE_BUILDERS, SimilarityMeasure, build_measure
 
-__all__ = ["Aligner", "AlignerConfig", "AlignmentResult", "BlockPlan"]
+__all__ = ["Aligner", "AlignerConfig", "AlignmentResult", "BlockPlan", "learned_config"]
 
 PARAGRAPH_VARIANTS = ("none", "newsela", "wikipedia")
 LEXICAL_MEASURES = frozenset({"jaccard", "tfidf_cosine", "char3_tfidf_cosine"})  # need no encoder
+LEARNED = "learned"  # the pair scorer of models_ml.pair_scorer; its parameters live in AlignerConfig.scorer
 MODEL_FILES = ("config.json", "crf.pt")
+# The model the CLI and the app use when none is configured (bench/train_default_model.py writes it; MODEL_CARD.md there).
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
 
 # Paragraph thresholds for *cosine* similarities of the bundled MiniLM (the paper's defaults
 # are for fine-tuned BERT probabilities, tau3/tau4 ~ 0.999). Picked by hand so that related
@@ -76,6 +81,9 @@ MODEL_FILES = ("config.json", "crf.pt")
 # a dev set yet - re-tune with evaluate.threshold_sweep once gold data is loaded.
 COSINE_NEWSELA = NewselaParagraphConfig(tau1=0.3, tau2=0.34, tau3=0.8, tau4=0.7, tau5=0.5)
 COSINE_WIKIPEDIA = WikipediaParagraphConfig(tau1=0.6, tau2=0.8, tau3=0.5, tau4=5, tau5=0.8)
+# The same rules on the learned scorer's log-odds: a paragraph pair aligns when its simple sentences'
+# best pairs are more likely aligned than not on average (tau1), or one pair is very likely (tau3, p > .88).
+LOGIT_NEWSELA = NewselaParagraphConfig(tau1=0.0, tau2=0.34, tau3=2.0, tau4=1.0, tau5=0.5)
 
 
 @dataclass(frozen=True)
@@ -99,6 +107,10 @@ class AlignerConfig:
     masked_similarity: similarity given to pairs outside aligned paragraphs.
     dense_state_limit: blocks with more CRF states than this are decoded on a pruned lattice.
     beam: span states kept per simple sentence on the pruned lattice.
+    scorer: with ``measure="learned"``, the fitted pair scorer (:class:`ScorerParameters` as a
+        dict); None until training fits it. Its log-odds are the CRF's similarity, so such a
+        config uses ``emission_scale`` 1 and a ``null_score`` in log-odds (see :func:`learned_config`).
+    scorer_embedding: whether a scorer fitted from scratch also reads sentence-vector cosines.
     """
 
     encoder: str = DEFAULT_ENCODER
@@ -115,11 +127,17 @@ class AlignerConfig:
     masked_similarity: float = -1.0
     dense_state_limit: int = 1500
     beam: int = 32
+    scorer: dict[str, Any] | None = None
+    scorer_embedding: bool = True
 
     def __post_init__(self) -> None:
-        if self.measure not in MEASURE_BUILDERS:
+        if self.scorer is not None:
+            if self.measure != LEARNED:
+                raise ValueError(f"scorer parameters are only read by measure {LEARNED!r}, not {self.measure!r}")
+            ScorerParameters.from_dict(self.scorer)  # raises ValueError naming what is wrong
+        if self.measure != LEARNED and self.measure not in MEASURE_BUILDERS:
             raise ValueError(
-                f"unknown similarity measure {self.measure!r}; known measures: {', '.join(sorted(MEASURE_BUILDERS))}"
+                f"unknown similarity measure {self.measure!r}; known measures: {', '.join(sorted({*MEASURE_BUILDERS, LEARNED}))}"
             )
         if self.paragraph_variant not in PARAGRAPH_VARIANTS:
             raise ValueError(f"paragraph_variant must be one of {PARAGRAPH_VARIANTS}, got {self.paragraph_variant!r}")
@@ -150,6 +168,17 @@ class AlignerConfig:
             return cls(**values)
         except TypeError as error:
             raise ValueError(f"bad aligner config: {error}") from None
+
+
+def learned_config(**overrides: Any) -> AlignerConfig:
+    """A config for the learned pair scorer: log-odds emissions (scale 1, null at even odds, no merge
+    bonus), single-sentence CRF states, paragraph thresholds on the log-odds scale, pairs outside aligned
+    paragraphs at the lowest log-odds; ``overrides`` win."""
+    values: dict[str, Any] = {
+        "measure": LEARNED, "emission_scale": 1.0, "null_score": 0.0, "span_bonus": 0.0,
+        "crf": CRFConfig(max_span=1), "newsela": LOGIT_NEWSELA, "masked_similarity": -LOGIT_CLIP,
+    }  # fmt: skip
+    return AlignerConfig(**{**values, **overrides})
 
 
 def _nested_from_dict(config_class: type, value: Any, key: str) -> Any:
@@ -213,6 +242,7 @@ class Aligner:
         self._calibrate_untrained()
         self.crf.to(self.device).eval()
         self._measure = measure
+        self._scorer_source: dict[str, Any] | None = None  # the config.scorer the built LearnedPairScorer came from
 
     def _calibrate_untrained(self) -> None:
         scale = self.config.emission_scale
@@ -225,8 +255,36 @@ class Aligner:
             self.crf.transition_out.weight.zero_()  # untrained transitions are 0: no random prior
             self.crf.transition_out.bias.zero_()
 
+    def copy(self) -> Aligner:
+        """A copy with its own CRF weights (config is immutable and replaced, never edited); the measure
+        and its encoder are shared, so copying never duplicates a transformer."""
+        twin = copy.copy(self)
+        twin.crf = copy.deepcopy(self.crf)
+        return twin
+
+    @property
+    def uses_encoder(self) -> bool:
+        """Whether scoring needs sentence vectors (an encoder, or vectors the caller passes)."""
+        if self.config.measure == LEARNED:
+            return self.config.scorer is not None and "embedding_cosine" in self.config.scorer["features"]
+        return self.config.measure not in LEXICAL_MEASURES
+
+    def load_encoder(self) -> Any:
+        from models_ml.encoders import load_sentence_encoder
+
+        return load_sentence_encoder(self.config.encoder, device=self.device)
+
     @property
     def measure(self) -> SimilarityMeasure:
+        if self.config.measure == LEARNED:
+            if self.config.scorer is None:
+                raise ValueError("this aligner's pair scorer is not trained yet: train it, or pick another measure")
+            if not isinstance(self._measure, LearnedPairScorer) or self._scorer_source != self.config.scorer:
+                encoder = self._measure.encoder if isinstance(self._measure, LearnedPairScorer) else None
+                parameters = ScorerParameters.from_dict(self.config.scorer)
+                self._measure = LearnedPairScorer(parameters, encoder=encoder, encoder_factory=self.load_encoder)
+                self._scorer_source = self.config.scorer
+            return self._measure
         if self._measure is None:
             if self.config.measure in LEXICAL_MEASURES:
                 self._measure = build_measure(self.config.measure)

@@ -32,10 +32,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from models_ml.aligner import Aligner
+from models_ml.aligner import LEARNED, Aligner
 from models_ml.crf import groups_to_states, train_crf
 from models_ml.evaluate import EvaluationReport, evaluate_pairs, pair_labels_from_groups
 from models_ml.io import AlignmentGroup, GoldPair
+from models_ml.scorer_training import fit_scorer, scorer_features
 
 __all__ = ["EpochReport", "TrainingConfig", "TrainingReport", "evaluate_aligner", "train_aligner"]
 
@@ -56,14 +57,20 @@ class TrainingConfig:
         training pairs (Task-2 sentence-pair F1, grid 0.0..1.0 step 0.05, lowest on ties).
     patience: with dev pairs, stop after this many epochs without a better dev group F1
         (ties broken by the dev log-likelihood); the best epoch's weights (0 = as given) are kept.
+    scorer_l2 / scorer_prior_l2: with ``measure="learned"``, the pair scorer's penalty when it is
+        fitted from zero / fine-tuned from the aligner's current scorer (toward its weights).
     """
 
     epochs: int = 10
     lr: float = 0.05
     tune_partial_threshold: bool = True
     patience: int = 3
+    scorer_l2: float = 1.0
+    scorer_prior_l2: float = 10.0
 
     def __post_init__(self) -> None:
+        if self.scorer_l2 < 0 or self.scorer_prior_l2 < 0:
+            raise ValueError(f"scorer_l2 and scorer_prior_l2 must be >= 0, got {self.scorer_l2} and {self.scorer_prior_l2}")
         if self.epochs < 1:
             raise ValueError(f"epochs must be >= 1, got {self.epochs}")
         if self.patience < 1:
@@ -152,6 +159,8 @@ def train_aligner(
     dev_pairs: Sequence[GoldPair] = (),
     dev_similarities: Sequence[np.ndarray] | None = None,
     on_epoch: Callable[[EpochReport], None] | None = None,
+    features: Sequence[np.ndarray] | None = None,
+    dev_features: Sequence[np.ndarray] | None = None,
 ) -> TrainingReport:
     """Train ``aligner``'s CRF in place on gold document pairs and return what happened.
 
@@ -163,11 +172,22 @@ def train_aligner(
     and training stops after ``training.patience`` epochs without a better group-level Task-1
     F1; the best epoch's weights are restored (epoch 0, the weights given, can win).
     on_epoch: called after every epoch with an :class:`EpochReport`; it may raise to cancel.
+    features / dev_features: with ``measure="learned"``, optional precomputed pair features
+    (:func:`models_ml.scorer_training.scorer_features`); the scorer is fitted (or fine-tuned) on
+    the training pairs first and its log-odds are the matrices the CRF trains on.
     """
     start = time.perf_counter()
     say = progress or (lambda message: None)
     if similarities is not None and len(similarities) != len(pairs):
         raise ValueError(f"got {len(similarities)} similarity matrices for {len(pairs)} gold pairs")
+    if aligner.config.measure == LEARNED:
+        say("fitting the pair scorer")
+        similarities = fit_scorer(
+            aligner, pairs, features if features is not None else scorer_features(aligner, pairs),
+            l2=training.scorer_l2, prior_l2=training.scorer_prior_l2,
+        )  # fmt: skip
+        if dev_pairs:
+            dev_similarities = [aligner.measure.logits(f) for f in (dev_features or scorer_features(aligner, dev_pairs))]  # type: ignore[attr-defined]
     matrices = _similarities(pairs, aligner, similarities, say)
     examples: list[_Example] = []
     report = TrainingReport([], 0.0, 0.0, pairs=len(pairs), pairs_used=0, blocks=0)
