@@ -62,6 +62,8 @@ MEASURE_CHOICES = [
     ("word_movers", "Word Mover's Distance (slow)"),
     ("cross_encoder", "Cross-encoder classifier (needs a fine-tuned model; very slow on CPU)"),
 ]
+# The measure the CRF decodes with: the configured trained model's learned scorer, or any measure untrained.
+PRIMARY_MEASURE_CHOICES = [("learned", "Learned pair scorer (the trained default model)"), *MEASURE_CHOICES]
 PARAGRAPH_CHOICES = [
     ("newsela", "Newsela (Algorithms 1-2)"),
     ("wikipedia", "Wikipedia (Algorithms 3-4)"),
@@ -70,9 +72,17 @@ PARAGRAPH_CHOICES = [
 
 
 class AlignmentRunForm(forms.Form):
-    """What a researcher picks when starting a run; everything else is the aligner's default config."""
+    """What a researcher picks when starting a run; everything else is the aligner's default config.
 
-    measure = forms.ChoiceField(choices=MEASURE_CHOICES, initial="embedding_cosine", help_text="The measure the CRF aligns with.")
+    The learned pair scorer is the configured model (ALIGNER_MODEL_DIR, by default the shipped one);
+    any other measure runs the untrained, hand-calibrated CRF on that measure.
+    """
+
+    measure = forms.ChoiceField(
+        choices=PRIMARY_MEASURE_CHOICES,
+        initial="learned",
+        help_text="The measure the CRF aligns with; other than the learned scorer, the CRF is untrained.",
+    )
     paragraph_variant = forms.ChoiceField(choices=PARAGRAPH_CHOICES, initial="newsela")
     also_score = forms.MultipleChoiceField(
         choices=MEASURE_CHOICES,

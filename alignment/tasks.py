@@ -44,9 +44,16 @@ def run_measure(name: str, aligner, *, cross_encoder_dir: str = "") -> object:
 
     cross_encoder_dir: the run's own fine-tuned pair classifier (a model version's), else CROSS_ENCODER_MODEL_DIR.
     """
-    from models_ml.aligner import LEXICAL_MEASURES
+    from models_ml.aligner import LEARNED, LEXICAL_MEASURES
     from models_ml.similarity import build_measure
 
+    if name == LEARNED:  # the aligner's own pair scorer (its parameters are in its config), vectors from the encoder below
+        scorer = aligner.measure
+        if aligner.uses_encoder and scorer.encoder is None:
+            scorer.encoder = load_sentence_encoder(
+                aligner.config.encoder, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD
+            )
+        return scorer
     if name in LEXICAL_MEASURES:
         return build_measure(name)
     if name == "cross_encoder":

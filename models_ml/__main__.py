@@ -50,8 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     align.add_argument("--simple", required=True, type=Path, help="simple document: one sentence a line")
     align.add_argument("--output", required=True, type=Path, help="where to write the groups (JSONL)")
     source = align.add_mutually_exclusive_group()
-    source.add_argument("--model", type=Path, help="a directory written by Aligner.save (trained model)")
+    source.add_argument(
+        "--model", type=Path, help="a directory written by Aligner.save (default: the model shipped in models_ml/default_model)"
+    )
     source.add_argument("--config", type=Path, help="AlignerConfig as JSON for an untrained aligner")
+    source.add_argument("--untrained", action="store_true", help="the untrained, hand-calibrated MiniLM aligner")
     align.add_argument("--device", default=None, help="override the device, e.g. cpu or cuda:0")
     evaluate = commands.add_parser(
         "evaluate",
@@ -83,8 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--format", required=True, choices=("wiki-manual", "deplain"), dest="gold_format")
     train.add_argument("--output", required=True, type=Path, help="model directory to write (Aligner.save)")
     start = train.add_mutually_exclusive_group()
-    start.add_argument("--config", type=Path, help="AlignerConfig as JSON (default: the built-in config)")
-    start.add_argument("--base", type=Path, help="a model directory to continue training from (its config and weights)")
+    start.add_argument("--config", type=Path, help="AlignerConfig as JSON (default: the learned pair scorer + CRF)")
+    start.add_argument(
+        "--base", type=Path, help="a model directory to fine-tune (its config and weights; a learned scorer is kept near its start)"
+    )
     train.add_argument("--epochs", type=int, default=None, help="passes over the training blocks (default: TrainingConfig.epochs, 10)")
     train.add_argument("--lr", type=float, default=None, help="Adam learning rate (default: TrainingConfig.lr, 0.05)")
     train.add_argument("--seed", type=int, default=0, help="seeds the CRF's initial parameters, the dev split and the block order")
@@ -198,21 +203,23 @@ def run_align(args: argparse.Namespace) -> None:
     complex_sentences, complex_paragraphs = _read_sentences(args.complex)
     simple_sentences, simple_paragraphs = _read_sentences(args.simple)
     from models_ml.aligner import (  # imports torch: only once the inputs are read
+        DEFAULT_MODEL_DIR,
         Aligner,
         AlignerConfig,
     )
 
-    if args.model is not None:
-        if not args.model.is_dir():
-            raise InputError(f"{args.model}: no such model directory")
+    if args.config is not None:
+        aligner = Aligner(_load_config(args.config, args.device))  # type: ignore[arg-type]
+    elif args.untrained:
+        aligner = Aligner(AlignerConfig(device=args.device or ""))
+    else:
+        model = args.model if args.model is not None else DEFAULT_MODEL_DIR
+        if not model.is_dir():
+            raise InputError(f"{model}: no such model directory")
         try:
-            aligner = Aligner.load(args.model, device=args.device)
+            aligner = Aligner.load(model, device=args.device)
         except ValueError as error:
             raise InputError(str(error)) from None
-    elif args.config is not None:
-        aligner = Aligner(_load_config(args.config, args.device))  # type: ignore[arg-type]
-    else:
-        aligner = Aligner(AlignerConfig(device=args.device or ""))
     result = aligner.align(complex_sentences, simple_sentences, complex_paragraphs, simple_paragraphs)
     try:
         write_groups_jsonl(args.output, result.groups)
@@ -355,7 +362,7 @@ def run_train(args: argparse.Namespace) -> str:
             raise InputError(f"pair classifier: {error}") from None
     from models_ml.aligner import (  # imports torch: only once the gold is read
         Aligner,
-        AlignerConfig,
+        learned_config,
     )
     from models_ml.train import TrainingConfig, train_aligner
 
@@ -377,7 +384,7 @@ def run_train(args: argparse.Namespace) -> str:
         except ValueError as error:
             raise InputError(str(error)) from None
     else:
-        config = _load_config(args.config, args.device) if args.config is not None else AlignerConfig(device=args.device or "")
+        config = _load_config(args.config, args.device) if args.config is not None else learned_config(device=args.device or "")
         aligner = Aligner(config, seed=args.seed)  # type: ignore[arg-type]
     say = lambda line: print(line, file=sys.stderr)
     try:

@@ -161,9 +161,12 @@ ENCODER_ALLOW_DOWNLOAD = envbool("ENCODER_ALLOW_DOWNLOAD", False)
 EMBEDDING_BATCH_SIZE = envint("EMBEDDING_BATCH_SIZE", 256)  # sentences stored per transaction
 ENCODER_BATCH_SIZE = envint("ENCODER_BATCH_SIZE", 32)  # sentences per forward pass
 # Alignment runs: a trained aligner (python -m models_ml train --output DIR) used by runs started
-# from the pages; "" = the untrained, hand-calibrated aligner. The cross-encoder measure needs a
-# fine-tuned pair classifier (train --pair-classifier-output DIR).
-ALIGNER_MODEL_DIR = envstr("ALIGNER_MODEL_DIR", "")
+# from the pages; by default the model shipped in models_ml/default_model; "untrained" = the
+# hand-calibrated aligner. The cross-encoder measure needs a fine-tuned pair classifier
+# (train --pair-classifier-output DIR).
+ALIGNER_MODEL_DIR = envstr("ALIGNER_MODEL_DIR", str(BASE_DIR / "models_ml" / "default_model"))
+if ALIGNER_MODEL_DIR == "untrained":
+    ALIGNER_MODEL_DIR = ""
 CROSS_ENCODER_MODEL_DIR = envstr("CROSS_ENCODER_MODEL_DIR", "")
 # Mining: hnsw.ef_search for nearest-neighbour queries (pgvector's default 40 gave recall@10 0.79 at 1 M vectors).
 MINING_EF_SEARCH = envint("MINING_EF_SEARCH", 100)

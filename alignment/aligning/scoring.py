@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models_ml.aligner import LEXICAL_MEASURES, Aligner, AlignmentResult
+from models_ml.aligner import LEARNED, LEXICAL_MEASURES, Aligner, AlignmentResult
 from models_ml.similarity import SimilarityMeasure
 
 HEATMAP_MAX_CELLS = 250_000  # m x n above this: no stored matrices (a 500 x 500 heatmap is 250k cells)
@@ -79,8 +79,17 @@ class PairScorer:
         encoder_seconds = 0.0
         started = time.perf_counter()
         for name in self.measures:
-            if name == "embedding_cosine" and simple.vectors is not None and complex_side.vectors is not None:
+            stored = simple.vectors is not None and complex_side.vectors is not None
+            if name == "embedding_cosine" and stored:
                 matrices[name] = stored_vector_cosine(simple.vectors, complex_side.vectors)
+                continue
+            if name == LEARNED:  # the aligner's own pair scorer, reading the stored vectors when it uses them
+                measure_started = time.perf_counter()
+                cosine = stored_vector_cosine(simple.vectors, complex_side.vectors) if stored and self.aligner.uses_encoder else None
+                scorer = self.measure(name)
+                matrices[name] = scorer.score(simple.texts, complex_side.texts, embedding_cosine=cosine)  # type: ignore[call-arg]
+                if self.aligner.uses_encoder and cosine is None:
+                    encoder_seconds += time.perf_counter() - measure_started
                 continue
             measure_started = time.perf_counter()
             matrices[name] = np.asarray(self.measure(name).score(simple.texts, complex_side.texts), dtype=np.float32)

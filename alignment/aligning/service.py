@@ -31,7 +31,7 @@ from alignment.models import (
     SentenceEmbedding,
 )
 from alignment.signals import run_finished, run_succeeded
-from models_ml.aligner import MODEL_FILES, Aligner, AlignerConfig
+from models_ml.aligner import LEARNED, MODEL_FILES, Aligner, AlignerConfig
 from models_ml.checkpoint import CHECKSUMS, read_json, sha256, verify_checksums
 from models_ml.cross_encoder import MODEL_FILES as CLASSIFIER_FILES
 from models_ml.similarity import MEASURE_BUILDERS, SimilarityMeasure
@@ -48,6 +48,13 @@ def alignment_config_build(
 ) -> tuple[dict, str]:
     """The run config (validated) and its model version; ValueError naming the bad field or file."""
     cross_encoder_dir = ""
+    if model_dir and aligner_config and "measure" in aligner_config:
+        try:
+            saved_measure = read_json(Path(model_dir) / "config.json").get("measure")
+        except (ValueError, OSError, AttributeError):
+            saved_measure = None  # the checks below name what is wrong with the directory
+        if saved_measure is not None and saved_measure != aligner_config["measure"]:
+            model_dir = ""  # the model's CRF was trained on another measure: align untrained with the one asked for
     if model_dir:
         directory = Path(model_dir)
         try:  # the same checks loading will make, so a broken model is refused before a run is queued
@@ -67,9 +74,11 @@ def alignment_config_build(
     else:
         aligner = AlignerConfig.from_dict(aligner_config or {})
         version = "untrained (hand-calibrated)"
+        if aligner.measure == LEARNED:
+            raise ValueError("measure: the learned pair scorer needs a trained model (ALIGNER_MODEL_DIR or a model version)")
     chosen = list(measures) if measures else list(DEFAULT_MEASURES)
     for name in chosen:
-        if name not in MEASURE_BUILDERS:
+        if name not in MEASURE_BUILDERS and not (name == LEARNED == aligner.measure):
             raise ValueError(f"unknown similarity measure {name!r}; known measures: {', '.join(sorted(MEASURE_BUILDERS))}")
     if aligner.measure not in chosen:
         chosen.insert(0, aligner.measure)

@@ -11,6 +11,8 @@ are label events and are never touched by any of this.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +20,7 @@ import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from alignment.aligning.service import alignment_run_create
+from alignment.aligning.service import aligner_from_run_config, alignment_run_create
 from alignment.models import AlignmentRun
 from annotation.models import AnnotationProject
 from annotation.training.models import ModelActivation, ModelVersion
@@ -61,8 +63,14 @@ def version_load(version: ModelVersion, *, device: str = "") -> Aligner:
 
 
 def untrained_aligner(project: AnnotationProject, *, device: str = "") -> Aligner:
-    """The project's untrained aligner: its suggestion run's settings without trained weights, else the defaults."""
+    """The aligner the project starts from: its suggestion run's (the shipped default model when that run used
+    it), else the run's settings without trained weights, else the defaults."""
     run = project.suggestion_run
+    if run is not None and run.config.get("model_dir") and Path(run.config["model_dir"]).is_dir():
+        try:
+            return aligner_from_run_config(run.config, device=device)
+        except ValueError as error:
+            raise ModelCorrupted(str(error)) from None
     settings_ = dict(run.config["aligner"]) if run is not None else {}
     if device:
         settings_["device"] = device
@@ -85,9 +93,11 @@ class SimilarityCache:
 
     def __call__(self, aligner: Aligner, pairs: list[GoldPair]) -> list[np.ndarray]:
         name = aligner.config.measure
+        if aligner.config.scorer is not None:  # learned scorers differ by their parameters, not their name
+            name += ":" + hashlib.sha256(json.dumps(aligner.config.scorer, sort_keys=True).encode()).hexdigest()
         missing = [p for p in pairs if (name, p.pair_id) not in self.matrices]
         if missing:
-            measure = self.build_measure(name, aligner)
+            measure = self.build_measure(aligner.config.measure, aligner)
             for pair in missing:
                 m, n = len(pair.simple_sentences), len(pair.complex_sentences)
                 matrix = measure.score(pair.simple_sentences, pair.complex_sentences) if m and n else np.zeros((m, n), np.float32)

@@ -34,6 +34,7 @@ from annotation.training.registry import (
 from annotation.training.snapshot import snapshot_create, snapshot_gold_pairs
 from models_ml.checkpoint import CHECKSUMS, sha256
 from models_ml.cross_encoder import save_pair_classifier
+from models_ml.aligner import LEARNED
 from models_ml.train import EpochReport, TrainingConfig, train_aligner
 
 BASES = ("active", "untrained")
@@ -151,9 +152,10 @@ def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str, *, prog
     _stage(job.pk, f"scoring {len(train) + len(dev) + len(test)} document pairs with {aligner.config.measure}")
     config = job.config
     training = TrainingConfig(epochs=config["epochs"], lr=config["lr"], patience=config["patience"])
+    learned = aligner.config.measure == LEARNED  # its scorer is fine-tuned first, then it scores the pairs itself
     report = train_aligner(
-        train, aligner=aligner, training=training, seed=config["seed"], similarities=cache(aligner, train),
-        dev_pairs=dev, dev_similarities=cache(aligner, dev), on_epoch=_epoch_hook(job.pk, progress),
+        train, aligner=aligner, training=training, seed=config["seed"], similarities=None if learned else cache(aligner, train),
+        dev_pairs=dev, dev_similarities=None if learned else cache(aligner, dev), on_epoch=_epoch_hook(job.pk, progress),
     )  # fmt: skip
     _stage(job.pk, "evaluating on dev and test documents")
     metrics = {"dev": evaluate_on(aligner, dev, cache).as_dict(), "test": evaluate_on(aligner, test, cache).as_dict()}

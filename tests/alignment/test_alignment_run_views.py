@@ -116,3 +116,14 @@ def test_align_command_bad_input_names_the_problem(tram_corpus, argv, message):
     with pytest.raises(CommandError, match=message):
         call_command("align", *argv)
     assert not AlignmentRun.objects.exists()
+
+
+def test_the_learned_measure_needs_a_model_and_another_measure_leaves_the_model_out(owner, tram_corpus, settings):
+    from alignment.aligning.service import alignment_config_build
+
+    config, version = alignment_config_build(model_dir=settings.ALIGNER_MODEL_DIR)
+    assert config["aligner"]["measure"] == "learned" and config["aligner"]["scorer"] and "sha256" in version
+    config, version = alignment_config_build(aligner_config={"measure": "jaccard"}, model_dir=settings.ALIGNER_MODEL_DIR)
+    assert config["model_dir"] == "" and config["aligner"]["measure"] == "jaccard" and version.startswith("untrained")
+    with pytest.raises(ValueError, match="learned pair scorer needs a trained model"):
+        alignment_config_build(aligner_config={"measure": "learned"}, model_dir="")

@@ -44,10 +44,28 @@ def documents(tmp_path: Path) -> tuple[Path, Path]:
     return complex_path, simple_path
 
 
-def test_align_writes_contract_jsonl(documents: tuple[Path, Path], tmp_path: Path) -> None:
+def read_records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_align_uses_the_shipped_model_by_default(documents: tuple[Path, Path], tmp_path: Path) -> None:
+    complex_path, simple_path = documents
+    output, explicit = tmp_path / "out.jsonl", tmp_path / "explicit.jsonl"
+    completed = run_cli("align", "--complex", complex_path, "--simple", simple_path, "--output", output, "--device", "cpu")
+    assert completed.returncode == 0, completed.stderr
+    records = read_records(output)
+    for record in records:
+        assert set(record) == {"complex", "simple", "label", "score"} and record["label"] in ("aligned", "partial")
+    assert ([1], [1, 2]) in [(r["complex"], r["simple"]) for r in records]  # the split comes out whole
+    default_model = REPOSITORY / "models_ml" / "default_model"
+    again = run_cli("align", "--complex", complex_path, "--simple", simple_path, "--output", explicit, "--model", default_model)
+    assert again.returncode == 0 and explicit.read_text() == output.read_text()
+
+
+def test_untrained_hand_calibration_stays_available(documents: tuple[Path, Path], tmp_path: Path) -> None:
     complex_path, simple_path = documents
     output = tmp_path / "out.jsonl"
-    completed = run_cli("align", "--complex", complex_path, "--simple", simple_path, "--output", output, "--device", "cpu")
+    completed = run_cli("align", "--complex", complex_path, "--simple", simple_path, "--output", output, "--untrained", "--device", "cpu")
     assert completed.returncode == 0, completed.stderr
     records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     for record in records:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from alignment.forms import MEASURE_CHOICES, PARAGRAPH_CHOICES
+from alignment.forms import MEASURE_CHOICES, PARAGRAPH_CHOICES, PRIMARY_MEASURE_CHOICES
 from alignment.models import AlignmentRun, CandidateAlignment, Corpus, Document, DocumentPair, Paragraph, Sentence
 from webapp.api.schema_fields import enum_field
 
@@ -115,7 +115,10 @@ class AlignmentRunCreateSerializer(serializers.Serializer):
         queryset=DocumentPair.objects.none(), many=True, required=False,
         help_text="The document pairs to align; leave out to align every pair of the corpus.",
     )  # fmt: skip
-    measure = enum_field("MeasureEnum", MEASURE_CHOICES, default="embedding_cosine", help_text="The measure the CRF aligns with.")
+    measure = enum_field(
+        "PrimaryMeasureEnum", PRIMARY_MEASURE_CHOICES, default="learned",
+        help_text="The measure the CRF aligns with: 'learned' is the configured trained model, any other runs the untrained CRF.",
+    )  # fmt: skip
     paragraph_variant = serializers.ChoiceField(choices=PARAGRAPH_CHOICES, default="newsela")
     also_score = serializers.ListField(
         child=enum_field("MeasureEnum", MEASURE_CHOICES), required=False,
