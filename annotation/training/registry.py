@@ -17,15 +17,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from alignment.aligning.service import aligner_from_run_config, alignment_run_create
+from alignment.aligning.service import alignment_run_create
 from alignment.models import AlignmentRun
 from annotation.models import AnnotationProject
 from annotation.training.models import ModelActivation, ModelVersion
 from annotation.training.snapshot import snapshot_gold_pairs
-from models_ml.aligner import Aligner, AlignerConfig
+from models_ml.aligner import LEARNED, Aligner, AlignerConfig
 from models_ml.checkpoint import CHECKSUMS, sha256, verify_checksums
 from models_ml.cross_encoder import MODEL_FILES as CLASSIFIER_FILES
 from models_ml.evaluate import EvaluationReport
@@ -62,15 +63,27 @@ def version_load(version: ModelVersion, *, device: str = "") -> Aligner:
         raise ModelCorrupted(str(error)) from None
 
 
-def untrained_aligner(project: AnnotationProject, *, device: str = "") -> Aligner:
-    """The aligner the project starts from: its suggestion run's (the shipped default model when that run used
-    it), else the run's settings without trained weights, else the defaults."""
+def base_model_dir(project: AnnotationProject) -> str:
+    """The configured default model (ALIGNER_MODEL_DIR) when the project's suggestions come from it (or it has
+    none yet), else "": then the base is the suggestion run's measure and settings, untrained."""
     run = project.suggestion_run
-    if run is not None and run.config.get("model_dir") and Path(run.config["model_dir"]).is_dir():
+    if not settings.ALIGNER_MODEL_DIR or not Path(settings.ALIGNER_MODEL_DIR).is_dir():
+        return ""
+    if run is not None and run.config["aligner"].get("measure") != LEARNED:
+        return ""
+    return settings.ALIGNER_MODEL_DIR
+
+
+def untrained_aligner(project: AnnotationProject, *, device: str = "") -> Aligner:
+    """The aligner a project has before any version of its own: the configured default model (see
+    :func:`base_model_dir`), else its suggestion run's settings without trained weights, else the defaults."""
+    directory = base_model_dir(project)
+    if directory:
         try:
-            return aligner_from_run_config(run.config, device=device)
+            return Aligner.load(directory, device=device or None)
         except ValueError as error:
             raise ModelCorrupted(str(error)) from None
+    run = project.suggestion_run
     settings_ = dict(run.config["aligner"]) if run is not None else {}
     if device:
         settings_["device"] = device
@@ -81,7 +94,7 @@ def active_aligner(project: AnnotationProject, *, device: str = "") -> tuple[Ali
     """(aligner, name) of the project's active version, or of the untrained aligner."""
     if project.active_model is not None:
         return version_load(project.active_model, device=device), str(project.active_model)
-    return untrained_aligner(project, device=device), "untrained"
+    return untrained_aligner(project, device=device), "default model" if base_model_dir(project) else "untrained"
 
 
 class SimilarityCache:
@@ -146,9 +159,10 @@ def realign(project: AnnotationProject, version: ModelVersion | None, by: Abstra
     aligner_config = dict(suggestion.config["aligner"]) if suggestion is not None else None
     if aligner_config is not None:
         aligner_config.pop("crf", None)  # a saved model keeps its own CRF shape
+    model_dir = version.path if version else base_model_dir(project)
     run = alignment_run_create(
         corpus=project.corpus, pairs=pairs, created_by=by, measures=measures,
-        aligner_config=aligner_config if version is None else None, model_dir=version.path if version else "",
+        aligner_config=aligner_config if not model_dir else None, model_dir=model_dir,
     )  # fmt: skip
     AnnotationProject.objects.filter(pk=project.pk).update(pending_suggestion_run=run)
     return run

@@ -26,6 +26,7 @@ from annotation.training.registry import (
     MeasureBuilder,
     SimilarityCache,
     active_aligner,
+    base_model_dir,
     evaluate_on,
     group_f1,
     untrained_aligner,
@@ -147,7 +148,7 @@ def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str, *, prog
     if job.base_version is not None:
         aligner, base_name = version_load(job.base_version, device=device), str(job.base_version)
     else:
-        aligner, base_name = untrained_aligner(project, device=device), "untrained"
+        aligner, base_name = untrained_aligner(project, device=device), "default model" if base_model_dir(project) else "untrained"
     cache = SimilarityCache(build_measure)
     _stage(job.pk, f"scoring {len(train) + len(dev) + len(test)} document pairs with {aligner.config.measure}")
     config = job.config

@@ -351,3 +351,30 @@ def test_import_gold_refuses_bad_input_and_writes_nothing(owner, tmp_path, gold_
     with pytest.raises(CommandError, match="corpus 'Gold articles' exists and has documents"):
         call_command("import_gold", "--gold", str(gold), "--format", "deplain", "--project", "New", "--corpus", "Gold articles", "--user", "owner")
     assert (AnnotationProject.objects.count(), LabelEvent.objects.count()) == before
+
+
+def test_a_project_on_the_default_model_fine_tunes_its_learned_scorer_and_falls_back_to_it(gold_project, owner) -> None:
+    import json
+
+    import numpy as np
+    from django.conf import settings
+
+    project, _ = gold_project
+    run = aligning.alignment_run_create(corpus=project.corpus, model_dir=settings.ALIGNER_MODEL_DIR)
+    run = aligning.alignment_run_execute(run_id=run.pk, build_measure=run_measure)
+    assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
+    AnnotationProject.objects.filter(pk=project.pk).update(suggestion_run=run)
+    project.refresh_from_db()
+    base = registry.untrained_aligner(project, device="cpu")
+    shipped = json.loads((Path(settings.ALIGNER_MODEL_DIR) / "config.json").read_text())
+    assert base.config.measure == "learned" and base.config.scorer == shipped["scorer"]
+    job = train_now(project, owner)
+    assert job.status == TrainingJob.Status.SUCCEEDED, job.error
+    version = ModelVersion.objects.get(project=project)
+    tuned = version.config["scorer"]
+    assert version.config["measure"] == "learned" and tuned["features"] == shipped["scorer"]["features"]
+    assert not np.allclose(tuned["weights"], shipped["scorer"]["weights"])  # fine-tuned on the project's labels ...
+    assert np.corrcoef(tuned["weights"], shipped["scorer"]["weights"])[0, 1] > 0.5  # ... from the shipped model
+    assert version.baseline["name"] == "default model"  # compared with the shipped model on the same test documents
+    realigned = registry.realign(project, None, owner)
+    assert realigned is not None and realigned.config["model_dir"] == settings.ALIGNER_MODEL_DIR
