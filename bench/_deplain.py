@@ -18,6 +18,7 @@ from models_ml.crf import CRFConfig
 from models_ml.evaluate import EvaluationReport
 from models_ml.io import GoldPair, read_deplain, unplaced_summary
 from models_ml.pair_features import pair_features
+from models_ml.pair_scorer import unit_cosine
 from models_ml.train import TrainingConfig, evaluate_aligner, train_aligner
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +59,7 @@ def load_corpus(*, embeddings: bool, device: str = "cpu") -> Corpus:
 
         encoder = load_sentence_encoder(device=device)
         started = time.perf_counter()
-        corpus.cosine = [_cosine(encoder.encode(p.simple_sentences), encoder.encode(p.complex_sentences)) for p in pairs]
+        corpus.cosine = [unit_cosine(encoder.encode(p.simple_sentences), encoder.encode(p.complex_sentences)) for p in pairs]
         corpus.encoder_seconds = time.perf_counter() - started
     started = time.perf_counter()
     corpus.lexical = [pair_features(p.simple_sentences, p.complex_sentences) for p in pairs]
@@ -66,14 +67,6 @@ def load_corpus(*, embeddings: bool, device: str = "cpu") -> Corpus:
     if corpus.cosine is not None:
         corpus.with_embedding = [pair_features(p.simple_sentences, p.complex_sentences, c) for p, c in zip(pairs, corpus.cosine)]
     return corpus
-
-
-def _cosine(simple: np.ndarray, complex_: np.ndarray) -> np.ndarray:
-    simple = np.asarray(simple, dtype=np.float32)
-    complex_ = np.asarray(complex_, dtype=np.float32)
-    simple /= np.maximum(np.linalg.norm(simple, axis=1, keepdims=True), 1e-12)
-    complex_ /= np.maximum(np.linalg.norm(complex_, axis=1, keepdims=True), 1e-12)
-    return simple @ complex_.T  # (m, n)
 
 
 def dev_split(train: list[int], seed: int, fraction: float = 0.2) -> tuple[list[int], list[int]]:

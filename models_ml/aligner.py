@@ -110,7 +110,8 @@ class AlignerConfig:
     scorer: with ``measure="learned"``, the fitted pair scorer (:class:`ScorerParameters` as a
         dict); None until training fits it. Its log-odds are the CRF's similarity, so such a
         config uses ``emission_scale`` 1 and a ``null_score`` in log-odds (see :func:`learned_config`).
-    scorer_embedding: whether a scorer fitted from scratch also reads sentence-vector cosines.
+    scorer_embedding: whether a scorer fitted from scratch also reads sentence-vector cosines (off: on
+        DEplain-web they added nothing that transfers, see bench/deplain_domains.py, and cost the encoder).
     """
 
     encoder: str = DEFAULT_ENCODER
@@ -128,7 +129,7 @@ class AlignerConfig:
     dense_state_limit: int = 1500
     beam: int = 32
     scorer: dict[str, Any] | None = None
-    scorer_embedding: bool = True
+    scorer_embedding: bool = False
 
     def __post_init__(self) -> None:
         if self.scorer is not None:

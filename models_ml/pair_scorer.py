@@ -27,7 +27,7 @@ from scipy import optimize, special
 from models_ml.io import GoldPair
 from models_ml.pair_features import feature_names, pair_features
 
-__all__ = ["LearnedPairScorer", "ScorerParameters", "gold_pair_matrix"]
+__all__ = ["LearnedPairScorer", "ScorerParameters", "gold_pair_matrix", "unit_cosine"]
 
 LOGIT_CLIP = 12.0  # log-odds are clipped to +-12 (p within 6e-6 of 0 or 1) so one pair cannot dominate a CRF path
 
@@ -119,7 +119,7 @@ class LearnedPairScorer:
                 self.encoder = self._encoder_factory()
             if self.encoder is None:
                 raise ValueError("this pair scorer uses sentence vectors: pass embedding_cosine or give it an encoder")
-            embedding_cosine = _cosine(self.encoder.encode(list(simple)), self.encoder.encode(list(complex)))
+            embedding_cosine = unit_cosine(self.encoder.encode(list(simple)), self.encoder.encode(list(complex)))
         return pair_features(simple, complex, embedding_cosine if self.uses_embedding else None)
 
     def score(self, simple: Sequence[str], complex: Sequence[str], embedding_cosine: np.ndarray | None = None) -> np.ndarray:
@@ -187,7 +187,10 @@ class LearnedPairScorer:
         return self
 
 
-def _cosine(simple_vectors: np.ndarray, complex_vectors: np.ndarray) -> np.ndarray:
+def unit_cosine(simple_vectors: np.ndarray, complex_vectors: np.ndarray) -> np.ndarray:
+    """(m, n) float32 cosines of (m, d) and (n, d) sentence vectors."""
+    simple_vectors = np.asarray(simple_vectors, dtype=np.float32)
+    complex_vectors = np.asarray(complex_vectors, dtype=np.float32)
     simple_unit = simple_vectors / np.maximum(np.linalg.norm(simple_vectors, axis=1, keepdims=True), 1e-12)  # (m, d)
     complex_unit = complex_vectors / np.maximum(np.linalg.norm(complex_vectors, axis=1, keepdims=True), 1e-12)  # (n, d)
     return (simple_unit @ complex_unit.T).astype(np.float32)  # (m, n)

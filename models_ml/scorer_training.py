@@ -17,7 +17,7 @@ import numpy as np
 from models_ml.aligner import LEARNED, Aligner
 from models_ml.io import GoldPair
 from models_ml.pair_features import pair_features
-from models_ml.pair_scorer import LearnedPairScorer, ScorerParameters, gold_pair_matrix
+from models_ml.pair_scorer import LearnedPairScorer, ScorerParameters, gold_pair_matrix, unit_cosine
 
 __all__ = ["fit_scorer", "scorer_features"]
 
@@ -35,11 +35,7 @@ def scorer_features(aligner: Aligner, pairs: Sequence[GoldPair]) -> list[np.ndar
     for pair in pairs:
         cosine = None
         if encoder is not None and pair.simple_sentences and pair.complex_sentences:
-            simple = np.asarray(encoder.encode(pair.simple_sentences), dtype=np.float32)  # (m, d)
-            complex_ = np.asarray(encoder.encode(pair.complex_sentences), dtype=np.float32)  # (n, d)
-            simple /= np.maximum(np.linalg.norm(simple, axis=1, keepdims=True), 1e-12)
-            complex_ /= np.maximum(np.linalg.norm(complex_, axis=1, keepdims=True), 1e-12)
-            cosine = simple @ complex_.T  # (m, n)
+            cosine = unit_cosine(encoder.encode(pair.simple_sentences), encoder.encode(pair.complex_sentences))  # (m, n)
         elif encoder is not None:
             cosine = np.zeros((len(pair.simple_sentences), len(pair.complex_sentences)), dtype=np.float32)
         features.append(pair_features(pair.simple_sentences, pair.complex_sentences, cosine))

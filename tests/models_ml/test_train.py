@@ -370,3 +370,18 @@ def test_cli_train_with_early_stopping_needs_two_labelled_pairs(tmp_path: Path, 
     status = main(["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(tmp_path / "m"), "--config", str(config_file)])
     assert status == 2
     assert "needs at least 2 labelled document pairs" in capsys.readouterr().err
+
+
+def test_cli_train_defaults_to_the_learned_scorer_and_base_fine_tunes_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    pairs = [weak_overlap_pair(i) for i in range(4)]
+    gold = write_wiki_tsv(tmp_path / "gold.tsv", pairs)
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert main(["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(first), "--epochs", "3"]) == 0
+    config = json.loads((first / "config.json").read_text())
+    assert config["measure"] == "learned" and "embedding_cosine" not in config["scorer"]["features"]
+    assert main(["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(second), "--base", str(first), "--epochs", "1"]) == 0
+    tuned = json.loads((second / "config.json").read_text())["scorer"]
+    assert tuned["mean"] == config["scorer"]["mean"]  # fine-tuned from the base's standardisation, not refitted
+    assert "fitting the pair scorer" in capsys.readouterr().err

@@ -1,0 +1,33 @@
+"""The app's pair scoring with the learned scorer: stored sentence vectors are used, the encoder is not run."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from alignment.aligning.scoring import PairScorer, SideSentences
+from models_ml.aligner import Aligner, learned_config
+from models_ml.pair_features import feature_names
+from models_ml.pair_scorer import ScorerParameters
+
+
+class RefusingEncoder:
+    def encode(self, sentences, **options):  # noqa: ANN001, ANN003, ANN201 - a test double
+        raise AssertionError("the stored vectors should have been used")
+
+
+def test_a_learned_scorer_reading_vectors_takes_the_stored_ones() -> None:
+    names = feature_names(True)
+    weights = np.zeros(len(names))
+    weights[names.index("embedding_cosine")] = 10.0  # this scorer follows the vectors only
+    parameters = ScorerParameters(names, np.zeros(len(names)), np.ones(len(names)), weights, -5.0)
+    aligner = Aligner(learned_config(device="cpu", paragraph_variant="none", scorer=parameters.to_dict()))
+    aligner.measure.encoder = RefusingEncoder()
+    scorer = PairScorer(aligner, ["learned"], build=lambda name: aligner.measure)
+    vectors = np.eye(3, dtype=np.float32)
+    simple = SideSentences([1, 2], ["Eins.", "Zwei."], [0, 0], vectors[[2, 0]])  # simple 0 ~ complex 2, simple 1 ~ complex 0
+    complex_side = SideSentences([3, 4, 5], ["Alpha.", "Beta.", "Gamma."], [0, 0, 0], vectors)
+    outcome = scorer.score(simple, complex_side)
+    assert outcome.encoder_seconds == 0.0
+    matrix = outcome.matrices["learned"]
+    assert matrix.shape == (2, 3) and matrix[0].argmax() == 2 and matrix[1].argmax() == 0
+    assert [(g.complex, g.simple) for g in outcome.result.groups] == [((2,), (0,)), ((0,), (1,))]
