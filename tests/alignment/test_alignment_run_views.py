@@ -127,3 +127,13 @@ def test_the_learned_measure_needs_a_model_and_another_measure_leaves_the_model_
     assert config["model_dir"] == "" and config["aligner"]["measure"] == "jaccard" and version.startswith("untrained")
     with pytest.raises(ValueError, match="learned pair scorer needs a trained model"):
         alignment_config_build(aligner_config={"measure": "learned"}, model_dir="")
+
+
+def test_manage_py_align_uses_the_default_model_unless_told_untrained(tram_corpus, settings, capsys):
+    call_command("align", "--corpus", "Trams", "--now")
+    run = AlignmentRun.objects.get()
+    assert run.status == "succeeded" and run.config["model_dir"] == settings.ALIGNER_MODEL_DIR
+    assert run.config["aligner"]["measure"] == "learned" and "sha256" in run.model_version
+    call_command("align", "--corpus", "Trams", "--model", "untrained", "--measure", "jaccard")
+    untrained = AlignmentRun.objects.exclude(pk=run.pk).get()
+    assert untrained.config["model_dir"] == "" and untrained.model_version.startswith("untrained")

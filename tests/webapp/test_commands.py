@@ -97,7 +97,8 @@ def test_setup_demo_is_idempotent_and_prints_working_credentials(db, settings, t
     assert corpus.is_shared
     assert corpus.metadata["licence"] == "CC0-1.0"  # the export's dataset card reads licence and source from here
     run = corpus.alignment_runs.get()  # queued once, not again on the second set-up
-    assert run.pairs_total == 6 and run.primary_measure == "embedding_cosine"
+    assert run.pairs_total == 6 and run.primary_measure == "learned"  # the shipped default model
+    assert run.config["model_dir"] == settings.ALIGNER_MODEL_DIR
     project = corpus.annotation_projects.get()
     assert project.suggestion_run == run and project.assignments.filter(annotator__username="annotator").count() == 6
     users = get_user_model().objects

@@ -18,11 +18,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--corpus", required=True, help="Corpus name.")
         parser.add_argument("--pair", type=int, action="append", dest="pairs", help="Document pair id; repeat for several (default: all).")
-        parser.add_argument("--measure", help="Measure the CRF aligns with (default: the config's, embedding_cosine).")
+        parser.add_argument("--measure", help="Measure the CRF aligns with (default: the model's, the learned scorer).")
         parser.add_argument("--measures", help="Comma-separated measures to score every candidate with.")
         parser.add_argument("--paragraph-variant", choices=["newsela", "wikipedia", "none"])
         parser.add_argument("--config", type=Path, help="AlignerConfig as JSON (models_ml.aligner); flags above override it.")
-        parser.add_argument("--model", default="", help="A trained aligner directory (python -m models_ml train).")
+        parser.add_argument(
+            "--model", default=None,
+            help="A trained aligner directory (python -m models_ml train); default: ALIGNER_MODEL_DIR, the shipped "
+            "model; 'untrained' for the hand-calibrated aligner. A --measure other than the model's runs untrained.",
+        )  # fmt: skip
         parser.add_argument("--now", action="store_true", help="Run in this process instead of queueing for a worker.")
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="Resume a failed or cancelled run instead of starting one.")
         parser.add_argument("--cancel", type=int, metavar="RUN_ID", help="Cancel a queued or running run.")
@@ -74,9 +78,10 @@ class Command(BaseCommand):
             if missing:
                 raise CommandError(f"no document pair with id {', '.join(map(str, missing))}")
         measures = [m.strip() for m in options["measures"].split(",") if m.strip()] if options["measures"] else None
+        model = settings.ALIGNER_MODEL_DIR if options["model"] is None else options["model"]
         try:
             return aligning.alignment_run_create(
-                corpus=corpus, pairs=pairs, aligner_config=config, measures=measures, model_dir=options["model"]
+                corpus=corpus, pairs=pairs, aligner_config=config, measures=measures, model_dir="" if model == "untrained" else model
             )
         except ValueError as error:
             raise CommandError(str(error)) from None
