@@ -51,7 +51,7 @@ def main() -> None:
     print("\n".join(lines))
     card = args.output / "MODEL_CARD.md"
     card.write_text(CARD.format(trained_on=trained_on, features="lexical + MiniLM cosines" if embedding else "lexical only",
-                                unseen="\n".join(lines), seed=args.seed), encoding="utf-8")  # fmt: skip
+                                unseen="\n".join(lines), flags=("--lexical-only " if args.lexical_only else "") + f"--seed {args.seed}"), encoding="utf-8")  # fmt: skip
     write_checksums(args.output, ("config.json", "crf.pt", "MODEL_CARD.md"))
     print(f"saved to {args.output}")
 
@@ -71,7 +71,7 @@ The model the app and `python -m models_ml align` use when no model is configure
 - **Trained on** DEplain-web dev (Stodden, Momen & Kallmeyer, ACL 2023), only the pairs whose licence
   allows it: {trained_on}. DEplain-web's language-learner texts are CC BY 4.0 and its bible texts CC BY-SA
   3.0; this model is a work derived from them and is credited to their authors as DEplain-web records them.
-- **Recipe:** `bench/train_default_model.py --seed {seed}` (the CLI's `train`: a fifth of the pairs for
+- **Recipe:** `bench/train_default_model.py {flags}` (the CLI's `train`: a fifth of the pairs for
   early stopping on group F1).
 - **On domains it never saw** (DEplain's group scoring: a group counts only when both its sentence sets
   match; identical pairs included):
