@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from models_ml.checkpoint import read_json, verify_checksums, write_checksums
+from models_ml.checkpoint import DEFAULT_MODEL_DIR, read_json, verify_checksums, write_checksums
 from models_ml.crf import CRFConfig, NeuralCRF, states_to_groups
 from models_ml.crf_pruned import decode_pruned
 from models_ml.encoders import DEFAULT_ENCODER
@@ -72,8 +72,6 @@ PARAGRAPH_VARIANTS = ("none", "newsela", "wikipedia")
 LEXICAL_MEASURES = frozenset({"jaccard", "tfidf_cosine", "char3_tfidf_cosine"})  # need no encoder
 LEARNED = "learned"  # the pair scorer of models_ml.pair_scorer; its parameters live in AlignerConfig.scorer
 MODEL_FILES = ("config.json", "crf.pt")
-# The model the CLI and the app use when none is configured (bench/train_default_model.py writes it; MODEL_CARD.md there).
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
 
 # Paragraph thresholds for *cosine* similarities of the bundled MiniLM (the paper's defaults
 # are for fine-tuned BERT probabilities, tau3/tau4 ~ 0.999). Picked by hand so that related

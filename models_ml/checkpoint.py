@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 CHECKSUMS = "checksums.json"
+# The aligner the CLI and the app use when none is configured (bench/train_default_model.py writes it; MODEL_CARD.md there).
+# Here, not in models_ml.aligner, so that settings can name it without importing torch.
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
 
 
 def sha256(path: Path) -> str:

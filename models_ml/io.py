@@ -204,10 +204,6 @@ def read_wiki_manual_tsv(path: str | Path) -> list[GoldPair]:
     return pairs
 
 
-def _normalise_space(text: str) -> str:
-    return " ".join(text.split())
-
-
 _QUOTES = str.maketrans({"„": '"', "“": '"', "”": '"', "«": '"', "»": '"', "‚": "'", "‘": "'", "’": "'"})
 
 
@@ -335,10 +331,7 @@ def _read_csv(path: Path, required: Sequence[str]) -> list[tuple[int, dict[str, 
         missing = [column for column in required if column not in (reader.fieldnames or [])]
         if missing:
             raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
-        rows = []
-        for row in reader:
-            rows.append((reader.line_num, row))
-    return rows
+        return [(reader.line_num, row) for row in reader]
 
 
 def read_deplain(documents_csv: str | Path, alignments_csv: str | Path, *, strict: bool = False) -> list[GoldPair]:

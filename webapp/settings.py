@@ -13,6 +13,7 @@ from pathlib import Path
 
 import dj_database_url
 
+from models_ml.checkpoint import DEFAULT_MODEL_DIR
 from webapp.lib.env import envbool, envint, envlist, envpath, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -164,7 +165,7 @@ ENCODER_BATCH_SIZE = envint("ENCODER_BATCH_SIZE", 32)  # sentences per forward p
 # from the pages; by default the model shipped in models_ml/default_model; "untrained" = the
 # hand-calibrated aligner. The cross-encoder measure needs a fine-tuned pair classifier
 # (train --pair-classifier-output DIR).
-ALIGNER_MODEL_DIR = envstr("ALIGNER_MODEL_DIR", str(BASE_DIR / "models_ml" / "default_model"))
+ALIGNER_MODEL_DIR = envstr("ALIGNER_MODEL_DIR", str(DEFAULT_MODEL_DIR))
 if ALIGNER_MODEL_DIR == "untrained":
     ALIGNER_MODEL_DIR = ""
 CROSS_ENCODER_MODEL_DIR = envstr("CROSS_ENCODER_MODEL_DIR", "")

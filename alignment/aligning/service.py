@@ -48,13 +48,7 @@ def alignment_config_build(
 ) -> tuple[dict, str]:
     """The run config (validated) and its model version; ValueError naming the bad field or file."""
     cross_encoder_dir = ""
-    if model_dir and aligner_config and "measure" in aligner_config:
-        try:
-            saved_measure = read_json(Path(model_dir) / "config.json").get("measure")
-        except (ValueError, OSError, AttributeError):
-            saved_measure = None  # the checks below name what is wrong with the directory
-        if saved_measure is not None and saved_measure != aligner_config["measure"]:
-            model_dir = ""  # the model's CRF was trained on another measure: align untrained with the one asked for
+    saved = None
     if model_dir:
         directory = Path(model_dir)
         try:  # the same checks loading will make, so a broken model is refused before a run is queued
@@ -62,6 +56,10 @@ def alignment_config_build(
             saved = read_json(directory / "config.json")
         except ValueError as error:
             raise ValueError(f"model directory {model_dir}: {error}") from None
+        asked = (aligner_config or {}).get("measure")
+        if isinstance(saved, dict) and asked is not None and asked != saved.get("measure"):
+            saved, model_dir = None, ""  # the model's CRF was trained on another measure: align untrained with the one asked for
+    if saved is not None:
         aligner = AlignerConfig.from_dict({**saved, **(aligner_config or {})})
         version = f"{directory.resolve()} (sha256 {sha256(directory / CHECKSUMS)[:12]})"
         classifier = directory / PAIR_CLASSIFIER_DIR

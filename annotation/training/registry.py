@@ -94,7 +94,12 @@ def active_aligner(project: AnnotationProject, *, device: str = "") -> tuple[Ali
     """(aligner, name) of the project's active version, or of the untrained aligner."""
     if project.active_model is not None:
         return version_load(project.active_model, device=device), str(project.active_model)
-    return untrained_aligner(project, device=device), "default model" if base_model_dir(project) else "untrained"
+    return untrained_aligner(project, device=device), base_aligner_name(project)
+
+
+def base_aligner_name(project: AnnotationProject) -> str:
+    """How pages and reports name the aligner of :func:`untrained_aligner`."""
+    return "default model" if base_model_dir(project) else "untrained"
 
 
 class SimilarityCache:

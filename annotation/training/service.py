@@ -26,16 +26,16 @@ from annotation.training.registry import (
     MeasureBuilder,
     SimilarityCache,
     active_aligner,
-    base_model_dir,
+    base_aligner_name,
     evaluate_on,
     group_f1,
     untrained_aligner,
     version_load,
 )
 from annotation.training.snapshot import snapshot_create, snapshot_gold_pairs
+from models_ml.aligner import LEARNED
 from models_ml.checkpoint import CHECKSUMS, sha256
 from models_ml.cross_encoder import save_pair_classifier
-from models_ml.aligner import LEARNED
 from models_ml.train import EpochReport, TrainingConfig, train_aligner
 
 BASES = ("active", "untrained")
@@ -148,7 +148,7 @@ def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str, *, prog
     if job.base_version is not None:
         aligner, base_name = version_load(job.base_version, device=device), str(job.base_version)
     else:
-        aligner, base_name = untrained_aligner(project, device=device), "default model" if base_model_dir(project) else "untrained"
+        aligner, base_name = untrained_aligner(project, device=device), base_aligner_name(project)
     cache = SimilarityCache(build_measure)
     _stage(job.pk, f"scoring {len(train) + len(dev) + len(test)} document pairs with {aligner.config.measure}")
     config = job.config
