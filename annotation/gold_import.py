@@ -79,6 +79,10 @@ def gold_import(
                     f"gold pair {pair.pair_id}: stored {len(simple_ids)} simple / {len(complex_ids)} complex sentences, "
                     f"the gold has {len(pair.simple_sentences)} / {len(pair.complex_sentences)}"
                 )
+            if pair.domain:  # kept with the complex document: training reports its figures per domain
+                document = document_pair.complex_document
+                document.source = {**document.source, "domain": pair.domain}
+                document.save(update_fields=["source"])
             Assignment.objects.create(project=project, pair=document_pair, annotator=owner, completed_at=now)
             if pair.links is not None:  # the source's own 1:1 links: a group's other sentence pairs stay unlinked
                 links = {(s, c): label for c, s, label in pair.links}

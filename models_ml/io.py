@@ -77,6 +77,7 @@ class GoldPair:
     links: list[tuple[int, int, str]] | None = None
     # Gold rows that could not be placed on the sentences and were left out ("file, line N: reason").
     unplaced_rows: list[str] = field(default_factory=list)
+    domain: str = ""  # the source's domain or genre (DEplain's ``domain`` column), "" when unknown
 
 
 def connected_groups(links: Iterable[tuple[int, int, str]]) -> list[AlignmentGroup]:
@@ -343,7 +344,7 @@ def read_deplain(documents_csv: str | Path, alignments_csv: str | Path, *, stric
     group's texts joined by a space. Ids are mapped to list positions by their normalised
     text (see :func:`_deplain_positions`); an id listed twice in a row counts once.
     ``identical`` rows become "aligned" groups flagged ``identical=True``. Pairs keep the
-    order of documents.csv; there are no paragraph breaks, so paragraph lists are None.
+    order of documents.csv and its optional ``domain``; there are no paragraph breaks.
 
     Real gold files have rows that still cannot be placed (a text that is not in the
     document). By default such a row is left out and reported in its pair's
@@ -404,7 +405,8 @@ def read_deplain(documents_csv: str | Path, alignments_csv: str | Path, *, stric
             )
             if group not in groups:
                 groups.append(group)
-        pairs.append(GoldPair(pair_id, complex_sentences, simple_sentences, groups, None, None, None, unplaced_rows))
+        domain = (document.get("domain") or "").strip()
+        pairs.append(GoldPair(pair_id, complex_sentences, simple_sentences, groups, None, None, None, unplaced_rows, domain))
     return pairs
 
 

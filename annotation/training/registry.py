@@ -127,8 +127,35 @@ def evaluate_on(aligner: Aligner, pairs: list[GoldPair], similarities: Similarit
     return evaluate_aligner(aligner, pairs, similarities(aligner, pairs))
 
 
+def evaluate_by_domain(aligner: Aligner, pairs: list[GoldPair], similarities: SimilarityCache) -> dict[str, dict]:
+    """One report per domain of ``pairs`` (gold import records DEplain's); {} when no pair names a domain."""
+    domains = sorted({pair.domain for pair in pairs})
+    if domains == [""]:
+        return {}
+    return {
+        domain or "(none)": evaluate_on(aligner, [p for p in pairs if p.domain == domain], similarities).as_dict()
+        for domain in domains
+    }
+
+
 def group_f1(report: dict) -> float:
     return float(report["group"]["task1"]["f1"])
+
+
+def comparison_losses(ours: dict, theirs: dict) -> list[str]:
+    """Why a version with figures ``ours`` does not beat ``theirs`` (both {"test": report, "test_by_domain": ...}).
+
+    It must have the higher group F1 on the test documents and be no worse on any domain both were
+    scored on: a version that wins overall while losing the new domain's documents is not promoted.
+    """
+    losses = []
+    if group_f1(ours["test"]) <= group_f1(theirs["test"]):
+        losses.append(f"test group F1 {group_f1(ours['test']):.3f} vs {group_f1(theirs['test']):.3f}")
+    by_ours, by_theirs = ours.get("test_by_domain") or {}, theirs.get("test_by_domain") or {}
+    for domain in sorted(by_ours.keys() & by_theirs.keys()):
+        if group_f1(by_ours[domain]) < group_f1(by_theirs[domain]):
+            losses.append(f"{domain}: group F1 {group_f1(by_ours[domain]):.3f} vs {group_f1(by_theirs[domain]):.3f}")
+    return losses
 
 
 def version_compare(version: ModelVersion, *, build_measure: MeasureBuilder, device: str = "") -> dict:
@@ -139,18 +166,16 @@ def version_compare(version: ModelVersion, *, build_measure: MeasureBuilder, dev
         raise ValueError(f"{version} has no test documents to compare on")
     cache = SimilarityCache(build_measure)
     against, name = active_aligner(project, device=device)
-    theirs = evaluate_on(against, pairs, cache).as_dict()
-    ours = version.metrics["test"]
-    return {
-        "version": project.active_model_id, "name": name, "test": theirs, "documents": len(pairs),
-        "beats": group_f1(ours) > group_f1(theirs),
-    }  # fmt: skip
+    theirs = {"test": evaluate_on(against, pairs, cache).as_dict(), "test_by_domain": evaluate_by_domain(against, pairs, cache)}
+    losses = comparison_losses(version.metrics, theirs)
+    return {"version": project.active_model_id, "name": name, **theirs, "documents": len(pairs), "beats": not losses, "losses": losses}
 
 
 def _stored_comparison(version: ModelVersion, project: AnnotationProject) -> dict | None:
     baseline = version.baseline or {}
     if "test" in baseline and baseline.get("version") == project.active_model_id:
-        return {**baseline, "beats": group_f1(version.metrics["test"]) > group_f1(baseline["test"])}
+        losses = comparison_losses(version.metrics, baseline)
+        return {**baseline, "beats": not losses, "losses": losses}
     return None
 
 
@@ -183,11 +208,10 @@ def version_promote(
         raise ValueError(f"{version} is already the active model of {project}")
     version_load(version, device=device)  # refuse a corrupted model before anything changes
     comparison = _stored_comparison(version, project) or version_compare(version, build_measure=build_measure, device=device)
-    ours, theirs = group_f1(version.metrics["test"]), group_f1(comparison["test"])
     if not comparison["beats"] and not force:
         raise ValueError(
             f"{version} does not beat the active model ({comparison['name']}) on the same {version.snapshot.counts['pairs']['test']} "
-            f"held-out test document pair(s): group F1 {ours:.3f} vs {theirs:.3f}. A manager may force the promotion with a reason."
+            f"held-out test document pair(s): {'; '.join(comparison['losses'])}. A manager may force the promotion with a reason."
         )
     if force and not reason.strip():
         raise ValueError("a forced promotion needs a reason")

@@ -150,7 +150,7 @@ def snapshot_gold_pairs(snapshot: TrainingSnapshot, split: str) -> list[GoldPair
     for item in snapshot.items:
         by_pair.setdefault(int(item[0]), []).append(item)
     gold = []
-    for pair in DocumentPair.objects.filter(pk__in=snapshot.pair_ids(split)).order_by("pk"):
+    for pair in DocumentPair.objects.filter(pk__in=snapshot.pair_ids(split)).select_related("complex_document").order_by("pk"):
         simple = side_sentences(pair.simple_document_id, "")
         complex_side = side_sentences(pair.complex_document_id, "")
         simple_index = {pk: k for k, pk in enumerate(simple.ids)}
@@ -163,7 +163,12 @@ def snapshot_gold_pairs(snapshot: TrainingSnapshot, split: str) -> list[GoldPair
         gold.append(
             GoldPair(
                 f"pair-{pair.pk}", complex_side.texts, simple.texts, connected_groups(links),
-                complex_side.paragraphs, simple.paragraphs,
+                complex_side.paragraphs, simple.paragraphs, domain=pair_domain(pair),
             )
         )  # fmt: skip
     return gold
+
+
+def pair_domain(pair: DocumentPair) -> str:
+    """The pair's domain (its complex document's ``source["domain"]``, set by gold import), "" when unknown."""
+    return str(pair.complex_document.source.get("domain", "") or "")

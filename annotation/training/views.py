@@ -39,8 +39,20 @@ def version_rows(project) -> list[dict]:
         rows.append({
             "version": version, "active": version.pk == project.active_model_id, "dev": version.metrics["dev"],
             "test": version.metrics["test"], "baseline": baseline, "baseline_name": version.baseline.get("name", ""),
-            "beats": training.beats_active(version),
+            "beats": training.beats_active(version), "domains": _domain_rows(version),
         })  # fmt: skip
+    return rows
+
+
+def _domain_rows(version: ModelVersion) -> list[dict]:
+    """Per domain of the test documents: the version's group F1 and the compared model's."""
+    ours = version.metrics.get("test_by_domain") or {}
+    theirs = (version.baseline or {}).get("test_by_domain") or {}
+    rows = []
+    for domain, report in ours.items():
+        f1 = registry.group_f1(report)
+        other = registry.group_f1(theirs[domain]) if domain in theirs else None
+        rows.append({"domain": domain, "f1": f1, "baseline": other, "worse": other is not None and f1 < other})
     return rows
 
 

@@ -312,16 +312,48 @@ def test_a_job_can_also_fine_tune_the_cross_encoder_which_realignment_then_score
         registry.version_load(version)
 
 
-def _write_gold_deplain(folder: Path) -> Path:
+def _write_gold_deplain(folder: Path, domains: tuple[str, ...] = ("",)) -> Path:
     from models_ml.io import AlignmentGroup, GoldPair
     from tests.annotation.gold_set import ARTICLES
     from tests.models_ml.test_train import write_deplain
 
     pairs = [
-        GoldPair(title, complex_, simple, [AlignmentGroup(complex=(k,), simple=(k,)) for k in range(4)], None, None)
-        for title, (complex_, simple) in ARTICLES.items()
-    ]
+        GoldPair(
+            title, complex_, simple, [AlignmentGroup(complex=(k,), simple=(k,)) for k in range(4)], None, None,
+            domain=domains[number % len(domains)],
+        )
+        for number, (title, (complex_, simple)) in enumerate(ARTICLES.items())
+    ]  # fmt: skip
     return write_deplain(folder, pairs)
+
+
+def test_versions_are_scored_per_domain_and_the_models_page_shows_it(owner, tmp_path, client) -> None:
+    from django.core.management import call_command
+    from django.urls import reverse
+
+    folder = _write_gold_deplain(tmp_path / "deplain", domains=("news", "fiction"))
+    call_command("import_gold", "--gold", str(folder), "--format", "deplain", "--project", "Two domains", "--user", "owner")
+    project = AnnotationProject.objects.get(name="Two domains")
+    job = train_now(project, owner)
+    assert job.status == TrainingJob.Status.SUCCEEDED, job.error
+    version = job.version
+    test_domains = {pair.domain for pair in snapshot_gold_pairs(version.snapshot, "test")}
+    assert test_domains and test_domains <= {"news", "fiction"}
+    assert set(version.metrics["test_by_domain"]) == test_domains == set(version.baseline["test_by_domain"])
+    client.force_login(owner)
+    page = client.get(reverse("annotation:project_models", args=[project.pk])).content.decode()
+    assert f'aria-label="Test group F1 of {version} per domain"' in page and all(f"<th>{d}</th>" in page for d in test_domains)
+
+
+def test_a_version_better_overall_but_worse_on_a_domain_does_not_beat_the_active_one() -> None:
+    def report(f1: float) -> dict:
+        return {"group": {"task1": {"f1": f1}}}
+
+    ours = {"test": report(0.8), "test_by_domain": {"bible": report(0.9), "fiction": report(0.3)}}
+    theirs = {"test": report(0.7), "test_by_domain": {"bible": report(0.6), "fiction": report(0.4)}}
+    assert registry.comparison_losses(ours, theirs) == ["fiction: group F1 0.300 vs 0.400"]
+    assert registry.comparison_losses({**ours, "test_by_domain": {}}, theirs) == []  # no domains: overall only
+    assert registry.comparison_losses(theirs, ours) == ["test group F1 0.700 vs 0.800", "bible: group F1 0.600 vs 0.900"]
 
 
 def test_imported_deplain_gold_is_a_pre_labelled_project_that_trains(owner, tmp_path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import csv
 import re
 from pathlib import Path
@@ -88,7 +90,7 @@ def test_wiki_manual_malformed_line_names_file_and_line(tmp_path: Path, bad_row:
 def write_deplain(folder: Path, documents: list[dict[str, str]], alignments: list[dict[str, str]]) -> tuple[Path, Path]:
     documents_path, alignments_path = folder / "documents.csv", folder / "alignments.csv"
     with documents_path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, ["original", "simplification", "pair_id", "license"])
+        writer = csv.DictWriter(handle, ["original", "simplification", "pair_id", "license", "domain"])
         writer.writeheader()
         writer.writerows({"license": "CC_BY_4", **row} for row in documents)
     with alignments_path.open("w", newline="", encoding="utf-8") as handle:
@@ -104,8 +106,9 @@ DEPLAIN_DOCUMENTS = [
         "pair_id": "7",
         "original": "Anna lacht.|||Bert weint.|||Clara singt.|||Dora tanzt.",
         "simplification": "Anna ist froh.|||Bert ist traurig.|||Er weint.|||Clara singt.|||Dora tanzt gern.",
+        "domain": "fiction",
     },
-    {"pair_id": "8", "original": "Eins.|||Zwei.", "simplification": "Eins."},
+    {"pair_id": "8", "original": "Eins.|||Zwei.", "simplification": "Eins.", "domain": ""},
 ]
 # The ids' paragraph numbers have gaps and sentence numbers skip, as in the real files.
 DEPLAIN_ALIGNMENTS = [
@@ -130,6 +133,7 @@ def test_deplain_reader_maps_ids_to_sentence_positions_by_text(tmp_path: Path) -
         AlignmentGroup(complex=(2,), simple=(3,), label="aligned", identical=True),
     ]
     assert pairs[1].groups == []
+    assert [p.domain for p in pairs] == ["fiction", ""]  # the optional domain column
 
 
 def test_deplain_repeated_sentence_is_placed_by_document_order(tmp_path: Path) -> None:
@@ -200,6 +204,7 @@ def test_real_deplain_dev_files_give_56_pairs_with_every_row_placed() -> None:
     with (DEPLAIN_DIR / "alignments.csv").open(encoding="utf-8-sig", newline="") as handle:
         rows = sum(1 for _ in csv.DictReader(handle))
     assert sum(len(p.groups) for p in pairs) == rows == 986  # every row of alignments.csv was placed
+    assert Counter(p.domain for p in pairs) == {"language learner": 40, "fiction": 6, "health": 6, "bible": 4}
     for pair in pairs:
         for group in pair.groups:
             assert max(group.complex) < len(pair.complex_sentences)

@@ -165,9 +165,9 @@ def write_deplain(folder: Path, pairs: list[GoldPair]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / "documents.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["original", "simplification", "pair_id", "license"])
+        writer.writerow(["original", "simplification", "pair_id", "license", "domain"])
         for number, pair in enumerate(pairs):
-            writer.writerow(["|||".join(pair.complex_sentences), "|||".join(pair.simple_sentences), str(number), "x"])
+            writer.writerow(["|||".join(pair.complex_sentences), "|||".join(pair.simple_sentences), str(number), "x", pair.domain])
     with (folder / "alignments.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["original", "simplification", "original_id", "simplification_id", "pair_id", "rater", "alignment"])
