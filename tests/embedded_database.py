@@ -8,8 +8,15 @@ exits, and the developer's ``.data/`` is never touched.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
+
+# ONNX exports of the encoder (models_ml.encoder_backends) go to a throw-away folder, not ~/.cache.
+if not os.environ.get("ENCODER_CACHE_DIR"):
+    os.environ["ENCODER_CACHE_DIR"] = tempfile.mkdtemp(prefix="aligner-tests-encoders-")
+    atexit.register(shutil.rmtree, os.environ["ENCODER_CACHE_DIR"], ignore_errors=True)
 
 if not os.environ.get("DATABASE_URL"):
     os.environ["STATE_DIR"] = tempfile.mkdtemp(prefix="aligner-tests-")
