@@ -9,6 +9,7 @@ model fails at once with a message instead of hanging on the network.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -85,15 +86,19 @@ def resolve_backend(backend: str, device: str) -> str:
 
 
 def load_sentence_encoder(
-    name: str = DEFAULT_ENCODER, *, device: str = "", allow_download: bool = False, backend: str = "auto",
-    cache_dir: str = "", threads: int = 0,
+    name: str = DEFAULT_ENCODER, *, device: str = "", allow_download: bool = False, backend: str = "",
+    cache_dir: str = "", threads: int | None = None,
 ) -> SentenceEncoder:  # fmt: skip
     """Load (once per process) the encoder called ``name`` on ``device`` ("" picks CUDA when present).
 
-    ``backend`` (see :func:`resolve_backend`): torch, or an exported ONNX model run by ONNX
-    Runtime (fp32, int8) or OpenVINO, cached in ``cache_dir``; ``threads`` bounds their threads (0: one per core).
+    ``backend`` (see :func:`resolve_backend`; "" reads ENCODER_BACKEND, else "auto"): torch, or an
+    exported ONNX model run by ONNX Runtime (fp32, int8) or OpenVINO, cached in ``cache_dir``
+    (default: ENCODER_CACHE_DIR); ``threads`` bounds their threads (None reads ENCODER_THREADS; 0: one per core).
     """
     device = device or default_device()
+    backend = backend or os.environ.get("ENCODER_BACKEND", "") or "auto"
+    if threads is None:
+        threads = _threads_from_env()
     chosen = resolve_backend(backend, device)
     return _load_sentence_encoder(name, device, allow_download, chosen, cache_dir, threads, backend == "auto")
 
@@ -105,6 +110,10 @@ def _load_sentence_encoder(
     """``fallback``: the backend was picked by "auto", so a model it cannot serve runs on torch instead of failing."""
     model, path, dimensions = _load_sentence_transformer(name, "cpu" if backend != "torch" else device, allow_download)
     if backend == "torch":
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)  # process-wide: torch has one CPU pool
         return SentenceTransformerEncoder(name=name, model=model, dimensions=dimensions)
     from models_ml.encoder_backends import BackendUnavailable, onnx_encoder
 
@@ -117,6 +126,13 @@ def _load_sentence_encoder(
         if device != "cpu":
             model, path, dimensions = _load_sentence_transformer(name, device, allow_download)
         return SentenceTransformerEncoder(name=name, model=model, dimensions=dimensions)
+
+
+def _threads_from_env() -> int:
+    value = os.environ.get("ENCODER_THREADS", "") or "0"
+    if not value.isdigit():
+        raise EncoderUnavailable(f"ENCODER_THREADS must be a whole number >= 0, got {value!r}")
+    return int(value)
 
 
 def _load_sentence_transformer(name: str, device: str, allow_download: bool):

@@ -75,9 +75,15 @@ def test_auto_is_torch_on_cuda_and_the_measured_backend_on_cpu() -> None:
     assert resolve_backend("onnx", "cuda") == "onnx"  # an explicit choice is kept
 
 
-def test_an_unknown_backend_is_refused_by_name() -> None:
+def test_an_unknown_backend_or_thread_count_is_refused_by_name(monkeypatch) -> None:
     with pytest.raises(EncoderUnavailable, match=r"unknown encoder backend 'tensorrt'; backends: auto, torch, onnx"):
         load_sentence_encoder(device="cpu", backend="tensorrt")
+    monkeypatch.setenv("ENCODER_BACKEND", "tpu")
+    with pytest.raises(EncoderUnavailable, match=r"unknown encoder backend 'tpu'"):
+        load_sentence_encoder(device="cpu")
+    monkeypatch.setenv("ENCODER_THREADS", "two")
+    with pytest.raises(EncoderUnavailable, match=r"ENCODER_THREADS must be a whole number >= 0, got 'two'"):
+        load_sentence_encoder(device="cpu", backend="torch")
 
 
 def test_a_model_the_onnx_backends_cannot_serve_fails_when_chosen_and_falls_back_to_torch_on_auto(tmp_path, monkeypatch) -> None:
