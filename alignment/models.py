@@ -13,6 +13,8 @@ from django.db import models
 from django.db.models import F, Q
 from pgvector.django import VectorField
 
+from webapp.jobs.models import Job
+
 
 class Corpus(models.Model):
     """A collection of documents in one language, usually several reading levels per article."""
@@ -160,7 +162,7 @@ class SentenceEmbedding(models.Model):
         constraints = [models.UniqueConstraint(fields=["sentence", "encoder"], name="embedding_unique_per_encoder")]
 
 
-class EmbeddingRun(models.Model):
+class EmbeddingRun(Job):
     """One request to embed a corpus with one encoder, and its progress as the worker sees it.
 
     The task is idempotent: it embeds only sentences that have no vector for the
@@ -168,26 +170,16 @@ class EmbeddingRun(models.Model):
     loses at most the batch in flight and a retry continues where it stopped.
     """
 
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
+    kind = "embedding"
+    resumable = True
 
     corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="embedding_runs")
     encoder_name = models.CharField(max_length=300)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     total_sentences = models.PositiveIntegerField(default=0)
     already_embedded = models.PositiveIntegerField(default=0, help_text="Sentences that had a vector when the run (re)started.")
     embedded_sentences = models.PositiveIntegerField(default=0, help_text="Sentences with a vector so far, counting those already there.")
     batches_done = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    procrastinate_job_id = models.BigIntegerField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -196,17 +188,13 @@ class EmbeddingRun(models.Model):
         return f"embed {self.corpus} with {self.encoder_name}: {self.status}"
 
     @property
-    def is_active(self) -> bool:
-        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
-
-    @property
     def percent(self) -> int:
         if not self.total_sentences:
             return 100 if self.status == self.Status.SUCCEEDED else 0
         return min(100, round(100 * self.embedded_sentences / self.total_sentences))
 
 
-class AlignmentRun(models.Model):
+class AlignmentRun(Job):
     """One request to align document pairs with one aligner configuration, and its progress.
 
     The pairs in scope are fixed when the run is created. The task aligns them one at a
@@ -217,12 +205,8 @@ class AlignmentRun(models.Model):
     they write carries the run, and the inspection view picks the run to show.
     """
 
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
+    kind = "alignment"
+    resumable = True
 
     class Scope(models.TextChoices):
         CORPUS = "corpus", "whole corpus"
@@ -233,7 +217,6 @@ class AlignmentRun(models.Model):
     pairs = models.ManyToManyField(DocumentPair, related_name="alignment_runs", help_text="The pairs in scope, fixed at creation.")
     config = models.JSONField(default=dict, help_text="Aligner config (models_ml.aligner.AlignerConfig) and the measures scored.")
     model_version = models.CharField(max_length=300, help_text="Which aligner weights: 'untrained' or a model directory and its checksum.")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     cancel_requested = models.BooleanField(default=False)
     pairs_total = models.PositiveIntegerField(default=0)
     pairs_done = models.PositiveIntegerField(default=0)
@@ -244,23 +227,13 @@ class AlignmentRun(models.Model):
     measure_seconds = models.FloatField(default=0.0, help_text="Time spent computing similarity matrices (encoder included).")
     aligner_seconds = models.FloatField(default=0.0, help_text="Time spent in paragraph alignment and the CRF.")
     busy_seconds = models.FloatField(default=0.0, help_text="Wall time of the pairs done, writes included.")
-    error = models.TextField(blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    procrastinate_job_id = models.BigIntegerField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
 
     def __str__(self) -> str:
         return f"alignment run {self.pk} on {self.corpus}: {self.status}"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
 
     @property
     def percent(self) -> int:

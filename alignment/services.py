@@ -18,12 +18,13 @@ import psycopg
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
-from django.utils import timezone
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
 from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun, Encoder, Sentence, SentenceEmbedding
 from models_ml.encoders import SentenceEncoder
+from webapp.jobs.enqueue import enqueue_on_commit
+from webapp.jobs.models import Pickup, error_text
 
 logger = logging.getLogger(__name__)
 
@@ -164,6 +165,9 @@ def _index_exists(name: str) -> bool:
         return cursor.fetchone() is not None
 
 
+EMBED_TASK = "alignment.embed_corpus"
+
+
 def embedding_run_create(*, corpus: Corpus, encoder_name: str, created_by: AbstractBaseUser | None = None) -> EmbeddingRun:
     """Queue embedding of every sentence of ``corpus`` that has no vector from ``encoder_name`` yet.
 
@@ -178,7 +182,7 @@ def embedding_run_create(*, corpus: Corpus, encoder_name: str, created_by: Abstr
         if active is not None:
             return active
         run = EmbeddingRun.objects.create(corpus=corpus, encoder_name=encoder_name, created_by=created_by)
-        transaction.on_commit(lambda: _enqueue_embedding(run.pk))
+        enqueue_on_commit(EMBED_TASK, run, run_id=run.pk)
     return run
 
 
@@ -187,17 +191,10 @@ def embedding_run_retry(*, run: EmbeddingRun) -> EmbeddingRun:
     if run.status != EmbeddingRun.Status.FAILED:
         raise ValueError(f"only a failed run can be retried; run {run.pk} is {run.status}")
     with transaction.atomic():
-        EmbeddingRun.objects.filter(pk=run.pk).update(status=EmbeddingRun.Status.QUEUED, error="", finished_at=None)
-        transaction.on_commit(lambda: _enqueue_embedding(run.pk))
+        run.mark_queued()
+        enqueue_on_commit(EMBED_TASK, run, run_id=run.pk)
     run.refresh_from_db()
     return run
-
-
-def _enqueue_embedding(run_id: int) -> None:
-    from alignment.tasks import embed_corpus
-
-    job_id = embed_corpus.defer(run_id=run_id)
-    EmbeddingRun.objects.filter(pk=run_id).update(procrastinate_job_id=job_id)
 
 
 def sentences_missing_embedding(*, corpus: Corpus, encoder: Encoder):
@@ -229,15 +226,13 @@ def _vectors_insert(encoder_id: int, sentence_ids: list[int], vectors: np.ndarra
 
 
 def _embed_batch(
-    run_id: int, encoder: SentenceEncoder, encoder_row: Encoder, batch: list[tuple[int, str]], encode_batch_size: int
+    run: EmbeddingRun, encoder: SentenceEncoder, encoder_row: Encoder, batch: list[tuple[int, str]], encode_batch_size: int
 ) -> None:
-    """Encode one batch and store its vectors and the run's progress in one transaction."""
+    """Encode one batch and store its vectors and the run's progress (the heartbeat) in one transaction."""
     vectors = encoder.encode([text for _, text in batch], batch_size=encode_batch_size)  # (len(batch), dim)
     with transaction.atomic():
         _vectors_insert(encoder_row.pk, [pk for pk, _ in batch], vectors)
-        EmbeddingRun.objects.filter(pk=run_id).update(
-            embedded_sentences=F("embedded_sentences") + len(batch), batches_done=F("batches_done") + 1
-        )
+        run.heartbeat(embedded_sentences=F("embedded_sentences") + len(batch), batches_done=F("batches_done") + 1)
 
 
 def embedding_run_execute(
@@ -251,25 +246,18 @@ def embedding_run_execute(
 
     Each batch's vectors and the run's progress are written in one
     transaction, so progress never counts a vector that is not stored. Any
-    error marks the run failed with the message and re-raises.
+    error marks the run failed with the message and re-raises. Found "running" (its
+    worker died) it resumes from the stored vectors, or fails after JOB_MAX_ATTEMPTS.
     """
     run = EmbeddingRun.objects.select_related("corpus").get(pk=run_id)
-    if run.status == EmbeddingRun.Status.SUCCEEDED:
+    if run.pickup() in (Pickup.SKIP, Pickup.GAVE_UP):
         return run
     try:
         encoder = load_encoder(run.encoder_name)
         encoder_row = encoder_get_or_create(name=run.encoder_name, dimensions=encoder.dimensions)
         total = Sentence.objects.filter(document__corpus=run.corpus).count()
         already = SentenceEmbedding.objects.filter(sentence__document__corpus=run.corpus, encoder=encoder_row).count()
-        EmbeddingRun.objects.filter(pk=run_id).update(
-            status=EmbeddingRun.Status.RUNNING,
-            total_sentences=total,
-            already_embedded=already,
-            embedded_sentences=already,
-            attempts=run.attempts + 1,
-            started_at=timezone.now(),
-            error="",
-        )
+        run.heartbeat(total_sentences=total, already_embedded=already, embedded_sentences=already)
         missing = sentences_missing_embedding(corpus=run.corpus, encoder=encoder_row)
         last_id = 0
         while True:
@@ -282,14 +270,12 @@ def embedding_run_execute(
             last_id = window[-1][0]
             window.sort(key=lambda row: len(row[1]))
             for start in range(0, len(window), batch_size):
-                _embed_batch(run_id, encoder, encoder_row, window[start : start + batch_size], encode_batch_size)
+                _embed_batch(run, encoder, encoder_row, window[start : start + batch_size], encode_batch_size)
         encoder_index_ensure(encoder=encoder_row)
     except Exception as exc:
-        EmbeddingRun.objects.filter(pk=run_id).update(
-            status=EmbeddingRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
-        )
+        run.mark_failed(error_text(exc))
         raise
-    EmbeddingRun.objects.filter(pk=run_id).update(status=EmbeddingRun.Status.SUCCEEDED, finished_at=timezone.now())
+    run.mark_succeeded()
     run.refresh_from_db()
     return run
 
@@ -300,8 +286,9 @@ STALLED_AFTER_SECONDS = 60
 async def stalled_jobs_retry_async(app, *, seconds_since_heartbeat: float = STALLED_AFTER_SECONDS) -> int:
     """Put back to the queue every job whose worker stopped sending heartbeats (killed, crashed, lost).
 
-    Safe because our tasks are idempotent: an embedding run resumes from its
-    stored batches. Returns how many jobs were requeued.
+    Safe because our tasks are idempotent: the requeued task finds its row still "running" and
+    :meth:`webapp.jobs.models.Job.pickup` resumes it, restarts it cleanly or, after JOB_MAX_ATTEMPTS,
+    fails it with a reason. Returns how many jobs were requeued.
     """
     stalled = list(await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=seconds_since_heartbeat))
     for job in stalled:

@@ -2,41 +2,42 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 from django.conf import settings
-from django.db import close_old_connections
 from procrastinate.contrib.django import app
 
 from alignment import services
 from alignment.aligning import service as aligning
+from alignment.mining.models import MiningJob, MiningShard
+from alignment.mining.service import mining_job_prepare, mining_shard_execute
+from alignment.models import AlignmentRun, EmbeddingRun
 from models_ml.encoders import load_sentence_encoder
+from webapp.jobs.wrapper import job_task
 
 
-@app.task(queue="embedding", name="alignment.embed_corpus")
+def app_encoder(name: str):
+    """The encoder ``name`` as the settings run it: device, backend (torch / ONNX / OpenVINO), threads, export cache."""
+    return load_sentence_encoder(
+        name, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD, backend=settings.ENCODER_BACKEND,
+        cache_dir=str(settings.ENCODER_CACHE_DIR), threads=settings.ENCODER_THREADS,
+    )  # fmt: skip
+
+
+@job_task(queue="embedding", name="alignment.embed_corpus", model=EmbeddingRun, id_arg="run_id")
 def embed_corpus(*, run_id: int) -> None:
     """Embed the missing sentences of an EmbeddingRun's corpus (idempotent, resumable)."""
-    # Sync tasks run on worker threads: treat each like a request and let Django
-    # close (CONN_MAX_AGE) or drop broken connections before and after.
-    close_old_connections()
-    try:
-        services.embedding_run_execute(
-            run_id=run_id,
-            load_encoder=partial(
-                load_sentence_encoder, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD
-            ),
-            batch_size=settings.EMBEDDING_BATCH_SIZE,
-            encode_batch_size=settings.ENCODER_BATCH_SIZE,
-        )
-    finally:
-        close_old_connections()
+    services.embedding_run_execute(
+        run_id=run_id,
+        load_encoder=app_encoder,
+        batch_size=settings.EMBEDDING_BATCH_SIZE,
+        encode_batch_size=settings.ENCODER_BATCH_SIZE,
+    )
 
 
 @app.periodic(cron="* * * * *", periodic_id="retry_stalled_jobs")
 @app.task(queue="maintenance", name="alignment.retry_stalled_jobs", pass_context=True)
 async def retry_stalled_jobs(context, timestamp: int) -> None:
     """Requeue jobs whose worker died (no heartbeat); resumable tasks continue where they stopped."""
-    await services.stalled_jobs_retry_async(context.app)
+    await services.stalled_jobs_retry_async(context.app, seconds_since_heartbeat=settings.STALLED_JOB_SECONDS)
 
 
 def run_measure(name: str, aligner, *, cross_encoder_dir: str = "") -> object:
@@ -50,56 +51,33 @@ def run_measure(name: str, aligner, *, cross_encoder_dir: str = "") -> object:
     if name == LEARNED:  # the aligner's own pair scorer (its parameters are in its config), vectors from the encoder below
         scorer = aligner.measure
         if aligner.uses_encoder and scorer.encoder is None:
-            scorer.encoder = load_sentence_encoder(
-                aligner.config.encoder, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD
-            )
+            scorer.encoder = app_encoder(aligner.config.encoder)
         return scorer
     if name in LEXICAL_MEASURES:
         return build_measure(name)
     if name == "cross_encoder":
         return build_measure(name, device=settings.ENCODER_DEVICE, model_dir=cross_encoder_dir or settings.CROSS_ENCODER_MODEL_DIR)
-    encoder = load_sentence_encoder(
-        aligner.config.encoder, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD
-    )
-    return build_measure(name, encoder=encoder)
+    return build_measure(name, encoder=app_encoder(aligner.config.encoder))
 
 
-@app.task(queue="alignment", name="alignment.align_pairs")
+@job_task(queue="alignment", name="alignment.align_pairs", model=AlignmentRun, id_arg="run_id")
 def align_pairs(*, run_id: int) -> None:
     """Align the pairs of an AlignmentRun that have no stored result yet (idempotent, resumable, cancellable)."""
-    close_old_connections()
-    try:
-        aligning.alignment_run_execute(run_id=run_id, build_measure=run_measure, device=settings.ENCODER_DEVICE)
-    finally:
-        close_old_connections()
+    aligning.alignment_run_execute(run_id=run_id, build_measure=run_measure, device=settings.ENCODER_DEVICE)
 
 
-@app.task(queue="mining", name="alignment.mining_prepare")
+@job_task(queue="mining", name="alignment.mining_prepare", model=MiningJob, id_arg="job_id")
 def mining_prepare(*, job_id: int) -> None:
     """Document vectors and shards of a mining job; queues one task per shard."""
-    from alignment.mining.models import MiningJob
-    from alignment.mining.service import mining_job_prepare
+    name = MiningJob.objects.values_list("config__encoder", flat=True).get(pk=job_id)
 
-    close_old_connections()
-    try:
-        name = MiningJob.objects.values_list("config__encoder", flat=True).get(pk=job_id)
+    def encode(texts: list[str]):
+        return app_encoder(name).encode(texts, batch_size=settings.ENCODER_BATCH_SIZE)
 
-        def encode(texts: list[str]):
-            encoder = load_sentence_encoder(name, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD)
-            return encoder.encode(texts, batch_size=settings.ENCODER_BATCH_SIZE)
-
-        mining_job_prepare(job_id=job_id, encode=encode)
-    finally:
-        close_old_connections()
+    mining_job_prepare(job_id=job_id, encode=encode)
 
 
-@app.task(queue="mining", name="alignment.mining_shard")
+@job_task(queue="mining", name="alignment.mining_shard", model=MiningShard, id_arg="shard_id")
 def mining_shard(*, shard_id: int) -> None:
     """Mine one shard's source documents (resumable, cancellable, never duplicates a pair)."""
-    from alignment.mining.service import mining_shard_execute
-
-    close_old_connections()
-    try:
-        mining_shard_execute(shard_id=shard_id)
-    finally:
-        close_old_connections()
+    mining_shard_execute(shard_id=shard_id)

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from django.db import close_old_connections
-from procrastinate.contrib.django import app
-
+from webapp.jobs.wrapper import job_task
 from webapp.webhooks.delivery import webhook_delivery_step
 
 
-@app.task(queue="webhooks", name="webapp.webhook_deliver")
+@job_task(queue="webhooks", name="webapp.webhook_deliver")
 def webhook_deliver(*, delivery_id: int) -> None:
     """One attempt of a webhook delivery; a failure re-queues the next attempt after its backoff."""
-    close_old_connections()
-    try:
-        webhook_delivery_step(delivery_id=delivery_id)
-    finally:
-        close_old_connections()
+    webhook_delivery_step(delivery_id=delivery_id)

@@ -12,7 +12,6 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
 
 from alignment.aligning.scoring import (
     PairOutcome,
@@ -31,6 +30,8 @@ from alignment.models import (
     SentenceEmbedding,
 )
 from alignment.signals import run_finished, run_succeeded
+from webapp.jobs.enqueue import enqueue_on_commit
+from webapp.jobs.models import Pickup, error_text
 from models_ml.aligner import LEARNED, MODEL_FILES, Aligner, AlignerConfig
 from models_ml.checkpoint import CHECKSUMS, read_json, sha256, verify_checksums
 from models_ml.cross_encoder import MODEL_FILES as CLASSIFIER_FILES
@@ -93,6 +94,9 @@ def alignment_config_build(
     return config, version
 
 
+ALIGN_TASK = "alignment.align_pairs"
+
+
 def alignment_run_create(
     *,
     corpus: Corpus,
@@ -116,7 +120,7 @@ def alignment_run_create(
             corpus=corpus, scope=scope, config=config, model_version=version, pairs_total=len(chosen), created_by=created_by
         )
         run.pairs.set(chosen)
-        transaction.on_commit(lambda: _enqueue(run.pk))
+        enqueue_on_commit(ALIGN_TASK, run, run_id=run.pk)
     return run
 
 
@@ -139,9 +143,7 @@ def alignment_run_cancel(*, run: AlignmentRun) -> AlignmentRun:
     with transaction.atomic():
         locked = AlignmentRun.objects.select_for_update().get(pk=run.pk)
         if locked.status == AlignmentRun.Status.QUEUED:
-            locked.status = AlignmentRun.Status.CANCELLED
-            locked.finished_at = timezone.now()
-            locked.save(update_fields=["status", "finished_at"])
+            locked.mark_cancelled()
             transaction.on_commit(lambda: run_finished.send(sender=AlignmentRun, run=locked))
         elif locked.status == AlignmentRun.Status.RUNNING:
             locked.cancel_requested = True
@@ -155,19 +157,10 @@ def alignment_run_retry(*, run: AlignmentRun) -> AlignmentRun:
     if run.status not in (AlignmentRun.Status.FAILED, AlignmentRun.Status.CANCELLED):
         raise ValueError(f"only a failed or cancelled run can be resumed; run {run.pk} is {run.status}")
     with transaction.atomic():
-        AlignmentRun.objects.filter(pk=run.pk).update(
-            status=AlignmentRun.Status.QUEUED, cancel_requested=False, error="", finished_at=None
-        )
-        transaction.on_commit(lambda: _enqueue(run.pk))
+        run.mark_queued(cancel_requested=False)
+        enqueue_on_commit(ALIGN_TASK, run, run_id=run.pk)
     run.refresh_from_db()
     return run
-
-
-def _enqueue(run_id: int) -> None:
-    from alignment.tasks import align_pairs
-
-    job_id = align_pairs.defer(run_id=run_id)
-    AlignmentRun.objects.filter(pk=run_id).update(procrastinate_job_id=job_id)
 
 
 def aligner_from_run_config(config: dict, *, device: str = "") -> Aligner:
@@ -206,13 +199,15 @@ def alignment_run_execute(
 
     Any error marks the run failed with the message and re-raises; running it again
     continues with the pairs not yet stored. A cancel request stops it between pairs.
+    Found "running" (its worker died) it resumes, or fails after JOB_MAX_ATTEMPTS (Job.pickup).
     """
     run = AlignmentRun.objects.get(pk=run_id)
-    if run.status in (AlignmentRun.Status.SUCCEEDED, AlignmentRun.Status.CANCELLED):
+    pickup = run.pickup()
+    if pickup is Pickup.SKIP:
         return run
-    AlignmentRun.objects.filter(pk=run_id).update(
-        status=AlignmentRun.Status.RUNNING, attempts=F("attempts") + 1, started_at=run.started_at or timezone.now(), error=""
-    )
+    if pickup is Pickup.GAVE_UP:
+        run_finished.send(sender=AlignmentRun, run=run)
+        return run
     try:
         aligner = aligner_from_run_config(run.config, device=device)
         options = {"cross_encoder_dir": run.config["cross_encoder_dir"]} if run.config.get("cross_encoder_dir") else {}
@@ -220,18 +215,16 @@ def alignment_run_execute(
         pending = run.pairs.exclude(aligned_pairs__run_id=run_id).order_by("pk")
         for pair in pending.iterator(chunk_size=100):
             if AlignmentRun.objects.filter(pk=run_id, cancel_requested=True).exists():
-                AlignmentRun.objects.filter(pk=run_id).update(status=AlignmentRun.Status.CANCELLED, finished_at=timezone.now())
-                cancelled = AlignmentRun.objects.get(pk=run_id)
-                run_finished.send(sender=AlignmentRun, run=cancelled)
-                return cancelled
+                run.mark_cancelled()
+                run_finished.send(sender=AlignmentRun, run=run)
+                return run
             _align_one(run_id, pair, scorer, aligner.config.encoder)
+            run.heartbeat()
     except Exception as exc:
-        AlignmentRun.objects.filter(pk=run_id).update(
-            status=AlignmentRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
-        )
+        run.mark_failed(error_text(exc))
         run_finished.send(sender=AlignmentRun, run=AlignmentRun.objects.get(pk=run_id))
         raise
-    AlignmentRun.objects.filter(pk=run_id).update(status=AlignmentRun.Status.SUCCEEDED, finished_at=timezone.now())
+    run.mark_succeeded()
     finished = AlignmentRun.objects.get(pk=run_id)
     run_succeeded.send(sender=AlignmentRun, run=finished)
     run_finished.send(sender=AlignmentRun, run=finished)

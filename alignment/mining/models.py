@@ -17,6 +17,8 @@ from django.contrib.postgres.search import SearchVector
 from django.db import models
 from pgvector.django import VectorField
 
+from webapp.jobs.models import Job
+
 
 class DocumentEmbedding(models.Model):
     document = models.ForeignKey("alignment.Document", on_delete=models.CASCADE, related_name="embeddings")
@@ -27,24 +29,21 @@ class DocumentEmbedding(models.Model):
         constraints = [models.UniqueConstraint(fields=["document", "encoder"], name="one_document_vector_per_encoder")]
 
 
-class MiningJob(models.Model):
+class MiningJob(Job):
+    """One mining request; its status and attempts are the prepare step's, its shards carry their own."""
+
+    kind = "mining"
+    resumable = True  # prepare is idempotent: it creates only missing shards and queues the unfinished ones
+
     class Method(models.TextChoices):
         LHA = "lha", "LHA (documents, then sentences)"
         MUSS = "muss", "MUSS paraphrase mining"
-
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
 
     method = models.CharField(max_length=8, choices=Method.choices)
     source_corpus = models.ForeignKey("alignment.Corpus", on_delete=models.CASCADE, related_name="mining_jobs_as_source")
     target_corpus = models.ForeignKey("alignment.Corpus", on_delete=models.CASCADE, related_name="mining_jobs_as_target")
     config = models.JSONField(help_text="The method's settings (LHAConfig / MussConfig fields) and the encoder.")
     config_hash = models.CharField(max_length=64, help_text="Same corpora, method and settings: the same job, never a duplicate.")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     cancel_requested = models.BooleanField(default=False)
     shards_total = models.PositiveIntegerField(default=0)
     shards_done = models.PositiveIntegerField(default=0)
@@ -52,11 +51,7 @@ class MiningJob(models.Model):
     documents_done = models.PositiveIntegerField(default=0)
     pairs_found = models.PositiveIntegerField(default=0)
     busy_seconds = models.FloatField(default=0.0, help_text="Summed over shards (workers run in parallel).")
-    error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-pk"]
@@ -64,10 +59,6 @@ class MiningJob(models.Model):
 
     def __str__(self) -> str:
         return f"mining job {self.pk} ({self.method})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
 
     @property
     def percent(self) -> int:
@@ -78,19 +69,18 @@ class MiningJob(models.Model):
         return "source documents" if self.method == self.Method.LHA else "sequence steps (neighbours, then pairs)"
 
 
-class MiningShard(models.Model):
+class MiningShard(Job):
     """A range [start, end) of the job's work: source documents by position in id order (LHA), or
-    sequences by index (MUSS: first a "neighbours" phase, then a "pairs" phase over the same ranges)."""
+    sequences by index (MUSS: first a "neighbours" phase, then a "pairs" phase over the same ranges).
+
+    A finished shard is "succeeded" (stored as "done" before the shared job base)."""
+
+    kind = "mining shard"
+    resumable = True  # commits after each document / batch with its position; pairs are unique per job
 
     class Phase(models.TextChoices):
         NEIGHBOURS = "neighbours"
         PAIRS = "pairs"
-
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
 
     job = models.ForeignKey(MiningJob, on_delete=models.CASCADE, related_name="shards")
     phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.PAIRS)
@@ -98,11 +88,7 @@ class MiningShard(models.Model):
     start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
     position = models.PositiveIntegerField(help_text="The next source document to mine: start <= position <= end.")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     pairs_found = models.PositiveIntegerField(default=0)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    error = models.TextField(blank=True)
-    procrastinate_job_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["job", "index"]

@@ -94,6 +94,7 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
             ignore_conflicts=True,
         )
         batch.clear()
+        job.heartbeat()
 
     for sequence in _stream_sequences(job, config):
         if total >= done:
@@ -120,7 +121,7 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
     MiningJob.objects.filter(pk=job.pk).update(
         documents_total=2 * total, shards_total=2 * MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS).count()
     )
-    return list(MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS).exclude(status=MiningShard.Status.DONE).values_list("pk", flat=True))
+    return list(MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS).exclude(status=MiningShard.Status.SUCCEEDED).values_list("pk", flat=True))
 
 
 def pairs_shards_create(job: MiningJob) -> list[int]:
@@ -129,7 +130,7 @@ def pairs_shards_create(job: MiningJob) -> list[int]:
         MiningShard.objects.get_or_create(
             job=job, phase=MiningShard.Phase.PAIRS, index=shard.index, defaults={"start": shard.start, "end": shard.end, "position": shard.start}
         )
-    return list(MiningShard.objects.filter(job=job, phase=MiningShard.Phase.PAIRS).exclude(status=MiningShard.Status.DONE).values_list("pk", flat=True))
+    return list(MiningShard.objects.filter(job=job, phase=MiningShard.Phase.PAIRS).exclude(status=MiningShard.Status.SUCCEEDED).values_list("pk", flat=True))
 
 
 def _dimensions(job: MiningJob) -> int:
@@ -206,6 +207,6 @@ def muss_shard_run(shard: MiningShard, cancelled: Callable[[], bool]) -> bool:
                 neighbours_batch(job, begin, end)
             else:
                 MinedPair.objects.bulk_create(pairs_batch(job, begin, end), ignore_conflicts=True, batch_size=1000)
-            MiningShard.objects.filter(pk=shard.pk).update(position=end)
+            shard.heartbeat(position=end)
             MiningJob.objects.filter(pk=job.pk).update(documents_done=F("documents_done") + (end - begin))
     return True

@@ -24,7 +24,6 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.db.models import Count, F
 from django.db.models.functions import Cast
-from django.utils import timezone
 from pgvector.django import CosineDistance, VectorField
 
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
@@ -37,6 +36,8 @@ from alignment.mining.muss_service import (
     pairs_shards_create,
 )
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
+from webapp.jobs.enqueue import enqueue_on_commit
+from webapp.jobs.models import Pickup, error_text
 from models_ml.lha import LHAConfig, align_sentences, unigram_overlap
 
 SHARD_DOCUMENTS = 50
@@ -82,31 +83,20 @@ def mining_job_create(
             config_hash=digest,
             defaults={"method": method, "source_corpus": source_corpus, "target_corpus": target_corpus, "config": stored, "created_by": created_by},
         )
-        if not created and job.status in (MiningJob.Status.FAILED, MiningJob.Status.CANCELLED):
-            MiningJob.objects.filter(pk=job.pk).update(status=MiningJob.Status.QUEUED, cancel_requested=False, error="", finished_at=None)
-            created = False
-        elif not created:
+        if not created and not job.mark_queued(cancel_requested=False):  # failed or cancelled: resumed; else the same job
             return job, False
-        transaction.on_commit(lambda: _enqueue_prepare(job.pk))
+        enqueue_on_commit(PREPARE_TASK, job, job_id=job.pk)
     job.refresh_from_db()
     return job, created
 
 
-def _enqueue_prepare(job_id: int) -> None:
-    from alignment.tasks import mining_prepare
-
-    mining_prepare.defer(job_id=job_id)
+PREPARE_TASK = "alignment.mining_prepare"
+SHARD_TASK = "alignment.mining_shard"
 
 
 def _enqueue_all(shard_ids: list[int]) -> None:
-    for shard_id in shard_ids:
-        transaction.on_commit(lambda shard_id=shard_id: _enqueue_shard(shard_id))
-
-
-def _enqueue_shard(shard_id: int) -> None:
-    from alignment.tasks import mining_shard
-
-    MiningShard.objects.filter(pk=shard_id).update(procrastinate_job_id=mining_shard.defer(shard_id=shard_id))
+    for shard in MiningShard.objects.filter(pk__in=shard_ids):
+        enqueue_on_commit(SHARD_TASK, shard, shard_id=shard.pk)
 
 
 def mining_job_cancel(*, job: MiningJob) -> MiningJob:
@@ -117,7 +107,7 @@ def mining_job_cancel(*, job: MiningJob) -> MiningJob:
 
 
 def _fail(job_id: int, error: str) -> None:
-    MiningJob.objects.filter(pk=job_id).update(status=MiningJob.Status.FAILED, error=error, finished_at=timezone.now())
+    MiningJob(pk=job_id).mark_failed(error)
 
 
 def _source_document_ids(job: MiningJob) -> list[int]:
@@ -164,11 +154,11 @@ def _sentence_vectors(document_id: int, encoder: Encoder) -> np.ndarray:
 
 def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray] | None = None) -> MiningJob:
     """LHA: document vectors of both corpora, then one shard per ``shard_documents`` source documents.
-    MUSS: sequences and their vectors (``encode``), then the neighbours shards. Idempotent."""
+    MUSS: sequences and their vectors (``encode``), then the neighbours shards. Idempotent: found "running"
+    (its worker died, or shards are running) it resumes, or fails after JOB_MAX_ATTEMPTS (Job.pickup)."""
     job = MiningJob.objects.select_related("source_corpus", "target_corpus").get(pk=job_id)
-    if job.status not in (MiningJob.Status.QUEUED, MiningJob.Status.RUNNING):
+    if job.pickup() in (Pickup.SKIP, Pickup.GAVE_UP):
         return job
-    MiningJob.objects.filter(pk=job_id).update(status=MiningJob.Status.RUNNING, started_at=job.started_at or timezone.now())
     if job.method == MiningJob.Method.MUSS:
         try:
             if encode is None:
@@ -190,6 +180,7 @@ def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray]
             raise ValueError(f"no vectors from encoder {job.config['encoder']!r}: run the embedding job of both corpora first")
         for corpus in {job.source_corpus, job.target_corpus}:
             document_vectors_ensure(corpus=corpus, encoder=encoder)
+            job.heartbeat()
         total = len(_source_document_ids(job))
         size = int(job.config["shard_documents"])
         with transaction.atomic():
@@ -197,11 +188,10 @@ def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray]
                 MiningShard.objects.get_or_create(job=job, index=index, defaults={"start": start, "end": min(start + size, total), "position": start})
             shards = MiningShard.objects.filter(job=job)
             MiningJob.objects.filter(pk=job_id).update(
-                shards_total=shards.count(), documents_total=total, shards_done=shards.filter(status=MiningShard.Status.DONE).count()
+                shards_total=shards.count(), documents_total=total, shards_done=shards.filter(status=MiningShard.Status.SUCCEEDED).count()
             )
-            pending = list(shards.exclude(status=MiningShard.Status.DONE).values_list("pk", flat=True))
-            for shard_id in pending:
-                transaction.on_commit(lambda shard_id=shard_id: _enqueue_shard(shard_id))
+            pending = list(shards.exclude(status=MiningShard.Status.SUCCEEDED).values_list("pk", flat=True))
+            _enqueue_all(pending)
         if not pending:
             _finish(job_id)
     except ValueError as error:
@@ -213,12 +203,21 @@ def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray]
 
 
 def mining_shard_execute(*, shard_id: int) -> MiningShard:
-    """Mine the shard's remaining source documents, committing after each one."""
+    """Mine the shard's remaining source documents, committing after each one.
+
+    Found "running" (its worker died) it resumes from its position; after JOB_MAX_ATTEMPTS it fails, and so does the job.
+    """
     shard = MiningShard.objects.select_related("job", "job__source_corpus", "job__target_corpus").get(pk=shard_id)
     job = shard.job
-    if shard.status == MiningShard.Status.DONE or job.status not in (MiningJob.Status.QUEUED, MiningJob.Status.RUNNING):
+    if job.status not in (MiningJob.Status.QUEUED, MiningJob.Status.RUNNING):
         return shard
-    MiningShard.objects.filter(pk=shard_id).update(status=MiningShard.Status.RUNNING, attempts=F("attempts") + 1, error="")
+    shard.mark_queued()  # a shard that failed before its job was queued again is retried
+    pickup = shard.pickup()
+    if pickup is Pickup.SKIP:
+        return shard
+    if pickup is Pickup.GAVE_UP:
+        _fail(job.pk, f"shard {shard.index}: {shard.error}")
+        return shard
     if job.method == MiningJob.Method.MUSS:
         return _muss_shard_execute(shard)
     config = _lha_config(job.config)
@@ -232,24 +231,24 @@ def mining_shard_execute(*, shard_id: int) -> MiningShard:
             found = _mine_document(job, ids[position], config, encoder)
             with transaction.atomic():
                 MinedPair.objects.bulk_create(found, ignore_conflicts=True, batch_size=1000)
-                MiningShard.objects.filter(pk=shard_id).update(position=position + 1)
+                shard.heartbeat(position=position + 1)
                 MiningJob.objects.filter(pk=job.pk).update(
                     documents_done=F("documents_done") + 1, busy_seconds=F("busy_seconds") + (time.perf_counter() - started)
                 )
     except Exception as exc:
-        MiningShard.objects.filter(pk=shard_id).update(status=MiningShard.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
-        _fail(job.pk, f"shard {shard.index}: {type(exc).__name__}: {exc}")
+        shard.mark_failed(error_text(exc))
+        _fail(job.pk, f"shard {shard.index}: {error_text(exc)}")
         raise
     with transaction.atomic():
-        MiningShard.objects.filter(pk=shard_id).update(status=MiningShard.Status.DONE, pairs_found=_count(job, shard, ids))
-        MiningJob.objects.filter(pk=job.pk).update(shards_done=F("shards_done") + 1)
+        if shard.mark_succeeded(pairs_found=_count(job, shard, ids)):
+            MiningJob.objects.filter(pk=job.pk).update(shards_done=F("shards_done") + 1)
     _finish(job.pk)
     return MiningShard.objects.get(pk=shard_id)
 
 
 def _cancel(job: MiningJob, shard: MiningShard) -> MiningShard:
-    MiningShard.objects.filter(pk=shard.pk).update(status=MiningShard.Status.QUEUED)
-    MiningJob.objects.filter(pk=job.pk).update(status=MiningJob.Status.CANCELLED, finished_at=timezone.now())
+    MiningShard.objects.filter(pk=shard.pk).update(status=MiningShard.Status.QUEUED)  # resumable when the job is queued again
+    job.mark_cancelled()
     return MiningShard.objects.get(pk=shard.pk)
 
 
@@ -258,17 +257,17 @@ def _muss_shard_execute(shard: MiningShard) -> MiningShard:
     try:
         finished = muss_shard_run(shard, lambda: MiningJob.objects.filter(pk=job.pk, cancel_requested=True).exists())
     except Exception as exc:
-        MiningShard.objects.filter(pk=shard.pk).update(status=MiningShard.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
-        _fail(job.pk, f"{shard.phase} shard {shard.index}: {type(exc).__name__}: {exc}")
+        shard.mark_failed(error_text(exc))
+        _fail(job.pk, f"{shard.phase} shard {shard.index}: {error_text(exc)}")
         raise
     if not finished:
         return _cancel(job, shard)
     with transaction.atomic():
-        MiningShard.objects.filter(pk=shard.pk).update(status=MiningShard.Status.DONE)
-        MiningJob.objects.filter(pk=job.pk).update(shards_done=F("shards_done") + 1)
+        if shard.mark_succeeded():
+            MiningJob.objects.filter(pk=job.pk).update(shards_done=F("shards_done") + 1)
         locked = MiningJob.objects.select_for_update().get(pk=job.pk)
         neighbours = MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS)
-        if shard.phase == MiningShard.Phase.NEIGHBOURS and not neighbours.exclude(status=MiningShard.Status.DONE).exists():
+        if shard.phase == MiningShard.Phase.NEIGHBOURS and not neighbours.exclude(status=MiningShard.Status.SUCCEEDED).exists():
             _enqueue_all(pairs_shards_create(locked))
     _finish(job.pk)
     return MiningShard.objects.get(pk=shard.pk)
@@ -283,9 +282,7 @@ def _finish(job_id: int) -> None:
     with transaction.atomic():
         job = MiningJob.objects.select_for_update().get(pk=job_id)
         if job.status == MiningJob.Status.RUNNING and job.shards_done >= job.shards_total:
-            job.status, job.finished_at = MiningJob.Status.SUCCEEDED, timezone.now()
-            job.pairs_found = MinedPair.objects.filter(job=job).count()
-            job.save(update_fields=["status", "finished_at", "pairs_found"])
+            job.mark_succeeded(pairs_found=MinedPair.objects.filter(job=job).count())
 
 
 def document_neighbours(*, document_id: int, encoder: Encoder, corpus: Corpus, k: int, theta_d: float) -> list[tuple[int, float]]:

@@ -14,42 +14,33 @@ from pathlib import Path
 from django.conf import settings
 from django.db import models
 
+from webapp.jobs.models import Job
+
 
 def export_root() -> Path:
     """The folder all export jobs write under (settings.EXPORT_DIR, read at call time so tests can move it)."""
     return Path(getattr(settings, "EXPORT_DIR", Path(settings.STATE_DIR) / "exports"))
 
 
-class ExportJob(models.Model):
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
+class ExportJob(Job):
+    """Writes into a staging folder. Not resumable: a requeue after a dead worker restarts from scratch."""
+
+    kind = "export"
+    resumable = False
 
     project = models.ForeignKey("annotation.AnnotationProject", on_delete=models.CASCADE, related_name="export_jobs")
     options = models.JSONField(help_text="Validated options: formats, include_majority, seed, fractions, simplification filters.")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     pairs_total = models.PositiveIntegerField(default=0, help_text="Document pairs that may hold gold.")
     pairs_done = models.PositiveIntegerField(default=0)
     items_written = models.PositiveIntegerField(default=0, help_text="Labelled sentence pairs written so far.")
-    error = models.TextField(blank=True)
     files = models.JSONField(default=list, help_text='[{"name": relative path, "bytes": n, "sha256": hex}, ...] once succeeded.')
-    procrastinate_job_id = models.BigIntegerField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-pk"]
 
     def __str__(self) -> str:
         return f"export job {self.pk} ({self.status})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
 
     @property
     def percent(self) -> int:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.utils import timezone
 
 from annotation.export import simplification
 from annotation.export.card import CardStatistics, render_card
@@ -38,7 +37,10 @@ from annotation.export.writers import (
 )
 from annotation.models import AnnotationProject
 from models_ml.splits import DEFAULT_FRACTIONS, SPLITS, assign_splits
+from webapp.jobs.enqueue import enqueue_on_commit
+from webapp.jobs.models import Pickup, error_text
 
+EXPORT_TASK = "annotation.export_dataset"
 ARCHIVE = "export.zip"
 CARD = "README.md"
 _WRITERS = {"tsv": WikiManualWriter, "jsonl": JsonlWriter, "csv": CsvWriter, "parquet": ParquetSplitWriter}
@@ -110,14 +112,8 @@ def export_job_create(*, project: AnnotationProject, created_by: AbstractBaseUse
     with transaction.atomic():
         job = ExportJob.objects.create(project=project, created_by=created_by, options=cleaned)
         if enqueue:
-            transaction.on_commit(lambda: _enqueue(job.pk))
+            enqueue_on_commit(EXPORT_TASK, job, job_id=job.pk)
     return job
-
-
-def _enqueue(job_id: int) -> None:
-    from annotation.tasks import export_dataset
-
-    ExportJob.objects.filter(pk=job_id).update(procrastinate_job_id=export_dataset.defer(job_id=job_id))
 
 
 def level_numbers(project: AnnotationProject) -> dict[str, int]:
@@ -183,7 +179,7 @@ def export_write(*, project: AnnotationProject, options: dict, root: Path, job_i
                 statistics.simplification_kept += len(kept)
                 statistics.add(exported, split, simplification.phenomena_counts(exported, groups, pairs))
             if job_id is not None and (done % _PROGRESS_EVERY == 0 or done == len(pair_ids)):
-                ExportJob.objects.filter(pk=job_id).update(pairs_done=done, items_written=statistics.items)
+                ExportJob(pk=job_id).heartbeat(pairs_done=done, items_written=statistics.items)
         statistics.finish()
     finally:
         statistics.close()
@@ -202,28 +198,41 @@ def export_write(*, project: AnnotationProject, options: dict, root: Path, job_i
     return _listing(root, [*names, ARCHIVE])
 
 
+def _staging_folders(job: ExportJob) -> list[Path]:
+    """Staging folders of the job's attempts (a killed worker leaves its own behind)."""
+    parent = export_root() / f"project-{job.project_id}"
+    return sorted(parent.glob(f".staging-job{job.pk}-*")) if parent.is_dir() else []
+
+
 def export_job_execute(*, job_id: int) -> ExportJob:
-    """Run a queued job to the end; any error marks it failed, removes its files and is re-raised."""
+    """Run a queued job to the end; any error marks it failed, removes its files and is re-raised.
+
+    Found "running" (its worker died) it cannot resume its half-written files: it removes the dead
+    attempt's staging folder and starts again, or after JOB_MAX_ATTEMPTS fails and removes it (Job.pickup).
+    """
     job = ExportJob.objects.select_related("project__corpus", "project__suggestion_run").get(pk=job_id)
-    if job.status != ExportJob.Status.QUEUED:
+    pickup = job.pickup()
+    if pickup in (Pickup.RESTART, Pickup.GAVE_UP):
+        for folder in _staging_folders(job):
+            shutil.rmtree(folder, ignore_errors=True)
+    if pickup not in (Pickup.FRESH, Pickup.RESTART):
         return job
-    ExportJob.objects.filter(pk=job_id).update(status=ExportJob.Status.RUNNING, started_at=timezone.now(), error="")
     parent = export_root() / f"project-{job.project_id}"
     staging: Path | None = parent / f".staging-job{job.pk}-{uuid.uuid4().hex[:8]}"
     try:
         staging.mkdir(parents=True)
+        job.heartbeat(pairs_done=0, items_written=0)
         files = export_write(project=job.project, options=job.options, root=staging, job_id=job.pk)
         with transaction.atomic():
-            ExportJob.objects.filter(pk=job_id).update(status=ExportJob.Status.SUCCEEDED, files=files, finished_at=timezone.now())
+            if not job.mark_succeeded(files=files):
+                raise RuntimeError(f"export job {job_id} stopped running before it finished (status {job.status})")
             final = job.directory
             if final.exists():  # left by a run whose transaction rolled back after the rename
                 shutil.rmtree(final)
             staging.rename(final)  # last: if it fails, the transaction rolls back and the staging folder is removed
         staging = None
     except Exception as exc:
-        ExportJob.objects.filter(pk=job_id).update(
-            status=ExportJob.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
-        )
+        job.mark_failed(error_text(exc))
         raise
     finally:
         if staging is not None:

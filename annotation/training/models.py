@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import models
 
 from alignment.models import AlignmentRun
+from webapp.jobs.models import Job
 
 
 class TrainingSnapshot(models.Model):
@@ -66,39 +67,27 @@ class ModelVersion(models.Model):
             return None
 
 
-class TrainingJob(models.Model):
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
+class TrainingJob(Job):
+    """Trains on one snapshot. Not resumable: a requeue after a dead worker restarts from scratch."""
+
+    kind = "training"
+    resumable = False
 
     project = models.ForeignKey("annotation.AnnotationProject", on_delete=models.CASCADE, related_name="training_jobs")
     snapshot = models.ForeignKey(TrainingSnapshot, on_delete=models.PROTECT, related_name="jobs")
     base_version = models.ForeignKey(ModelVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     config = models.JSONField(help_text='{"epochs", "lr", "patience", "seed"}')
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     cancel_requested = models.BooleanField(default=False)
     stage = models.CharField(max_length=200, blank=True, help_text="What the job is doing now.")
     progress = models.JSONField(default=list, help_text="One entry per epoch: epoch, log-likelihood, dev F1.")
-    error = models.TextField(blank=True)
     version = models.OneToOneField(ModelVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="job")
-    procrastinate_job_id = models.BigIntegerField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-pk"]
 
     def __str__(self) -> str:
         return f"training job {self.pk} ({self.status})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
 
 
 class ModelActivation(models.Model):

@@ -18,7 +18,6 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max
-from django.utils import timezone
 
 from annotation.models import AnnotationProject
 from annotation.training.models import ModelVersion, TrainingJob
@@ -38,7 +37,10 @@ from models_ml.aligner import LEARNED
 from models_ml.checkpoint import CHECKSUMS, sha256
 from models_ml.cross_encoder import save_pair_classifier
 from models_ml.train import EpochReport, TrainingConfig, train_aligner
+from webapp.jobs.enqueue import enqueue_on_commit
+from webapp.jobs.models import Pickup, error_text
 
+TRAIN_TASK = "annotation.train_model"
 BASES = ("active", "untrained")
 PAIR_CLASSIFIER = "pair_classifier"  # sub-folder of a version with its fine-tuned cross-encoder
 
@@ -69,14 +71,8 @@ def training_job_create(
             },
         )  # fmt: skip
         if enqueue:
-            transaction.on_commit(lambda: _enqueue(job.pk))
+            enqueue_on_commit(TRAIN_TASK, job, job_id=job.pk)
     return job
-
-
-def _enqueue(job_id: int) -> None:
-    from annotation.tasks import train_model
-
-    TrainingJob.objects.filter(pk=job_id).update(procrastinate_job_id=train_model.defer(job_id=job_id))
 
 
 def training_job_cancel(*, job: TrainingJob) -> TrainingJob:
@@ -84,8 +80,7 @@ def training_job_cancel(*, job: TrainingJob) -> TrainingJob:
     with transaction.atomic():
         locked = TrainingJob.objects.select_for_update().get(pk=job.pk)
         if locked.status == TrainingJob.Status.QUEUED:
-            locked.status, locked.finished_at = TrainingJob.Status.CANCELLED, timezone.now()
-            locked.save(update_fields=["status", "finished_at"])
+            locked.mark_cancelled()
         elif locked.status == TrainingJob.Status.RUNNING:
             locked.cancel_requested = True
             locked.save(update_fields=["cancel_requested"])
@@ -94,7 +89,7 @@ def training_job_cancel(*, job: TrainingJob) -> TrainingJob:
 
 
 def _stage(job_id: int, stage: str) -> None:
-    TrainingJob.objects.filter(pk=job_id).update(stage=stage)
+    TrainingJob(pk=job_id).heartbeat(stage=stage)
 
 
 def _epoch_hook(job_id: int, entries: list[dict]):
@@ -112,28 +107,42 @@ def _epoch_hook(job_id: int, entries: list[dict]):
 
 def _record(job_id: int, entries: list[dict], entry: dict, stage: str) -> None:
     entries.append(entry)
-    TrainingJob.objects.filter(pk=job_id).update(progress=entries, stage=stage)
+    TrainingJob(pk=job_id).heartbeat(progress=entries, stage=stage)
     if TrainingJob.objects.filter(pk=job_id, cancel_requested=True).exists():
         raise TrainingCancelled
 
 
+def _staging_folders(job: TrainingJob) -> list[Path]:
+    """Staging folders of the job's attempts (a killed worker leaves its own behind)."""
+    root = Path(settings.MODEL_DIR) / f"project-{job.project_id}"
+    return sorted(root.glob(f".staging-job{job.pk}-*")) if root.is_dir() else []
+
+
 def training_job_execute(*, job_id: int, build_measure: MeasureBuilder, device: str = "") -> TrainingJob:
-    """Run a queued job to the end; errors mark it failed (and re-raise), a cancel request marks it cancelled."""
+    """Run a queued job to the end; errors mark it failed (and re-raise), a cancel request marks it cancelled.
+
+    Found "running" (its worker died) training cannot resume mid-epoch: the dead attempt's staging folder is
+    removed and it starts again from scratch, or after JOB_MAX_ATTEMPTS it fails and is cleaned up (Job.pickup).
+    """
     job = TrainingJob.objects.select_related("project", "snapshot", "base_version").get(pk=job_id)
-    if job.status != TrainingJob.Status.QUEUED:
-        return job
-    TrainingJob.objects.filter(pk=job_id).update(status=TrainingJob.Status.RUNNING, started_at=timezone.now(), progress=[], error="")
+    pickup = job.pickup()
+    if pickup in (Pickup.RESTART, Pickup.GAVE_UP):
+        for folder in _staging_folders(job):
+            shutil.rmtree(folder, ignore_errors=True)
+    if pickup is Pickup.GAVE_UP:
+        TrainingJob.objects.filter(pk=job_id).update(stage="failed")
+    if pickup not in (Pickup.FRESH, Pickup.RESTART):
+        return TrainingJob.objects.get(pk=job_id)
+    job.heartbeat(progress=[], stage="starting" if pickup is Pickup.FRESH else f"restarting (attempt {job.attempts})")
     staging: Path | None = None
     try:
         staging, fields = _train(job, build_measure, device, progress=[])
         _register(job, staging, fields)
         staging = None  # renamed into place and registered
     except TrainingCancelled:
-        TrainingJob.objects.filter(pk=job_id).update(status=TrainingJob.Status.CANCELLED, stage="cancelled", finished_at=timezone.now())
+        job.mark_cancelled(stage="cancelled")
     except Exception as exc:
-        TrainingJob.objects.filter(pk=job_id).update(
-            status=TrainingJob.Status.FAILED, error=f"{type(exc).__name__}: {exc}", stage="failed", finished_at=timezone.now()
-        )
+        job.mark_failed(error_text(exc), stage="failed")
         raise
     finally:
         if staging is not None:
@@ -245,9 +254,8 @@ def _register(job: TrainingJob, staging: Path, fields: dict) -> ModelVersion:
             project=project, number=number, snapshot=job.snapshot, path=str(final),
             checksum=sha256(staging / CHECKSUMS), created_by=job.created_by, **fields,
         )  # fmt: skip
-        TrainingJob.objects.filter(pk=job.pk).update(
-            status=TrainingJob.Status.SUCCEEDED, version=version, stage="done", finished_at=timezone.now()
-        )
+        if not job.mark_succeeded(version=version, stage="done"):
+            raise TrainingCancelled  # no longer running (cancelled or failed meanwhile): roll the version back
         staging.rename(final)  # last: if it fails, the transaction rolls back and the staging folder is removed
     return version
 

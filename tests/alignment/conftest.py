@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
 
@@ -28,9 +29,14 @@ def run_worker(transactional_db):
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE procrastinate_jobs CASCADE")
 
-    def run(queues: list[str] | None = None) -> None:
+    def work(queues: list[str] | None) -> None:
         with app.replace_connector(app.connector.get_worker_connector()):
             app.run_worker(queues=queues, wait=False, install_signal_handlers=False, listen_notify=False)
+
+    def run(queues: list[str] | None = None) -> None:
+        # its own thread (and asyncio loop): after the browser tests, pytest-playwright keeps a loop running here
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pool.submit(work, queues).result()
 
     return run
 

@@ -10,7 +10,6 @@ import pyarrow.parquet as pq
 import pytest
 from django.test import override_settings
 
-from alignment.aligning import service as aligning
 from annotation import services
 from annotation.export import service as export
 from annotation.export.models import ExportJob
@@ -25,8 +24,7 @@ SPLITS = ("train", "dev", "test")
 
 @pytest.fixture(autouse=True)
 def export_dir(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(aligning, "_enqueue", lambda run_id: None)
-    monkeypatch.setattr(export, "_enqueue", lambda job_id: None)
+    monkeypatch.setattr("webapp.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
     with override_settings(EXPORT_DIR=tmp_path / "exports"):
         yield tmp_path / "exports"
 

@@ -30,8 +30,7 @@ from tests.annotation.gold_set import build_gold_project
 
 @pytest.fixture(autouse=True)
 def model_dir(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(aligning, "_enqueue", lambda run_id: None)  # re-alignment runs in-process below
-    monkeypatch.setattr(training, "_enqueue", lambda job_id: None)
+    monkeypatch.setattr("webapp.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
     with override_settings(MODEL_DIR=tmp_path / "models"):
         yield tmp_path / "models"
 

@@ -35,7 +35,7 @@ def annotation_setup(transactional_db, owner, monkeypatch):
     corpus, _ = corpus_get_or_create(name="Bees", language="en", owner=owner)
     files = [("Bees-adv.txt", ADV.encode()), ("Bees-ele.txt", ELE.encode())]
     assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
-    monkeypatch.setattr(aligning, "_enqueue", lambda run_id: None)  # aligned in-process below, no worker
+    monkeypatch.setattr("webapp.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
     run = aligning.alignment_run_create(
         corpus=corpus,
         aligner_config={"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "newsela"},

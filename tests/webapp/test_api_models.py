@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from alignment.aligning import service as aligning
 from alignment.tasks import run_measure
 from annotation import services
 from annotation.models import AnnotationProject, ModelActivation, ModelVersion, TrainingSnapshot
 from annotation.training import service as training
 from tests.annotation.gold_set import build_gold_project
 from tests.webapp.api_support import api_world, fast_password_hashing, results  # noqa: F401  (fixtures)
+from webapp.accounts.services import api_token_create
 
 VERSIONS = "projects/{project}/model-versions/"
 
@@ -60,8 +59,7 @@ def test_a_version_whose_files_are_gone_is_refused_with_the_path(api_world, regi
 
 def test_promotion_through_the_api_activates_a_trained_version_and_realigns(owner, settings, tmp_path, monkeypatch):
     settings.MODEL_DIR = tmp_path / "models"
-    monkeypatch.setattr(aligning, "_enqueue", lambda run_id: None)
-    monkeypatch.setattr(training, "_enqueue", lambda job_id: None)
+    monkeypatch.setattr("webapp.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
     project, annotator = build_gold_project(owner)
     job = training.training_job_create(project=project, created_by=owner, epochs=15, lr=0.1)
     version = training.training_job_execute(job_id=job.pk, build_measure=run_measure, device="cpu").version
@@ -70,7 +68,7 @@ def test_promotion_through_the_api_activates_a_trained_version_and_realigns(owne
 
     def client(user) -> APIClient:
         api = APIClient()
-        api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+        api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user).key}")
         return api
 
     url = f"/api/projects/{project.pk}/model-versions/{version.pk}/promote/"

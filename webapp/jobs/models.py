@@ -1,0 +1,139 @@
+"""The job base every background job row inherits: status, attempts, heartbeat, error, timestamps.
+
+Every state change is one ``UPDATE ... WHERE status IN (...)`` that returns whether it won, so
+a worker, a cancel request and the stalled-job sweep can race without one undoing another:
+a cancelled job is never marked succeeded, a succeeded one never failed.
+
+When a worker dies mid-job (SIGKILL, out of memory, lost machine) the stalled-job sweep
+requeues its Procrastinate job, and the task finds its row still "running".
+:meth:`Job.pickup` decides what happens then, per kind: a ``resumable`` kind continues from
+its committed progress, any other kind restarts from scratch (the caller removes the dead
+attempt's staging files), and after ``JOB_MAX_ATTEMPTS`` the job fails with a reason, so no
+job stays "running" forever.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+
+class JobStatus(models.TextChoices):
+    """The states of every job kind; stored strings are the ones the kinds used before they shared a base."""
+
+    QUEUED = "queued"
+    PENDING = "pending", "pending (waiting for its next attempt)"  # webhook deliveries between attempts
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.PENDING, JobStatus.RUNNING)
+FINISHED_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+class Pickup(enum.Enum):
+    """What a task should do with its row when it starts (see :meth:`Job.pickup`)."""
+
+    FRESH = "fresh"  # queued: first run
+    RESUME = "resume"  # found running (its worker died): continue from the committed progress
+    RESTART = "restart"  # found running, not resumable: drop the dead attempt's files, run from scratch
+    GAVE_UP = "gave_up"  # found running after the last allowed attempt: marked failed, clean up
+    SKIP = "skip"  # finished or cancelled meanwhile: nothing to do
+
+
+def max_attempts() -> int:
+    return int(getattr(settings, "JOB_MAX_ATTEMPTS", 3))
+
+
+class Job(models.Model):
+    """Abstract base of a background job's row. A new kind is a subclass plus a task, nothing more."""
+
+    Status = JobStatus
+    kind: ClassVar[str] = "job"  # shown on the job card
+    resumable: ClassVar[bool] = True  # whether a requeued task may continue from the committed progress
+
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    attempts = models.PositiveIntegerField(default=0, help_text="Times a worker started this job (a requeue after a crash counts).")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last progress the worker reported.")
+    error = models.TextField(blank=True)
+    procrastinate_job_id = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
+
+    def _transition(self, from_statuses: tuple[str, ...], **values: Any) -> bool:
+        """One conditional UPDATE; on success the changed fields are re-read into ``self``."""
+        won = type(self)._base_manager.filter(pk=self.pk, status__in=from_statuses).update(**values) > 0
+        if won:
+            self.refresh_from_db(fields=list(values))
+        return won
+
+    def mark_running(self, *, from_statuses: tuple[str, ...] = (JobStatus.QUEUED,)) -> bool:
+        """Start (or restart) an attempt: attempts + 1, heartbeat now; the first start time is kept."""
+        now = timezone.now()
+        return self._transition(
+            from_statuses, status=JobStatus.RUNNING, attempts=F("attempts") + 1, started_at=Coalesce(F("started_at"), now),
+            heartbeat_at=now, error="", finished_at=None,
+        )  # fmt: skip
+
+    def heartbeat(self, **progress: Any) -> bool:
+        """Record progress (any fields) and that the worker is alive; False once the job is no longer running.
+
+        JOB_TEST_STEP_DELAY_MS (a test hook, 0 in use) sleeps after each beat so a test can kill a worker mid-job.
+        """
+        alive = self._transition((JobStatus.RUNNING,), heartbeat_at=timezone.now(), **progress)
+        delay = int(getattr(settings, "JOB_TEST_STEP_DELAY_MS", 0))
+        if delay > 0:
+            time.sleep(delay / 1000)
+        return alive
+
+    def mark_succeeded(self, **fields: Any) -> bool:
+        return self._transition((JobStatus.RUNNING,), status=JobStatus.SUCCEEDED, finished_at=timezone.now(), **fields)
+
+    def mark_failed(self, reason: str, **fields: Any) -> bool:
+        return self._transition(ACTIVE_STATUSES, status=JobStatus.FAILED, error=reason, finished_at=timezone.now(), **fields)
+
+    def mark_cancelled(self, **fields: Any) -> bool:
+        return self._transition(ACTIVE_STATUSES, status=JobStatus.CANCELLED, finished_at=timezone.now(), **fields)
+
+    def mark_queued(self, **fields: Any) -> bool:
+        """Queue a failed or cancelled job again (a retry); its attempts count on."""
+        return self._transition(
+            (JobStatus.FAILED, JobStatus.CANCELLED), status=JobStatus.QUEUED, error="", finished_at=None, **fields
+        )
+
+    def pickup(self) -> Pickup:
+        """Claim the job when its task starts, and say how to run it (see the module docstring)."""
+        self.refresh_from_db(fields=["status", "attempts"])
+        if self.status == JobStatus.QUEUED:
+            return Pickup.FRESH if self.mark_running() else Pickup.SKIP
+        if self.status != JobStatus.RUNNING:
+            return Pickup.SKIP
+        limit = max_attempts()
+        if self.attempts >= limit:
+            reason = f"the worker running this job stopped (attempt {self.attempts} of {limit})"
+            return Pickup.GAVE_UP if self.mark_failed(reason) else Pickup.SKIP
+        if not self.mark_running(from_statuses=(JobStatus.RUNNING,)):
+            return Pickup.SKIP
+        return Pickup.RESUME if self.resumable else Pickup.RESTART
+
+
+def error_text(exc: BaseException) -> str:
+    """The reason stored on a failed job: the exception's type and message, never a traceback."""
+    return f"{type(exc).__name__}: {exc}"
