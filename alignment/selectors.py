@@ -32,13 +32,28 @@ def corpus_get_for_user(user: AbstractBaseUser, corpus_id: int) -> Corpus:
     return get_object_or_404(corpora_visible_to(user), pk=corpus_id)
 
 
+def corpus_name_refusal(user: AbstractBaseUser, name: str) -> str | None:
+    """Why ``user`` cannot give a new corpus the name ``name``, or None when it is free.
+
+    Names are unique across all users. For a corpus the user may not see, the message says only
+    that the name is not available: it never confirms that someone has a private corpus so called.
+    """
+    corpus = Corpus.objects.filter(name=name).first()
+    if corpus is None:
+        return None
+    if corpora_visible_to(user).filter(pk=corpus.pk).exists():
+        owner = "yours" if corpus.owner_id == user.pk else "it belongs to someone else"
+        return f"a corpus called {name!r} exists already ({owner}); choose another name"
+    return f"the name {name!r} is not available; choose another name"
+
+
 def corpus_for_import(user: AbstractBaseUser, name: str) -> Corpus | None:
     """The corpus called ``name`` if the user may add to it; raises ValueError if it exists but is not theirs."""
     corpus = Corpus.objects.filter(name=name).first()
     if corpus is None:
         return None
     if corpus.owner_id != user.pk and not user.is_staff:
-        raise ValueError(f"a corpus called {name!r} exists and belongs to someone else; choose another name")
+        raise ValueError(corpus_name_refusal(user, name))
     return corpus
 
 
@@ -66,7 +81,8 @@ def alignment_run_get_for_user(user: AbstractBaseUser, run_id: int) -> Alignment
 
 
 def user_may_run_jobs(user: AbstractBaseUser, corpus: Corpus) -> bool:
-    """Starting and cancelling alignment runs is for the corpus owner and staff; others only look."""
+    """Starting, retrying and cancelling a corpus's jobs (embedding, alignment, mining with it as source) is
+    for the corpus owner and staff; others who may see a shared corpus only look."""
     return bool(user.is_staff or corpus.owner_id == user.pk)
 
 

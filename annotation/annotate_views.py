@@ -8,8 +8,6 @@ assigned, 409 changed in another tab, with the current label).
 
 from __future__ import annotations
 
-import math
-
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -47,7 +45,7 @@ def label_save(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
         simple_id = _int_field(request.POST, "simple_sentence_id")
         complex_id = _int_field(request.POST, "complex_sentence_id")
         expected = _optional_int_field(request.POST, "expected_previous")
-        seconds = _seconds_field(request.POST, "seconds_spent")
+        seconds = services.seconds_spent_parse(request.POST.get("seconds_spent"))
         event = services.label_record(
             project=project, annotator=request.user, pair=assignment.pair, simple_sentence_id=simple_id,
             complex_sentence_id=complex_id, label=request.POST.get("label", ""), expected_previous=expected, seconds_spent=seconds,
@@ -106,16 +104,3 @@ def _int_field(data, name: str) -> int:
 
 def _optional_int_field(data, name: str) -> int | None:
     return _int_field(data, name) if str(data.get(name, "")).strip() else None
-
-
-def _seconds_field(data, name: str) -> float | None:
-    raw = str(data.get(name, "")).strip()
-    if not raw:
-        return None
-    try:
-        seconds = float(raw)
-    except ValueError:
-        raise ValueError(f"{name}: {raw!r} is not a number of seconds") from None
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError(f"{name}: {raw!r} must be a finite number of seconds, at least 0")
-    return seconds

@@ -26,6 +26,7 @@ from alignment.models import (
 )
 from annotation import services
 from annotation.models import AnnotationProject
+from annotation.selectors import project_name_refusal
 from models_ml.aligner import AlignerConfig
 
 MAX_SEND = 5000
@@ -53,8 +54,9 @@ def mined_pairs_to_project(*, job: MiningJob, pairs: list[MinedPair], name: str,
         raise ValueError("no mined pairs to send")
     if len(pairs) > MAX_SEND:
         raise ValueError(f"at most {MAX_SEND} pairs can be sent at once, got {len(pairs)}")
-    if AnnotationProject.objects.filter(name=name).exists():
-        raise ValueError(f"a project named {name!r} exists already")
+    refusal = project_name_refusal(by, name)  # never confirms another user's private project
+    if refusal:
+        raise ValueError(refusal)
     by_documents: dict[tuple[int, int], list[MinedPair]] = defaultdict(list)
     for pair in sorted(pairs, key=lambda p: (p.source_document_id, p.target_document_id, p.source_key, p.target_key)):
         by_documents[(pair.source_document_id, pair.target_document_id)].append(pair)

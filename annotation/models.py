@@ -89,6 +89,11 @@ class Assignment(models.Model):
         constraints = [models.UniqueConstraint(fields=["project", "pair", "annotator"], name="assignment_unique")]
 
 
+# Time on an item is a client's measurement: empty, or 0 to 24 h. In PostgreSQL NaN sorts above every
+# number and infinity is above 24 h, so this also keeps out the NaN that broke every label listing.
+SECONDS_SPENT_SANE = models.Q(seconds_spent__isnull=True) | models.Q(seconds_spent__gte=0, seconds_spent__lte=24 * 60 * 60)
+
+
 class LabelEvent(models.Model):
     """One change of one annotator's label for one sentence pair. Rows are only ever inserted.
 
@@ -96,7 +101,16 @@ class LabelEvent(models.Model):
     (None for the first); a write that names a stale ``previous`` is a concurrent edit
     (two tabs) and is refused, so the later write never silently overwrites the earlier.
     ``undoes`` marks an undo: it restores the label before the undone event.
+
+    The history is a chain per item: an annotator's own events on one sentence pair, or the
+    adjudications of one sentence pair (every reviewer's together). Each event names the one it
+    replaces, so a chain has one first event (``previous`` empty) and no event replaced twice.
+    The one-to-one ``previous`` guards the second; the partial unique constraints below guard
+    the first, which a plain unique constraint would not (NULLs are distinct), so two
+    simultaneous first labels can never both be stored.
     """
+
+    CHAIN_CONSTRAINTS = ("label_event_one_first_per_annotator_item", "label_event_one_first_adjudication_per_item")
 
     class Label(models.TextChoices):
         ALIGNED = "aligned"
@@ -129,6 +143,19 @@ class LabelEvent(models.Model):
         indexes = [
             models.Index(fields=["project", "annotator", "pair"]),
             models.Index(fields=["project", "pair", "simple_sentence", "complex_sentence"]),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "annotator", "simple_sentence", "complex_sentence"],
+                condition=models.Q(previous__isnull=True) & ~models.Q(source="adjudication"),
+                name="label_event_one_first_per_annotator_item",
+            ),
+            models.UniqueConstraint(
+                fields=["project", "simple_sentence", "complex_sentence"],
+                condition=models.Q(previous__isnull=True, source="adjudication"),
+                name="label_event_one_first_adjudication_per_item",
+            ),
+            models.CheckConstraint(condition=SECONDS_SPENT_SANE, name="label_event_seconds_spent_sane"),
         ]
 
     def __str__(self) -> str:
@@ -192,6 +219,7 @@ class GoldAnswer(models.Model):
 
     class Meta:
         ordering = ["pk"]
+        constraints = [models.CheckConstraint(condition=SECONDS_SPENT_SANE, name="gold_answer_seconds_spent_sane")]
 
 
 class ParagraphCorrection(models.Model):

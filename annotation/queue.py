@@ -16,7 +16,7 @@ from django.db.models import Avg, Exists, F, Func, OuterRef, QuerySet
 
 from alignment.models import CandidateAlignment, DocumentPair, Sentence
 from annotation import services
-from annotation.models import AnnotationProject, Assignment, GoldAnswer, GoldItem, LabelEvent
+from annotation.models import AnnotationProject, Assignment, GoldAnswer, GoldItem, LabelEvent, ProjectMembership
 from annotation.review import pair_item_states, pair_verified
 
 ORDERS = ("uncertainty", "disagreement", "random")
@@ -106,10 +106,16 @@ def _item(kind: str, item_id: int, pair: DocumentPair, simple: Sentence, complex
 def queue_answer(
     *, project: AnnotationProject, annotator: AbstractBaseUser, kind: str, item_id: int, label: str, seconds_spent: float | None
 ) -> None:
-    """Record the annotator's label for a queue item (a label event, or a gold answer for test items)."""
+    """Record the annotator's label for a queue item (a label event, or a gold answer for test items).
+
+    Raises ValueError for bad input (naming the field) and PermissionError when the user's role
+    does not answer: viewers only look, so their answers to test items are refused too.
+    """
     if label not in ("aligned", "partial", "not_aligned"):
         raise ValueError(f"unknown label {label!r}; labels: aligned, partial, not_aligned")
+    seconds_spent = services.seconds_spent_clean(seconds_spent)
     if kind == "gold":
+        _require_answering_role(project, annotator)
         gold = GoldItem.objects.filter(project=project, pk=item_id).first()
         if gold is None:
             raise ValueError(f"no test item {item_id} in project {project.name!r}")
@@ -130,6 +136,15 @@ def queue_answer(
         complex_sentence_id=candidate.complex_sentence_id, label=label, expected_previous=latest.pk if latest else None,
         seconds_spent=seconds_spent,
     )
+
+
+def _require_answering_role(project: AnnotationProject, user: AbstractBaseUser) -> None:
+    role = (
+        ProjectMembership.Role.MANAGER if user.is_staff
+        else ProjectMembership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
+    )  # fmt: skip
+    if role not in (ProjectMembership.Role.ANNOTATOR, ProjectMembership.Role.MANAGER):
+        raise PermissionError(f"{user} is {role or 'not a member'} in project {project.name!r}; only annotators and managers answer test items")
 
 
 def queue_undo(*, project: AnnotationProject, annotator: AbstractBaseUser) -> str:

@@ -30,6 +30,19 @@ def project_get_for_user(user: AbstractBaseUser, project_id: int) -> tuple[Annot
     return project, project.role
 
 
+def project_name_refusal(user: AbstractBaseUser | None, name: str) -> str | None:
+    """Why ``user`` cannot give a new project the name ``name``, or None when it is free.
+
+    Names are unique across all users. For a project where the user has no role, the message says
+    only that the name is not available: it never confirms that a private project is so called.
+    """
+    if not AnnotationProject.objects.filter(name=name).exists():
+        return None
+    if user is not None and projects_with_role(user).filter(name=name).exists():
+        return f"a project called {name!r} exists already"
+    return f"the name {name!r} is not available; choose another name"
+
+
 def assignment_get_for_user(user: AbstractBaseUser, project: AnnotationProject, pair_id: int) -> Assignment:
     """The user's own assignment of a pair; 404 when the pair is not theirs (annotators see only their work)."""
     assignment = Assignment.objects.filter(project=project, annotator=user, pair_id=pair_id).select_related(

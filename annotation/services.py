@@ -3,21 +3,28 @@
 Every label write names the event it replaces (``expected_previous``): the event the
 annotator's screen was showing. If another write (a second tab) got there first, the
 write is refused with :class:`LabelConflict` instead of silently overwriting it.
-Writes for one annotator and one document pair are serialised on the assignment row.
+Writes for one annotator and one document pair are serialised on the assignment row: the
+row is locked first and the latest event read in a later statement, so a write that waited
+for the lock sees what the other one committed. Behind that, the database holds one first
+event per chain (see ``LabelEvent``), and a write that still loses a race gets the same
+:class:`LabelConflict`, never an IntegrityError.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from alignment.models import AlignmentRun, Corpus, DocumentPair, Sentence
 from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
+from annotation.selectors import project_name_refusal
 
 LABELS = {LabelEvent.Label.ALIGNED, LabelEvent.Label.PARTIAL, LabelEvent.Label.NOT_ALIGNED, LabelEvent.Label.NONE}
+SECONDS_SPENT_MAX = 24 * 60 * 60  # longer is an idle tab, not time on the item; the database refuses more (SECONDS_SPENT_SANE)
 
 
 class LabelConflict(Exception):
@@ -26,6 +33,39 @@ class LabelConflict(Exception):
     def __init__(self, message: str, current: LabelEvent | None) -> None:
         super().__init__(message)
         self.current = current
+
+
+def seconds_spent_clean(seconds: float | None) -> float | None:
+    """The client's time on an item, checked: a finite number of seconds, at least 0; above 24 h it counts as 24 h.
+
+    NaN or infinity would be stored (PostgreSQL takes them) and then break every JSON answer
+    that lists the row, so they are refused here, for every caller, with the field's name.
+    """
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise ValueError(f"seconds_spent: {seconds!r} is not a number of seconds")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"seconds_spent: {seconds!r} must be a finite number of seconds, at least 0")
+    return float(min(seconds, SECONDS_SPENT_MAX))
+
+
+def seconds_spent_parse(raw: object) -> float | None:
+    """``seconds_spent`` as a form sends it (empty: not measured), checked as :func:`seconds_spent_clean` does."""
+    text = str(raw if raw is not None else "").strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise ValueError(f"seconds_spent: {text!r} is not a number of seconds") from None
+    return seconds_spent_clean(seconds)
+
+
+def _is_chain_race(error: IntegrityError) -> bool:
+    """Whether the insert lost a race for a chain slot (a first event or a ``previous`` someone else took)."""
+    constraint = getattr(getattr(error.__cause__, "diag", None), "constraint_name", None) or ""
+    return constraint in LabelEvent.CHAIN_CONSTRAINTS or constraint.endswith("previous_id_key")
 
 
 def project_create(
@@ -50,8 +90,9 @@ def project_create(
         raise ValueError(f"alignment run {suggestion_run.pk} belongs to another corpus")
     if overlap < 1:
         raise ValueError(f"overlap must be at least 1, got {overlap}")
-    if AnnotationProject.objects.filter(name=name).exists():
-        raise ValueError(f"a project called {name!r} exists already")
+    refusal = project_name_refusal(created_by, name)
+    if refusal:
+        raise ValueError(refusal)
     with transaction.atomic():
         project = AnnotationProject.objects.create(
             name=name, corpus=corpus, suggestion_run=suggestion_run, guidelines=guidelines, overlap=overlap,
@@ -144,63 +185,80 @@ def label_record(
         raise ValueError(f"unknown label {label!r}; labels: aligned, partial, not_aligned")
     if source not in LabelEvent.Source.values or source in (LabelEvent.Source.UNDO, LabelEvent.Source.ADJUDICATION):
         raise ValueError(f"unknown or reserved source {source!r}")
-    with transaction.atomic():
-        latest = _write_guard(project, annotator, pair, simple_sentence_id, complex_sentence_id)
-        if (latest.pk if latest else None) != expected_previous:
-            raise LabelConflict(
-                "this pair was changed elsewhere (another tab?) since this page loaded it: "
-                f"it is now {_label_name(latest)}; reload to see the current label",
-                latest,
+    seconds_spent = seconds_spent_clean(seconds_spent)
+    try:
+        with transaction.atomic():
+            latest = _write_guard(project, annotator, pair, simple_sentence_id, complex_sentence_id)
+            if (latest.pk if latest else None) != expected_previous:
+                raise _stale(latest)
+            old = latest.new_label if latest else LabelEvent.Label.NONE
+            return LabelEvent.objects.create(
+                project=project, pair=pair, annotator=annotator, simple_sentence_id=simple_sentence_id,
+                complex_sentence_id=complex_sentence_id, old_label=old, new_label=label, source=source,
+                previous_id=latest.pk if latest else None,
+                seconds_spent=seconds_spent,
             )
-        old = latest.new_label if latest else LabelEvent.Label.NONE
-        return LabelEvent.objects.create(
-            project=project, pair=pair, annotator=annotator, simple_sentence_id=simple_sentence_id,
-            complex_sentence_id=complex_sentence_id, old_label=old, new_label=label, source=source,
-            previous_id=latest.pk if latest else None,
-            seconds_spent=seconds_spent,
-        )
+    except IntegrityError as error:  # the lock makes this rare; the constraints make it safe
+        if not _is_chain_race(error):
+            raise
+        raise _stale(_latest_event(project, annotator, simple_sentence_id, complex_sentence_id)) from None
 
 
-_WRITE_GUARD_SQL = f"""
+def _stale(latest: LabelEvent | None) -> LabelConflict:
+    return LabelConflict(
+        "this pair was changed elsewhere (another tab?) since this page loaded it: "
+        f"it is now {_label_name(latest)}; reload to see the current label",
+        latest,
+    )
+
+
+# Two statements, not one: under READ COMMITTED a statement reads one snapshot, taken before it
+# waits for the row lock, so a latest-event read in the locking statement misses the event the
+# lock holder just committed (two first labels were both accepted). The second statement's
+# snapshot is taken after the lock is granted.
+_WRITE_LOCK_SQL = f"""
     SELECT a.id,
         (SELECT document_id FROM {Sentence._meta.db_table} WHERE id = %(simple)s),
-        (SELECT document_id FROM {Sentence._meta.db_table} WHERE id = %(complex)s),
-        latest.id, latest.new_label
+        (SELECT document_id FROM {Sentence._meta.db_table} WHERE id = %(complex)s)
     FROM {Assignment._meta.db_table} a
-    LEFT JOIN LATERAL (
-        SELECT id, new_label FROM {LabelEvent._meta.db_table}
-        WHERE project_id = a.project_id AND annotator_id = a.annotator_id
-          AND simple_sentence_id = %(simple)s AND complex_sentence_id = %(complex)s AND source <> 'adjudication'
-        ORDER BY id DESC LIMIT 1
-    ) latest ON true
     WHERE a.project_id = %(project)s AND a.pair_id = %(pair)s AND a.annotator_id = %(annotator)s
     FOR UPDATE OF a
+"""
+_LATEST_EVENT_SQL = f"""
+    SELECT id, new_label FROM {LabelEvent._meta.db_table}
+    WHERE project_id = %(project)s AND annotator_id = %(annotator)s
+      AND simple_sentence_id = %(simple)s AND complex_sentence_id = %(complex)s AND source <> 'adjudication'
+    ORDER BY id DESC LIMIT 1
 """
 
 
 def _write_guard(
     project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, simple_id: int, complex_id: int
 ) -> LabelEvent | None:
-    """In one query (a label save is the hottest write): lock the assignment, check both sentences
-    belong to the pair, and fetch the annotator's latest event on the sentence pair (id and label only).
+    """In two small queries (a label save is the hottest write): lock the assignment and check both
+    sentences belong to the pair, then fetch the annotator's latest event on the sentence pair
+    (id and label only). Call inside a transaction.
 
     Same checks and errors as ``_locked_assignment`` + ``_check_sentences`` + ``_latest_event``.
     """
     from django.db import connection
 
+    params = {"simple": simple_id, "complex": complex_id, "project": project.pk, "pair": pair.pk, "annotator": annotator.pk}
     with connection.cursor() as cursor:
-        cursor.execute(_WRITE_GUARD_SQL, {"simple": simple_id, "complex": complex_id, "project": project.pk,
-                                          "pair": pair.pk, "annotator": annotator.pk})
+        cursor.execute(_WRITE_LOCK_SQL, params)
         row = cursor.fetchone()
-    if row is None:
-        raise PermissionError(f"{annotator} is not assigned document pair {pair.pk} in project {project.name!r}")
-    _, simple_document, complex_document, latest_id, latest_label = row
-    if simple_document != pair.simple_document_id:
-        raise ValueError(f"sentence {simple_id} is not a sentence of the simple document of pair {pair.pk}")
-    if complex_document != pair.complex_document_id:
-        raise ValueError(f"sentence {complex_id} is not a sentence of the complex document of pair {pair.pk}")
-    if latest_id is None:
+        if row is None:
+            raise PermissionError(f"{annotator} is not assigned document pair {pair.pk} in project {project.name!r}")
+        _, simple_document, complex_document = row
+        if simple_document != pair.simple_document_id:
+            raise ValueError(f"sentence {simple_id} is not a sentence of the simple document of pair {pair.pk}")
+        if complex_document != pair.complex_document_id:
+            raise ValueError(f"sentence {complex_id} is not a sentence of the complex document of pair {pair.pk}")
+        cursor.execute(_LATEST_EVENT_SQL, params)
+        latest = cursor.fetchone()
+    if latest is None:
         return None
+    latest_id, latest_label = latest
     return LabelEvent(pk=latest_id, new_label=latest_label)  # unsaved stand-in: only pk and label are read
 
 
@@ -228,16 +286,22 @@ def adjudicate(
     if not project.pairs.filter(pk=pair.pk).exists():
         raise ValueError(f"document pair {pair.pk} is not part of project {project.name!r}")
     _check_sentences(pair, simple_sentence_id, complex_sentence_id)
-    with transaction.atomic():
-        DocumentPair.objects.select_for_update().filter(pk=pair.pk).first()  # one adjudicator write per pair at a time
+    try:
+        with transaction.atomic():
+            DocumentPair.objects.select_for_update().filter(pk=pair.pk).first()  # one adjudicator write per pair at a time
+            latest = _latest_adjudication(project, simple_sentence_id, complex_sentence_id)  # a new snapshot, after the lock
+            if (latest.pk if latest else None) != expected_previous:
+                raise LabelConflict(f"another reviewer set this pair to {_label_name(latest)} meanwhile; reload", latest)
+            return LabelEvent.objects.create(
+                project=project, pair=pair, annotator=reviewer, simple_sentence_id=simple_sentence_id,
+                complex_sentence_id=complex_sentence_id, old_label=latest.new_label if latest else "", new_label=label,
+                source=LabelEvent.Source.ADJUDICATION, previous=latest,
+            )
+    except IntegrityError as error:
+        if not _is_chain_race(error):
+            raise
         latest = _latest_adjudication(project, simple_sentence_id, complex_sentence_id)
-        if (latest.pk if latest else None) != expected_previous:
-            raise LabelConflict(f"another reviewer set this pair to {_label_name(latest)} meanwhile; reload", latest)
-        return LabelEvent.objects.create(
-            project=project, pair=pair, annotator=reviewer, simple_sentence_id=simple_sentence_id,
-            complex_sentence_id=complex_sentence_id, old_label=latest.new_label if latest else "", new_label=label,
-            source=LabelEvent.Source.ADJUDICATION, previous=latest,
-        )
+        raise LabelConflict(f"another reviewer set this pair to {_label_name(latest)} meanwhile; reload", latest) from None
 
 
 def pair_verify(*, project: AnnotationProject, pair: DocumentPair, by: AbstractBaseUser, verified: bool = True, note: str = ""):

@@ -186,12 +186,14 @@ def project_queue(request: HttpRequest, project_id: int) -> HttpResponse:
             if request.POST.get("action") == "undo":
                 messages.info(request, queue_mode.queue_undo(project=project, annotator=request.user).capitalize() + ".")
             else:
-                seconds = float(request.POST["seconds_spent"]) if request.POST.get("seconds_spent") else None
+                seconds = services.seconds_spent_parse(request.POST.get("seconds_spent"))
                 queue_mode.queue_answer(
                     project=project, annotator=request.user, kind=request.POST.get("kind", ""),
                     item_id=int(request.POST.get("item_id") or 0), label=request.POST.get("label", ""), seconds_spent=seconds,
                 )
-        except (ValueError, PermissionError, services.LabelConflict) as error:
+        except PermissionError as error:  # as on the annotation screen: a write the role does not allow is a 403
+            raise PermissionDenied(str(error)) from None
+        except (ValueError, services.LabelConflict) as error:
             messages.error(request, f"Not saved: {error}")
         return redirect(f"{reverse('annotation:project_queue', args=[project.pk])}?order={order}")
     item = queue_mode.queue_next(project, request.user, order)

@@ -1,14 +1,19 @@
 // Queue mode: the keys a / p / n / u press the matching button; the time on the item goes with the answer.
 (function () {
   "use strict";
-  const shown = performance.now();
+  let shown = performance.now();
+  // A page restored from the back/forward cache keeps its old start time: count from when it is shown again.
+  window.addEventListener("pageshow", (event) => { if (event.persisted) shown = performance.now(); });
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey || event.target.closest("input, select, textarea")) return;
     const button = document.querySelector(`button[data-key="${event.key}"]`);
     if (button) { event.preventDefault(); button.click(); }
   });
   document.addEventListener("submit", (event) => {
-    const seconds = event.target.querySelector('input[name="seconds_spent"]');
-    if (seconds) seconds.value = ((performance.now() - shown) / 1000).toFixed(2);
+    const field = event.target.querySelector('input[name="seconds_spent"]');
+    if (!field) return;
+    const seconds = (performance.now() - shown) / 1000;
+    // Never send "NaN" or a negative time: the server refuses them, and the answer would be lost. Empty = not measured.
+    field.value = Number.isFinite(seconds) && seconds >= 0 ? seconds.toFixed(2) : "";
   });
 })();

@@ -18,7 +18,7 @@ from annotation.models import Assignment, LabelEvent
 
 @pytest.fixture
 def suggestion_run(tram_corpus, monkeypatch):
-    monkeypatch.setattr(aligning, "_enqueue", lambda run_id: None)  # aligned in-process below, no worker
+    monkeypatch.setattr("webapp.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
     run = aligning.alignment_run_create(
         corpus=tram_corpus,
         aligner_config={"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "newsela"},

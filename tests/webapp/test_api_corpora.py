@@ -79,7 +79,7 @@ def test_create_a_corpus_with_metadata(api_world):
 @pytest.mark.parametrize(
     ("payload", "field", "message"),
     [
-        ({"name": "Trams", "language": "en"}, "name", "exists already"),
+        ({"name": "Trams", "language": "en"}, "name", "is not available"),  # the owner's private corpus: not confirmed
         ({"name": "X", "language": "English"}, "language", "not an ISO 639 code"),
         ({"name": "X", "language": "en", "pairing": "sometimes"}, "pairing", "not a valid choice"),
         ({"language": "en"}, "name", "required"),

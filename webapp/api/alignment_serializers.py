@@ -41,8 +41,11 @@ class CorpusCreateSerializer(serializers.Serializer):
     metadata = serializers.DictField(required=False, default=dict, help_text="Licence, source and similar facts for dataset cards.")
 
     def validate_name(self, value: str) -> str:
-        if Corpus.objects.filter(name=value).exists():
-            raise serializers.ValidationError(f"a corpus called {value!r} exists already; choose another name")
+        from alignment.selectors import corpus_name_refusal
+
+        refusal = corpus_name_refusal(self.context["request"].user, value)  # never confirms another user's private corpus
+        if refusal:
+            raise serializers.ValidationError(refusal)
         return value
 
 

@@ -51,14 +51,14 @@ class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
         return selectors.corpus_list_with_counts(self.request.user).order_by("name")
 
     def create(self, request: Request, *args, **kwargs) -> Response:
-        incoming = CorpusCreateSerializer(data=request.data)
+        incoming = CorpusCreateSerializer(data=request.data, context={"request": request})
         incoming.is_valid(raise_exception=True)
         data = dict(incoming.validated_data)
         try:
             with transaction.atomic():
                 corpus, created = services.corpus_get_or_create(owner=request.user, **data)
                 if not created:  # someone took the name between the check and the insert
-                    raise ValidationError({"name": [f"a corpus called {data['name']!r} exists already; choose another name"]})
+                    raise ValidationError({"name": [selectors.corpus_name_refusal(request.user, data["name"])]})
         except ValueError as error:
             field = "language" if str(error).startswith("language") else "non_field_errors"
             raise ValidationError({field: [str(error)]}) from None

@@ -61,8 +61,12 @@ class ProjectCreateSerializer(serializers.Serializer):
             self.fields["suggestion_run"].queryset = AlignmentRun.objects.filter(corpus__in=corpora, status=AlignmentRun.Status.SUCCEEDED)
 
     def validate_name(self, value: str) -> str:
-        if AnnotationProject.objects.filter(name=value).exists():
-            raise serializers.ValidationError(f"a project called {value!r} exists already")
+        from annotation.selectors import project_name_refusal
+
+        request = self.context.get("request")
+        refusal = project_name_refusal(request.user if request else None, value)  # never confirms a private project
+        if refusal:
+            raise serializers.ValidationError(refusal)
         return value
 
     def validate(self, data: dict) -> dict:

@@ -72,7 +72,9 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
         return projects.annotate(pair_count=Count("pairs", distinct=True)).order_by("name")
 
     def create(self, request: Request, *args, **kwargs) -> Response:
-        incoming = ProjectCreateSerializer(data=request.data, corpora=selectors.corpora_for_projects(request.user))
+        incoming = ProjectCreateSerializer(
+            data=request.data, corpora=selectors.corpora_for_projects(request.user), context={"request": request}
+        )
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
         # As the project form: without a chosen run, the corpus's latest finished run supplies suggestions.
@@ -83,7 +85,7 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
                 guidelines=data["guidelines"], overlap=data["overlap"], strategy=data["strategy"],
             )  # fmt: skip
         except ValueError as error:
-            field = "name" if str(error).startswith("a project called") else "non_field_errors"
+            field = "name" if str(error).startswith(("a project called", "the name")) else "non_field_errors"
             raise ValidationError({field: [str(error)]}) from None
         return Response(ProjectSerializer(self.get_queryset().get(pk=project.pk)).data, status=status.HTTP_201_CREATED)
 
