@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
-from alignment.importing.readers import DEFAULT_FILENAME_PATTERN, FORMATS
+from alignment.importing.patterns import PATTERN_MAX_LENGTH
+from alignment.importing.readers import DEFAULT_FILENAME_PATTERN, FORMATS, ImportOptions
 from alignment.models import Corpus
 
 
@@ -44,11 +45,32 @@ class CorpusImportForm(forms.Form):
         help_text="For the text format.",
     )
     filename_pattern = forms.CharField(
-        initial=DEFAULT_FILENAME_PATTERN, help_text="Regular expression with groups id and level, applied to the file name without extension."
+        max_length=PATTERN_MAX_LENGTH,
+        initial=DEFAULT_FILENAME_PATTERN,
+        help_text="Regular expression with groups id and level, applied to the file name without extension.",
     )
     drop_level_header = forms.BooleanField(required=False, help_text="Drop a first line such as “Intermediate”.")
     pairing = forms.ChoiceField(choices=Corpus.Pairing.choices, initial=Corpus.Pairing.ALL, help_text="For a new corpus.")
     files = MultipleFileField(help_text="One or more files.")
+
+    def clean_filename_pattern(self) -> str:
+        pattern = self.cleaned_data["filename_pattern"]
+        try:
+            ImportOptions(filename_pattern=pattern)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc).removeprefix("filename_pattern: ")) from None
+        return pattern
+
+    def clean(self) -> dict:
+        """Refuse a file-name pattern that is too slow on one of the uploaded names before anything is imported."""
+        cleaned = super().clean()
+        pattern, files, file_format = cleaned.get("filename_pattern"), cleaned.get("files"), cleaned.get("format")
+        if pattern and files and file_format:
+            try:
+                ImportOptions(format=file_format, filename_pattern=pattern).check_filename_pattern(f.name for f in files)
+            except ValueError as exc:
+                self.add_error("filename_pattern", str(exc))
+        return cleaned
 
 
 MEASURE_CHOICES = [

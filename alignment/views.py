@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods, require_POST
 
 from alignment import selectors, services
@@ -14,6 +15,7 @@ from alignment.aligning import service as aligning
 from alignment.forms import AlignmentRunForm, CorpusImportForm
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
+from alignment.importing.uploads import ImportUploadLimit, upload_too_large
 from alignment.models import AlignmentRun, EmbeddingRun
 
 
@@ -55,7 +57,7 @@ def _jobs_context(corpus) -> dict:
 
 @require_POST
 def corpus_embed(request: HttpRequest, corpus_id: int) -> HttpResponse:
-    corpus = selectors.corpus_get_for_user(request.user, corpus_id)
+    corpus = _corpus_for_jobs(request, corpus_id)
     services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL, created_by=request.user)
     if request.htmx:
         return corpus_jobs(request, corpus_id)
@@ -65,6 +67,7 @@ def corpus_embed(request: HttpRequest, corpus_id: int) -> HttpResponse:
 @require_POST
 def embedding_run_retry(request: HttpRequest, run_id: int) -> HttpResponse:
     run = selectors.embedding_run_get_for_user(request.user, run_id)
+    _corpus_for_jobs(request, run.corpus_id)
     if run.status == EmbeddingRun.Status.FAILED:
         services.embedding_run_retry(run=run)
     if request.htmx:
@@ -72,9 +75,25 @@ def embedding_run_retry(request: HttpRequest, run_id: int) -> HttpResponse:
     return redirect("alignment:corpus_detail", corpus_id=run.corpus_id)
 
 
+@csrf_exempt  # the CSRF check reads the body, so it runs in _corpus_import, after the upload limit is installed
 @require_http_methods(["GET", "POST"])
 def corpus_import(request: HttpRequest) -> HttpResponse:
-    form = CorpusImportForm(request.POST or None, request.FILES or None, initial={"corpus_name": request.GET.get("corpus", "")})
+    if request.method == "POST":
+        refusal = upload_too_large(request, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES)
+        if refusal:
+            return _corpus_import_page(request, CorpusImportForm(), upload_error=refusal, status=413)
+    limit = ImportUploadLimit.install(
+        request, max_file_bytes=settings.IMPORT_MAX_FILE_BYTES, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES
+    )
+    return _corpus_import(request, limit)
+
+
+@csrf_protect
+def _corpus_import(request: HttpRequest, limit: ImportUploadLimit) -> HttpResponse:
+    uploaded = request.FILES if request.method == "POST" else None  # the body is parsed here, through the limit
+    if limit.refusal:
+        return _corpus_import_page(request, CorpusImportForm(initial=request.POST.dict()), upload_error=limit.refusal, status=413)
+    form = CorpusImportForm(request.POST or None, uploaded or None, initial={"corpus_name": request.GET.get("corpus", "")})
     report = None
     corpus = None
     if request.method == "POST" and form.is_valid():
@@ -106,8 +125,12 @@ def corpus_import(request: HttpRequest) -> HttpResponse:
                 aligning.alignment_run_for_new_pairs(corpus=corpus, created_by=request.user)
             if not report.errors:
                 messages.success(request, f"Imported {report.documents_created} documents into {corpus.name}.")
-    context = {"form": form, "report": report, "corpus": corpus, "corpus_names": selectors.corpus_names_for_import(request.user)}
-    return render(request, "alignment/corpus_import.html", context)
+    return _corpus_import_page(request, form, report=report, corpus=corpus)
+
+
+def _corpus_import_page(request: HttpRequest, form: CorpusImportForm, *, upload_error: str = "", status: int = 200, **context) -> HttpResponse:
+    context |= {"form": form, "upload_error": upload_error, "corpus_names": selectors.corpus_names_for_import(request.user)}
+    return render(request, "alignment/corpus_import.html", context, status=status)
 
 
 def pair_detail(request: HttpRequest, pair_id: int) -> HttpResponse:
@@ -126,7 +149,7 @@ def pair_detail(request: HttpRequest, pair_id: int) -> HttpResponse:
 def _corpus_for_jobs(request: HttpRequest, corpus_id: int):
     corpus = selectors.corpus_get_for_user(request.user, corpus_id)
     if not selectors.user_may_run_jobs(request.user, corpus):
-        raise PermissionDenied("only the corpus owner and staff start or stop alignment runs")
+        raise PermissionDenied(f"only the owner of corpus {corpus.name!r} and staff start or stop its jobs (embedding, alignment, mining)")
     return corpus
 
 

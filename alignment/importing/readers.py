@@ -17,12 +17,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from alignment.importing.cleaning import CleaningReport, ImportFormatError, clean_text, decode_bytes, fold_whitespace
+from alignment.importing.json_input import JsonInputError, json_loads_bounded
+from alignment.importing.patterns import PatternTooSlow, check_pattern_on_names, compile_pattern, match_bounded
 
 ImportFormat = Literal["text", "csv", "jsonl", "presplit"]
 FORMATS: tuple[ImportFormat, ...] = ("text", "csv", "jsonl", "presplit")
@@ -34,6 +35,11 @@ FILE_SUFFIXES: dict[str, tuple[str, ...]] = {
 }
 DEFAULT_FILENAME_PATTERN = r"^(?P<id>.+)-(?P<level>[^-]+)$"
 DEFAULT_LEVEL_HEADER_PATTERN = r"(?i)^(advanced|intermediate|elementary|beginner|adv|int|ele|level \w+)$"
+# How the user-supplied patterns are named in messages, and the named groups each must have.
+PATTERN_RULES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "filename_pattern": ("filename pattern", ("id",)),
+    "level_header_pattern": ("level header pattern", ()),
+}
 
 
 @dataclass(frozen=True)
@@ -51,13 +57,22 @@ class ImportOptions:
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
             raise ValueError(f"unknown format {self.format!r}; choose one of {', '.join(FORMATS)}")
-        for name in ("filename_pattern", "level_header_pattern"):
+        for name, (label, groups) in PATTERN_RULES.items():
             try:
-                re.compile(getattr(self, name))
-            except re.error as exc:
-                raise ValueError(f"{name} is not a valid regular expression: {exc}") from None
-        if "(?P<id>" not in self.filename_pattern:
-            raise ValueError("filename_pattern needs a named group (?P<id>...)")
+                compile_pattern(getattr(self, name), label=label, required_groups=groups)
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+
+    def match_pattern(self, name: str, text: str):
+        """Match the pattern option ``name`` against ``text`` within the time bound (:class:`PatternTooSlow`)."""
+        label, groups = PATTERN_RULES[name]
+        return match_bounded(getattr(self, name), text, label=label, required_groups=groups)
+
+    def check_filename_pattern(self, names) -> None:
+        """Stop before importing when the file-name pattern is too slow on one of ``names`` (file names)."""
+        if self.format in ("text", "presplit"):
+            label, groups = PATTERN_RULES["filename_pattern"]
+            check_pattern_on_names(self.filename_pattern, (Path(n).stem for n in names), label=label, required_groups=groups)
 
 
 @dataclass
@@ -94,7 +109,10 @@ def read_file(name: str, data: bytes, options: ImportOptions) -> list[ParsedDocu
 
 def _id_and_level_from_name(name: str, options: ImportOptions) -> tuple[str, str]:
     stem = Path(name).stem
-    match = re.match(options.filename_pattern, stem)
+    try:
+        match = options.match_pattern("filename_pattern", stem)
+    except PatternTooSlow as exc:
+        raise ImportFormatError(str(exc), file=name) from None
     if not match:
         raise ImportFormatError(
             f"file name {stem!r} does not match the pattern {options.filename_pattern!r} (needs an id and a level)",
@@ -125,8 +143,14 @@ def _blocks(text: str) -> list[tuple[int, list[str]]]:
     return blocks
 
 
-def _drop_header(blocks: list[tuple[int, list[str]]], options: ImportOptions) -> list[tuple[int, list[str]]]:
-    if options.drop_level_header and blocks and re.match(options.level_header_pattern, blocks[0][1][0]):
+def _drop_header(name: str, blocks: list[tuple[int, list[str]]], options: ImportOptions) -> list[tuple[int, list[str]]]:
+    if not (options.drop_level_header and blocks):
+        return blocks
+    try:
+        is_header = options.match_pattern("level_header_pattern", blocks[0][1][0])
+    except PatternTooSlow as exc:
+        raise ImportFormatError(str(exc), file=name, line=blocks[0][0]) from None
+    if is_header:
         first_line, lines = blocks[0]
         rest = lines[1:]
         return ([(first_line + 1, rest)] if rest else []) + blocks[1:]
@@ -139,7 +163,7 @@ def _read_text(name: str, text: str, options: ImportOptions, report: CleaningRep
         blocks = [(n, [line]) for n, line in enumerate(text.split("\n"), start=1) if line]
     else:
         blocks = _blocks(text)
-    blocks = _drop_header(blocks, options)
+    blocks = _drop_header(name, blocks, options)
     if not blocks:
         raise ImportFormatError("empty document: no text after cleaning", file=name)
     paragraphs = [" ".join(lines) for _, lines in blocks]
@@ -148,7 +172,7 @@ def _read_text(name: str, text: str, options: ImportOptions, report: CleaningRep
 
 def _read_presplit(name: str, text: str, options: ImportOptions, report: CleaningReport) -> list[ParsedDocument]:
     external_id, level = _id_and_level_from_name(name, options)
-    blocks = _drop_header(_blocks(text), options)
+    blocks = _drop_header(name, _blocks(text), options)
     if not blocks:
         raise ImportFormatError("empty document: no sentence lines after cleaning", file=name)
     return [
@@ -206,9 +230,13 @@ def _read_jsonl(name: str, text: str, options: ImportOptions, report: CleaningRe
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json_loads_bounded(line, allow_nul=True)  # NUL is a control character: cleaning removes and counts it
         except json.JSONDecodeError as exc:
             raise ImportFormatError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=name, line=number) from None
+        except JsonInputError as exc:
+            field = str(exc.path[0]) if exc.path else None
+            detail = "".join(f"[{part!r}]" for part in exc.path[1:])
+            raise ImportFormatError(exc.reason + (f" (at {field}{detail})" if detail else ""), file=name, line=number, field=field) from None
         if not isinstance(record, dict):
             raise ImportFormatError("each line must be a JSON object", file=name, line=number)
         # JSON escapes (\u0000, \u0019, e\u0301) only become characters now, so clean the strings again.

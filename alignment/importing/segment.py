@@ -14,11 +14,18 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import pysbd
+from pysbd.utils import TextSpan
 
 PARAGRAPH_SEPARATOR = "\n\n"
 PRESPLIT_SENTENCE_SEPARATOR = "\n"
 _HAS_WORD = re.compile(r"\w")
 _DEFAULT_SEGMENTER_LANGUAGE = "en"
+# pysbd's time grows faster than linearly with its input (200 KB in one call took 13 s), so a long
+# paragraph is segmented through a sliding window of this many characters; see split_sentences.
+SEGMENT_WINDOW_CHARS = 2000
+# A "sentence" longer than this (a paragraph without sentence punctuation) is cut at spaces. The
+# sentence encoder reads about 256 word pieces, roughly 1,000 characters, so nothing is lost to it.
+MAX_SENTENCE_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -54,22 +61,97 @@ class DocumentLayout:
         return hashlib.sha256(json.dumps([external_id, level, self.text_hash()]).encode()).hexdigest()
 
 
+class _Segmenter(pysbd.Segmenter):
+    """pysbd's segmenter, locating its sentences in the text with ``str.find``.
+
+    pysbd finds each sentence's span with a new regular expression (the escaped sentence) searched
+    from the start of the text: quadratic in the text, and thousands of one-off patterns evict
+    pysbd's own rules from ``re``'s cache of compiled patterns, so the rules are compiled again and
+    again (a 200 KB paragraph ran at 17 KB/s). The spans are the same: the first occurrence of the
+    sentence, with its trailing whitespace, that ends after the previous one.
+    """
+
+    def sentences_with_char_spans(self, sentences: list[str]) -> list[TextSpan]:
+        text = self.original_text
+        spans = []
+        prior_end = 0
+        for sentence in sentences:
+            # An occurrence starting earlier cannot end after prior_end: text[prior_end] is not whitespace.
+            position = max(0, prior_end - len(sentence))
+            while (start := text.find(sentence, position)) >= 0:
+                end = start + len(sentence)
+                while end < len(text) and text[end].isspace():
+                    end += 1
+                if end > prior_end:
+                    spans.append(TextSpan(text[start:end], start, end))
+                    prior_end = end
+                    break
+                position = start + 1
+        return spans
+
+
 @lru_cache(maxsize=8)
 def _segmenter(language: str) -> pysbd.Segmenter:
     code = language if language in pysbd.languages.LANGUAGE_CODES else _DEFAULT_SEGMENTER_LANGUAGE
-    return pysbd.Segmenter(language=code, clean=False, char_span=True)
+    return _Segmenter(language=code, clean=False, char_span=True)
 
 
 def split_sentences(paragraph: str, *, language: str) -> list[tuple[int, int]]:
-    """Sentence spans (start, end) within ``paragraph``, trimmed, skipping pieces with no word character."""
+    """Sentence spans (start, end) within ``paragraph``, trimmed, skipping pieces with no word character.
+
+    A paragraph up to ``SEGMENT_WINDOW_CHARS`` long goes to pysbd in one call. A longer one is
+    segmented window by window: the sentences of a window are kept except its last, which the window
+    may have cut short, and the next window starts where that last sentence starts. The boundaries
+    are pysbd's own (it decides them from the text around each one), and the work is linear in the
+    paragraph's length. A window in which pysbd finds no boundary at all, and any sentence over
+    ``MAX_SENTENCE_CHARS``, is cut at the last space within the bound (at the bound when there is
+    none). No character is dropped other than the whitespace between sentences.
+    """
+    pieces: list[tuple[int, int]] = []
+    position = 0
+    while position < len(paragraph):
+        window_end = min(len(paragraph), position + SEGMENT_WINDOW_CHARS)
+        window = _pysbd_pieces(paragraph[position:window_end], language)
+        if window_end == len(paragraph):
+            pieces.extend((position + start, position + end) for start, end in window)
+            break
+        if len(window) >= 2 and window[-1][0] > 0:
+            pieces.extend((position + start, position + end) for start, end in window[:-1])
+            position += window[-1][0]
+        else:  # no boundary in the whole window: force one
+            cut = _cut_before(paragraph, position, position + MAX_SENTENCE_CHARS)
+            pieces.append((position, cut))
+            position = cut
     spans = []
-    for piece in _segmenter(language).segment(paragraph):
-        text = piece.sent
-        start = piece.start + (len(text) - len(text.lstrip()))
-        end = piece.start + len(text.rstrip())
-        if end > start and _HAS_WORD.search(paragraph, start, end):
-            spans.append((start, end))
+    for piece_start, piece_end in pieces:
+        for start, end in _bounded(paragraph, piece_start, piece_end):
+            text = paragraph[start:end]
+            start, end = start + (len(text) - len(text.lstrip())), start + len(text.rstrip())
+            if end > start and _HAS_WORD.search(paragraph, start, end):
+                spans.append((start, end))
     return spans
+
+
+def _pysbd_pieces(text: str, language: str) -> list[tuple[int, int]]:
+    return [(piece.start, piece.start + len(piece.sent)) for piece in _segmenter(language).segment(text)]
+
+
+def _cut_before(text: str, start: int, limit: int) -> int:
+    """Just after the last whitespace in ``text[start:limit]`` (past its first character), else ``limit``."""
+    space = max(text.rfind(" ", start + 1, limit), text.rfind("\n", start + 1, limit))
+    return space + 1 if space > start else limit
+
+
+def _bounded(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """``(start, end)`` cut into pieces of at most ``MAX_SENTENCE_CHARS`` (after trimming) at spaces."""
+    parts = []
+    while end - start > MAX_SENTENCE_CHARS and len(text[start:end].strip()) > MAX_SENTENCE_CHARS:
+        start += len(text[start:end]) - len(text[start:end].lstrip())
+        cut = _cut_before(text, start, start + MAX_SENTENCE_CHARS)
+        parts.append((start, cut))
+        start = cut
+    parts.append((start, end))
+    return parts
 
 
 def layout_from_paragraphs(paragraphs: list[str], *, language: str) -> DocumentLayout:

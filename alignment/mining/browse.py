@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchQuery, SearchVector
@@ -19,6 +20,7 @@ SORTS = {
 }
 SHAPES = ("1:1", "1:n", "n:1", "n:m")
 RANGES = ("score", "length_ratio", "overlap", "doc_score")
+MAX_QUERY_CHARS = 200
 ACCESS = ("char_ratio", "levenshtein_replace_only", "word_rank_ratio", "dependency_depth_ratio")  # MUSS features
 
 
@@ -39,9 +41,22 @@ def _number(params, name: str) -> float | None:
     if not raw:
         return None
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
-        raise FilterError(f"{name}: {raw!r} is not a number") from None
+        raise FilterError(f"{name}: {raw[:64]!r} is not a number") from None
+    if not math.isfinite(value):  # NaN and infinity are not valid JSON, so the features filter would fail in PostgreSQL
+        raise FilterError(f"{name}: {raw[:64]!r} is not a finite number")
+    return value
+
+
+def query_text(params, name: str = "q") -> str:
+    """A free-text search parameter: stripped, at most ``MAX_QUERY_CHARS``, no NUL (PostgreSQL text cannot hold it)."""
+    text = (params.get(name) or "").strip()
+    if "\x00" in text:
+        raise FilterError(f"{name}: the search text holds a NUL character")
+    if len(text) > MAX_QUERY_CHARS:
+        raise FilterError(f"{name}: the search text is {len(text):,} characters long; the limit is {MAX_QUERY_CHARS}")
+    return text
 
 
 def filters_from(params) -> Filters:
@@ -52,7 +67,7 @@ def filters_from(params) -> Filters:
     sort = params.get("sort", "score") or "score"
     if sort not in SORTS:
         raise FilterError(f"sort: {sort!r} is not one of {', '.join(SORTS)}")
-    return Filters(ranges=ranges, shape=shape, q=(params.get("q") or "").strip(), sort=sort)
+    return Filters(ranges=ranges, shape=shape, q=query_text(params), sort=sort)
 
 
 def mined_pairs(job: MiningJob, filters: Filters) -> QuerySet[MinedPair]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
@@ -24,6 +25,12 @@ def _job_for_user(request: HttpRequest, job_id: int) -> MiningJob:
     return get_object_or_404(MiningJob.objects.select_related("source_corpus", "target_corpus"), pk=job_id, source_corpus__in=visible, target_corpus__in=visible)
 
 
+def _require_job_control(request: HttpRequest, corpus) -> None:
+    """Mining jobs belong to their source corpus: as for alignment runs, its owner and staff start and cancel them."""
+    if not selectors.user_may_run_jobs(request.user, corpus):
+        raise PermissionDenied(f"only the owner of corpus {corpus.name!r} and staff start or cancel its mining jobs")
+
+
 def mining_start(request: HttpRequest, corpus_id: int) -> HttpResponse:
     corpus = selectors.corpus_get_for_user(request.user, corpus_id)
     targets = selectors.corpora_visible_to(request.user).exclude(pk=corpus.pk)
@@ -32,6 +39,8 @@ def mining_start(request: HttpRequest, corpus_id: int) -> HttpResponse:
     form = MiningJobForm(posted if method == "lha" else None, targets=targets)
     muss_form = MussJobForm(posted if method == "muss" else None)
     chosen = form if method == "lha" else muss_form
+    if request.method == "POST":
+        _require_job_control(request, corpus)
     if request.method == "POST" and chosen.is_valid():
         data = dict(chosen.cleaned_data)
         target = data.pop("target_corpus", None)
@@ -51,22 +60,26 @@ def mining_job(request: HttpRequest, job_id: int) -> HttpResponse:
     try:
         filters = browse.filters_from(request.GET)
     except browse.FilterError as error:
-        return HttpResponseBadRequest(str(error))
+        return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")  # the message quotes the input
     page = Paginator(browse.mined_pairs(job, filters), 50).get_page(request.GET.get("page"))
     context = {"job": job, "stats": mining_job_statistics(job), "page": page, "filters": filters,
                "sorts": list(browse.SORTS), "shapes": browse.SHAPES, "query": request.GET.urlencode(),
-               "may_send": request.user.is_staff or job.source_corpus.owner_id == request.user.pk}  # fmt: skip
+               "may_send": request.user.is_staff or job.source_corpus.owner_id == request.user.pk,
+               "may_control": selectors.user_may_run_jobs(request.user, job.source_corpus)}  # fmt: skip
     template = "alignment/mining_job.html#pairs" if request.htmx and request.htmx.target == "pairs" else "alignment/mining_job.html"
     return render(request, template, context)
 
 
 def mining_job_progress(request: HttpRequest, job_id: int) -> HttpResponse:
     job = _job_for_user(request, job_id)
-    return render(request, "alignment/mining_job.html#progress", {"job": job, "stats": mining_job_statistics(job)})
+    context = {"job": job, "stats": mining_job_statistics(job), "may_control": selectors.user_may_run_jobs(request.user, job.source_corpus)}
+    return render(request, "alignment/mining_job.html#progress", context)
 
 
 @require_POST
 def mining_job_cancel_view(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = mining_job_cancel(job=_job_for_user(request, job_id))
+    job = _job_for_user(request, job_id)
+    _require_job_control(request, job.source_corpus)
+    job = mining_job_cancel(job=job)
     messages.info(request, f"Mining job {job.pk}: shards stop after the document in flight.")
     return redirect("alignment:mining_job", job_id=job.pk)

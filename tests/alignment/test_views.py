@@ -112,7 +112,7 @@ def test_upload_into_someone_elses_corpus_is_refused(client, outsider, tram_corp
          "filename_pattern": r"^(?P<id>.+)-(?P<level>[^-]+)$", "pairing": "all",
          "files": [SimpleUploadedFile("New-adv.txt", b"A new sentence here.")]},
     )
-    assert "belongs to someone else" in response.content.decode()
+    assert "is not available" in response.content.decode()  # a private corpus: its name is not confirmed
     assert not Document.objects.filter(external_id="New").exists()
 
 

@@ -51,6 +51,7 @@ class Command(BaseCommand):
                 max_file_bytes=options["max_file_bytes"],
             )
             paths = import_paths(options["path"], import_options)
+            import_options.check_filename_pattern(path.name for path in paths)
             corpus, created = services.corpus_get_or_create(
                 name=options["corpus"],
                 language=options["language"],

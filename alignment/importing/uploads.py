@@ -1,0 +1,69 @@
+"""Size limits enforced while an import upload streams in, not after it has been read whole.
+
+Django's default upload handlers store the whole body (in memory up to
+FILE_UPLOAD_MAX_MEMORY_SIZE, on disk past it) before a view sees a file, and the
+import view then read each file into memory: a 300 MB upload grew the server by
+300 MB before the size check refused it. :class:`ImportUploadLimit` goes first in
+the handler chain and stops the parser the moment one file or the whole upload
+passes its limit, so at most one chunk past the limit is ever held. The
+``Content-Length`` check refuses an announced oversize body before any of it is read.
+"""
+
+from __future__ import annotations
+
+from django.core.files.uploadhandler import FileUploadHandler, StopUpload
+from django.http import HttpRequest
+
+
+def upload_too_large(request: HttpRequest, *, max_request_bytes: int) -> str | None:
+    """A message when the request announces a body over ``max_request_bytes``, else None."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return "the request's Content-Length is not a number"
+    if length > max_request_bytes:
+        return f"the upload is {length:,} bytes, over the limit of {max_request_bytes:,} bytes for one import; nothing was imported"
+    return None
+
+
+class ImportUploadLimit(FileUploadHandler):
+    """First upload handler of the import page: counts the bytes and stops the upload past a limit.
+
+    It passes every chunk on unchanged to the default handlers; ``refusal`` says why it stopped.
+    """
+
+    def __init__(self, request: HttpRequest, *, max_file_bytes: int, max_request_bytes: int) -> None:
+        super().__init__(request)
+        self.max_file_bytes = max_file_bytes
+        self.max_request_bytes = max_request_bytes
+        self.received_bytes = 0  # over all files: what the parser handed to the handlers
+        self.file_bytes = 0
+        self.refusal: str | None = None
+
+    @classmethod
+    def install(cls, request: HttpRequest, *, max_file_bytes: int, max_request_bytes: int) -> ImportUploadLimit:
+        """Put a limit first in ``request``'s handlers; call it before anything reads ``request.POST``."""
+        handler = cls(request, max_file_bytes=max_file_bytes, max_request_bytes=max_request_bytes)
+        request.upload_handlers.insert(0, handler)
+        return handler
+
+    def new_file(self, *args, **kwargs) -> None:
+        super().new_file(*args, **kwargs)
+        self.file_bytes = 0
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
+        self.file_bytes += len(raw_data)
+        self.received_bytes += len(raw_data)
+        if self.file_bytes > self.max_file_bytes:
+            self._refuse(f"{self.file_name}: the file is over the limit of {self.max_file_bytes:,} bytes; nothing was imported")
+        if self.received_bytes > self.max_request_bytes:
+            self._refuse(f"the upload is over the limit of {self.max_request_bytes:,} bytes for one import; nothing was imported")
+        return raw_data
+
+    def file_complete(self, file_size: int) -> None:
+        return None  # the default handlers that follow build the file
+
+    def _refuse(self, message: str) -> None:
+        self.refusal = message
+        # connection_reset: do not read (and discard) the rest of the body either.
+        raise StopUpload(connection_reset=True)

@@ -1,0 +1,215 @@
+"""Import hardening: bounded user patterns, upload size limits checked while streaming, bounded
+sentence splitting, and JSONL lines the database could not store."""
+
+from __future__ import annotations
+
+import json
+import re
+from io import StringIO
+
+import pysbd
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from alignment.importing.cleaning import ImportFormatError
+from alignment.importing.patterns import PATTERN_MAX_LENGTH
+from alignment.importing.readers import ImportOptions, read_file
+from alignment.importing.segment import MAX_SENTENCE_CHARS, SEGMENT_WINDOW_CHARS, split_sentences
+from alignment.importing.service import corpus_import_files
+from alignment.models import Corpus, Document
+from tests.conftest import SAMPLE_ADV
+
+# Exponential for a backtracking matcher: (a|a)+ can split n letters 2^n ways before failing on the missing b.
+SLOW_PATTERN = r"^(?P<id>(a|a)+)b(?P<level>x)$"
+LONG_NAME = "a" * 30
+
+
+def _import_form(pattern: str, files: list[SimpleUploadedFile]) -> dict:
+    return {"corpus_name": "Uploaded", "language": "en", "format": "text", "paragraph_mode": "blank",
+            "filename_pattern": pattern, "pairing": "all", "files": files}  # fmt: skip
+
+
+# --- user-supplied patterns -------------------------------------------------------------------
+
+
+def test_a_slow_filename_pattern_is_a_file_error_naming_pattern_and_name():
+    with pytest.raises(ImportFormatError) as info:
+        read_file(f"{LONG_NAME}.txt", b"Some text.", ImportOptions(filename_pattern=SLOW_PATTERN))
+    assert "the filename pattern" in str(info.value) and "took too long on 'aaaaaaaa" in str(info.value)
+    assert "simplify it" in str(info.value) and info.value.file == f"{LONG_NAME}.txt"
+
+
+def test_the_reported_catastrophic_pattern_no_longer_backtracks():
+    with pytest.raises(ImportFormatError, match="does not match the pattern"):
+        read_file("a" * 26 + ".txt", b"Some text.", ImportOptions(filename_pattern=r"(?P<id>(a+)+)b"))
+
+
+def test_a_slow_level_header_pattern_names_the_file_and_line():
+    options = ImportOptions(drop_level_header=True, level_header_pattern=r"^(a|a)+b$")
+    with pytest.raises(ImportFormatError, match="level header pattern .* took too long") as info:
+        read_file("Tram-adv.txt", f"\n{LONG_NAME}\nThe text.".encode(), options)
+    assert info.value.line == 2
+
+
+def test_the_pattern_language_users_know_still_works():
+    options = ImportOptions(filename_pattern=r"(?i)^(?P<level>ADV|ele)_(?P<id>\w+)$")
+    [document] = read_file("adv_Trams.txt", b"Some text.", options)
+    assert (document.external_id, document.level) == ("Trams", "adv")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [("x" * (PATTERN_MAX_LENGTH + 1) + "(?P<id>.)", "the limit is 200"), (r"^(?P<name>.+)$", "(?P<id>...)"), ("(?P<id>", "not a valid")],
+)
+def test_patterns_are_checked_when_the_options_are_made(pattern, message):
+    with pytest.raises(ValueError, match="filename_pattern: .*" + re.escape(message)):
+        ImportOptions(filename_pattern=pattern)
+
+
+def test_the_import_page_refuses_a_slow_pattern_before_importing(client, owner):
+    client.force_login(owner)
+    files = [SimpleUploadedFile(f"{LONG_NAME}.txt", SAMPLE_ADV.encode()), SimpleUploadedFile("Tram-adv.txt", SAMPLE_ADV.encode())]
+    response = client.post(reverse("alignment:corpus_import"), _import_form(SLOW_PATTERN, files))
+    assert response.status_code == 200 and response.context["report"] is None
+    [error] = response.context["form"].errors["filename_pattern"]
+    assert "took too long on 'aaaa" in error and "simplify it" in error
+    assert not Corpus.objects.filter(name="Uploaded").exists()
+
+
+def test_the_import_page_refuses_an_overlong_pattern(client, owner):
+    client.force_login(owner)
+    files = [SimpleUploadedFile("Tram-adv.txt", SAMPLE_ADV.encode())]
+    response = client.post(reverse("alignment:corpus_import"), _import_form("(?P<id>.)" + "x" * PATTERN_MAX_LENGTH, files))
+    assert "filename_pattern" in response.context["form"].errors
+    assert not Document.objects.exists()
+
+
+def test_the_command_refuses_a_slow_pattern_before_importing(tmp_path, owner):
+    (tmp_path / f"{LONG_NAME}.txt").write_text(SAMPLE_ADV)
+    with pytest.raises(CommandError, match="filename pattern .* took too long on 'aaaa.*simplify it"):
+        call_command("import_corpus", str(tmp_path), corpus="Cmd", owner="owner", filename_pattern=SLOW_PATTERN, stdout=StringIO())
+    assert not Corpus.objects.filter(name="Cmd").exists()
+
+
+# --- upload size, checked while the upload streams in ----------------------------------------------
+
+
+def test_an_upload_over_the_file_limit_is_refused_after_reading_at_most_one_chunk_past_it(client, owner, settings):
+    settings.IMPORT_MAX_FILE_BYTES = 100_000
+    client.force_login(owner)
+    files = [SimpleUploadedFile("Small-adv.txt", SAMPLE_ADV.encode()), SimpleUploadedFile("Huge-adv.txt", b"Words here. " * 200_000)]
+    response = client.post(reverse("alignment:corpus_import"), _import_form(r"^(?P<id>.+)-(?P<level>[^-]+)$", files))
+    assert response.status_code == 413
+    assert "Huge-adv.txt: the file is over the limit of 100,000 bytes; nothing was imported" in response.content.decode()
+    limit = response.wsgi_request.upload_handlers[0]
+    assert limit.received_bytes <= len(SAMPLE_ADV) + 100_000 + limit.chunk_size  # not the 2.4 MB sent
+    assert not Document.objects.exists()
+
+
+def test_an_upload_announcing_too_many_bytes_is_refused_before_reading_the_body(client, owner, settings):
+    settings.IMPORT_MAX_REQUEST_BYTES = 1_000
+    client.force_login(owner)
+    files = [SimpleUploadedFile("Tram-adv.txt", SAMPLE_ADV.encode() * 5)]
+    response = client.post(reverse("alignment:corpus_import"), _import_form(r"^(?P<id>.+)-(?P<level>[^-]+)$", files))
+    assert response.status_code == 413 and "over the limit of 1,000 bytes for one import" in response.content.decode()
+    assert "_files" not in response.wsgi_request.__dict__  # the multipart body was never parsed
+    assert not Document.objects.exists()
+
+
+def test_an_upload_within_the_limits_still_imports(client, owner, settings):
+    settings.IMPORT_MAX_FILE_BYTES = 100_000
+    client.force_login(owner)
+    files = [SimpleUploadedFile("Tram-adv.txt", SAMPLE_ADV.encode())]
+    response = client.post(reverse("alignment:corpus_import"), _import_form(r"^(?P<id>.+)-(?P<level>[^-]+)$", files))
+    assert response.status_code == 200 and response.context["report"].documents_created == 1
+
+
+# --- sentence splitting of long paragraphs ------------------------------------------------------
+
+
+def _sentences(paragraph: str) -> list[str]:
+    return [paragraph[start:end] for start, end in split_sentences(paragraph, language="en")]
+
+
+def test_a_long_paragraph_without_sentence_ends_is_cut_into_bounded_sentences_keeping_every_word():
+    paragraph = " ".join(f"word{i}" for i in range(20_000))  # ~150 KB, no full stop
+    sentences = _sentences(paragraph)
+    assert len(sentences) > 100 and max(len(s) for s in sentences) <= MAX_SENTENCE_CHARS
+    assert " ".join(sentences).split() == paragraph.split()
+
+
+def test_long_paragraphs_keep_the_sentence_boundaries_pysbd_finds_in_one_pass():
+    starts = ["The council", "Mr. Smith", "Dr. Jones of the U.S. army", "A farmer", "Nobody"]
+    verbs = ["opened", "said that Ms. Brown visited", "measured", "described", "asked whether St. Ives had"]
+    paragraph = " ".join(
+        f"{starts[i % 5]} {verbs[(i // 5) % 5]} bridge number {i} on the 3rd day{'?' if i % 7 == 0 else '.'}" for i in range(300)
+    )
+    assert len(paragraph) > 5 * SEGMENT_WINDOW_CHARS
+    whole = pysbd.Segmenter(language="en", clean=False).segment(paragraph)
+    assert _sentences(paragraph) == [s.strip() for s in whole if s.strip()]
+
+
+# --- JSONL lines the database could not store --------------------------------------------------
+
+
+def _jsonl_error(line: str) -> ImportFormatError:
+    good = json.dumps({"id": "a", "level": "adv", "text": "Hi."})
+    with pytest.raises(ImportFormatError) as info:
+        read_file("odd.jsonl", f"{good}\n{line}\n".encode(), ImportOptions(format="jsonl"))
+    assert info.value.file == "odd.jsonl" and info.value.line == 2
+    return info.value
+
+
+def test_deeply_nested_jsonl_is_an_error_on_its_line():
+    error = _jsonl_error('{"id": "b", "level": "adv", "sentences": ' + "[" * 50_000 + "]" * 50_000 + "}")
+    assert "nested more than 32 levels deep" in str(error)
+
+
+def test_nesting_json_accepts_but_cleaning_could_not_walk_is_refused():
+    error = _jsonl_error('{"id": "b", "level": "adv", "sentences": ' + "[" * 900 + "]" * 900 + "}")
+    assert "nested more than 32 levels deep" in str(error) and error.field == "sentences"
+
+
+def test_a_lone_surrogate_in_jsonl_names_file_line_and_field():
+    error = _jsonl_error('{"id": "b", "level": "adv", "sentences": ["Fine.", "Broken \\ud800 here."]}')
+    assert error.field == "sentences" and "lone surrogate \\ud800" in str(error) and "[1]" in str(error)
+
+
+def test_a_lone_surrogate_in_jsonl_stores_nothing_of_the_file(corpus):
+    data = b'{"id": "a", "level": "adv", "text": "Fine."}\n{"id": "b", "level": "adv", "title": "\\udfff", "text": "Hi."}\n'
+    report = corpus_import_files(corpus=corpus, files=[("odd.jsonl", data)], options=ImportOptions(format="jsonl"))
+    [error] = report.errors
+    assert "odd.jsonl, line 2, field 'title'" in error.error
+    assert not Document.objects.filter(corpus=corpus).exists()
+
+
+def test_nul_in_jsonl_text_is_removed_and_counted(corpus):
+    data = b'{"id": "a", "level": "adv", "text": "Fine\\u0000 text."}\n'
+    report = corpus_import_files(corpus=corpus, files=[("nul.jsonl", data)], options=ImportOptions(format="jsonl"))
+    assert not report.errors and report.control_characters_removed == 1
+    assert Document.objects.get(corpus=corpus).raw_text == "Fine text."
+
+
+def test_the_import_page_still_checks_the_csrf_token(owner):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(owner)
+    form = _import_form(r"^(?P<id>.+)-(?P<level>[^-]+)$", [SimpleUploadedFile("Tram-adv.txt", SAMPLE_ADV.encode())])
+    assert client.post(reverse("alignment:corpus_import"), form).status_code == 403
+    token = client.get(reverse("alignment:corpus_import")).context["csrf_token"]
+    form["files"] = [SimpleUploadedFile("Tram-adv.txt", SAMPLE_ADV.encode())]
+    response = client.post(reverse("alignment:corpus_import"), {"csrfmiddlewaretoken": str(token), **form})
+    assert response.status_code == 200 and response.context["report"].documents_created == 1
+
+
+def test_a_nul_in_a_form_field_of_the_import_page_is_a_field_error(client, owner):
+    client.force_login(owner)
+    form = _import_form(r"^(?P<id>.+)-(?P<level>[^-]+)$", [SimpleUploadedFile("Tram-adv.txt", SAMPLE_ADV.encode())])
+    response = client.post(reverse("alignment:corpus_import"), {**form, "corpus_name": "Bad\x00name", "filename_pattern": "(?P<id>.)\x00"})
+    assert response.status_code == 200
+    assert "Null characters are not allowed" in str(response.context["form"].errors["corpus_name"])
+    assert "filename_pattern" in response.context["form"].errors
+    assert not Corpus.objects.exists()
