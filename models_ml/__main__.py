@@ -203,10 +203,10 @@ def run_align(args: argparse.Namespace) -> None:
     complex_sentences, complex_paragraphs = _read_sentences(args.complex)
     simple_sentences, simple_paragraphs = _read_sentences(args.simple)
     from models_ml.aligner import (  # imports torch: only once the inputs are read
-        DEFAULT_MODEL_DIR,
         Aligner,
         AlignerConfig,
     )
+    from models_ml.checkpoint import DEFAULT_MODEL_DIR
 
     if args.config is not None:
         aligner = Aligner(_load_config(args.config, args.device))  # type: ignore[arg-type]

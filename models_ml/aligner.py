@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from models_ml.checkpoint import DEFAULT_MODEL_DIR, read_json, verify_checksums, write_checksums
+from models_ml.checkpoint import read_json, verify_checksums, write_checksums
 from models_ml.crf import CRFConfig, NeuralCRF, states_to_groups
 from models_ml.crf_pruned import decode_pruned
 from models_ml.encoders import DEFAULT_ENCODER

@@ -159,6 +159,7 @@ class OnnxEncoder:
     name: str
     dimensions: int
     backend: str
+    model: object  # the SentenceTransformer it was exported from (word-alignment measures read its token vectors)
     tokenizer: object
     run: object  # callable: {input name: int64 array} -> hidden states (batch, tokens, dim)
     inputs: list[str]
@@ -209,6 +210,6 @@ def onnx_encoder(
     else:
         raise BackendUnavailable(f"unknown encoder backend {backend!r}; backends: {', '.join(BACKENDS)}")
     return OnnxEncoder(
-        name=name, dimensions=dimensions, backend=backend, tokenizer=model.tokenizer, run=run,
+        name=name, dimensions=dimensions, backend=backend, model=model, tokenizer=model.tokenizer, run=run,
         inputs=meta["inputs"], pooling=meta["pooling"], max_length=meta["max_length"],
     )  # fmt: skip

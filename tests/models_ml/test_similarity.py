@@ -139,15 +139,18 @@ def test_cosine_never_encodes_blank_sentences_and_scores_them_zero():
     assert scores.tolist() == [[1.0, 0.0], [0.0, 0.0]]
 
 
-@pytest.fixture(scope="module")
-def minilm():
-    return load_sentence_encoder(device="cpu")
+@pytest.fixture(scope="module", params=["torch", "auto"])
+def minilm(request):
+    return load_sentence_encoder(device="cpu", backend=request.param)
 
 
 def test_minilm_cosine_scores_identical_sentences_one_and_unrelated_low(minilm):
     scores = build_measure("embedding_cosine", encoder=minilm).score(SIMPLE[:3], COMPLEX)
     assert scores.shape == (3, 3) and scores.dtype == np.float32
-    assert scores[0, 0] == pytest.approx(1.0, abs=1e-4) and scores[1, 2] == pytest.approx(1.0, abs=1e-4)
+    # int8 (the CPU default) quantizes activations per batch, so one sentence encoded in two batches
+    # differs a little; torch gives the same vector.
+    tolerance = 1e-4 if type(minilm).__name__ == "SentenceTransformerEncoder" else 0.01
+    assert scores[0, 0] == pytest.approx(1.0, abs=tolerance) and scores[1, 2] == pytest.approx(1.0, abs=tolerance)
     assert scores[0, 1] < 0.3 and scores[1, 1] < 0.3
     assert scores[2].tolist() == [0.0, 0.0, 0.0]
     assert build_measure("embedding_cosine", encoder=minilm).score([], COMPLEX).shape == (0, 3)
