@@ -27,13 +27,13 @@ setup_django()
 
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from rest_framework.authtoken.models import Token  # noqa: E402
 
 from alignment.aligning.service import alignment_run_create, alignment_run_execute  # noqa: E402
 from alignment.importing.readers import ImportOptions  # noqa: E402
 from alignment.importing.service import corpus_import_files  # noqa: E402
 from alignment.services import corpus_get_or_create  # noqa: E402
 from alignment.tasks import run_measure  # noqa: E402
+from webapp.accounts.services import api_token_create  # noqa: E402
 
 
 def _sentences(count: int, seed: int) -> list[str]:
@@ -99,10 +99,10 @@ def main() -> None:
     )
     run = alignment_run_execute(run_id=run.pk, build_measure=run_measure)
     pair = corpus.pairs.get()
-    token, _ = Token.objects.get_or_create(user=owner)
+    token_key = api_token_create(user=owner, name="bench/api_latency.py").key
     print(f"pair {pair.pk}: {args.sentences} complex x {args.sentences} simple sentences; run {run.pk} stored {run.candidates_written} candidates")
 
-    client = Client(HTTP_AUTHORIZATION=f"Token {token.key}", HTTP_HOST="localhost")
+    client = Client(HTTP_AUTHORIZATION=f"Token {token_key}", HTTP_HOST="localhost")
     base = f"/api/candidates/?run={run.pk}&pair={pair.pk}"
     _report(f"first page (page_size={args.page_size})", *_timed(client, f"{base}&page_size={args.page_size}", args.requests))
     _report("all candidates (page_size=500)", *_timed(client, f"{base}&page_size=500", args.requests))

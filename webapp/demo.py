@@ -1,8 +1,10 @@
 """The demo: two accounts and the project's own small corpus, set up idempotently.
 
-Passwords come from ``DEMO_MANAGER_PASSWORD`` / ``DEMO_ANNOTATOR_PASSWORD``;
-otherwise they are generated once and kept in the state directory (never in
-the repository), so every start prints the same working credentials.
+Passwords come from ``DEMO_MANAGER_PASSWORD`` / ``DEMO_ANNOTATOR_PASSWORD``
+(checked by the password validators, like any password a user sets); otherwise
+they are generated once and kept in the state directory (never in the
+repository, in a file only its owner can read), so every start prints the same
+working credentials.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from alignment import selectors, services
@@ -22,6 +26,7 @@ from alignment.aligning.service import alignment_run_create
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import ImportReport, corpus_import_files, import_paths
 from alignment.models import Corpus
+from webapp.lib.secret_files import secret_file_create, secret_file_replace
 
 DEMO_CORPUS_DIR = Path(settings.BASE_DIR) / "alignment" / "demo_corpus"
 DEMO_CORPUS_NAME = "Demo: six short news stories"
@@ -39,24 +44,56 @@ def _stored_passwords(path: Path) -> dict[str, str]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-@transaction.atomic
-def demo_accounts_ensure(state_dir: Path) -> list[Credential]:
-    """Create or update the manager (superuser) and annotator accounts; return their credentials."""
+def _passwords_wanted(stored: dict[str, str]) -> dict[str, str]:
+    return {
+        username: os.environ.get(env_name) or stored.get(username) or secrets.token_urlsafe(12)
+        for username, env_name, _ in DEMO_ACCOUNTS
+    }
+
+
+def demo_passwords_store(state_dir: Path) -> dict[str, str]:
+    """The demo accounts' passwords, kept in ``demo-credentials.json`` (mode 0600 from its creation).
+
+    Passwords from the environment win over stored ones, stored ones over new ones. When two
+    processes set the demo up at once, the first to create the file wins and the other takes
+    its passwords, so both print (and set) the same credentials.
+    """
     store = state_dir / "demo-credentials.json"
     stored = _stored_passwords(store)
+    wanted = _passwords_wanted(stored)
+    if not store.exists():
+        stored = json.loads(secret_file_create(store, json.dumps(wanted, indent=2)))
+        wanted = _passwords_wanted(stored)  # the winner's, when another process created the file first
+    if wanted != stored:
+        secret_file_replace(store, json.dumps(wanted, indent=2))
+    return wanted
+
+
+@transaction.atomic
+def demo_accounts_ensure(state_dir: Path) -> list[Credential]:
+    """Create or update the manager (superuser) and annotator accounts; return their credentials.
+
+    A password that the validators refuse (too short, common, numeric, like the username) stops
+    the setup with a ValueError naming the variable and the reasons.
+    """
     users = get_user_model().objects
+    for username, env_name, _ in DEMO_ACCOUNTS:  # before anything is stored or set
+        if os.environ.get(env_name):
+            try:
+                user = users.filter(username=username).first() or users.model(username=username)
+                validate_password(os.environ[env_name], user)
+            except ValidationError as error:
+                raise ValueError(f"{env_name} is refused: {' '.join(error.messages)}") from None
+    passwords = demo_passwords_store(state_dir)
     credentials = []
-    for username, env_name, is_manager in DEMO_ACCOUNTS:
-        password = os.environ.get(env_name) or stored.get(username) or secrets.token_urlsafe(9)
+    for username, _, is_manager in DEMO_ACCOUNTS:
+        password = passwords[username]
         user, _ = users.get_or_create(username=username)
         user.is_staff = user.is_superuser = is_manager
         if not user.check_password(password):
             user.set_password(password)
         user.save()
-        stored[username] = password
         credentials.append(Credential(username, password, "manager (admin)" if is_manager else "annotator"))
-    store.write_text(json.dumps(stored, indent=2))
-    store.chmod(0o600)
     return credentials
 
 

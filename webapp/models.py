@@ -1,5 +1,6 @@
-"""Models of the ``webapp`` app: the webhooks live in webapp/webhooks/ and register here."""
+"""Models of the ``webapp`` app: the webhooks (webapp/webhooks/) and API tokens (webapp/accounts/) register here."""
 
 from __future__ import annotations
 
+from webapp.accounts.models import ApiToken  # noqa: F401
 from webapp.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery  # noqa: F401

@@ -24,7 +24,8 @@ from webapp.webhooks.models import Webhook
 
 @pytest.fixture
 def gold(transactional_db, owner, tmp_path):
-    with override_settings(EXPORT_DIR=tmp_path / "exports", WEBHOOK_BACKOFF_BASE_SECONDS=0):
+    # The receiver listens on 127.0.0.1, which webhooks refuse unless allowed (webapp/webhooks/outbound.py).
+    with override_settings(EXPORT_DIR=tmp_path / "exports", WEBHOOK_BACKOFF_BASE_SECONDS=0, WEBHOOK_ALLOWED_HOSTS=["127.0.0.1"]):
         project, _annotator = build_gold_project(owner, labelled=4)
         yield project
 

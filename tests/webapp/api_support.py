@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 import pytest
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from alignment.aligning.service import alignment_run_create, alignment_run_execute
@@ -20,6 +19,7 @@ from alignment.models import AlignmentRun, Corpus, DocumentPair, Sentence
 from alignment.tasks import run_measure
 from annotation import services
 from annotation.models import AnnotationProject
+from webapp.accounts.services import api_token_create
 
 LEXICAL_RUN = {"aligner_config": {"measure": "tfidf_cosine", "paragraph_variant": "none"}, "measures": ["tfidf_cosine", "jaccard"]}
 
@@ -44,8 +44,7 @@ class ApiWorld:
         """An API client authenticated with the persona's token (None: anonymous)."""
         client = APIClient()
         if persona is not None:
-            token, _ = Token.objects.get_or_create(user=self.users[persona])
-            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+            client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=self.users[persona]).key}")
         return client
 
     def url(self, path: str) -> str:

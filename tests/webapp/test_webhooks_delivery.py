@@ -67,7 +67,7 @@ def test_delivery_is_signed_with_the_webhook_secret_and_the_receiver_verifies_it
     delivery.refresh_from_db()
     assert outcome.retry_in is None
     assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("succeeded", 1, 200)
-    assert delivery.last_response == "answer 1: 200" and delivery.delivered_at is not None and delivery.next_attempt_at is None
+    assert delivery.delivered_at is not None and delivery.next_attempt_at is None
 
 
 def test_the_page_snippet_verifies_a_real_delivery(labelled_project, receiver_factory):
@@ -96,7 +96,7 @@ def test_a_500_then_a_200_gives_two_attempts_and_success_and_nothing_is_sent_aga
     first = webhook_delivery_attempt(delivery_id=delivery.pk, backoff_base=30)
     assert first.retry_in == 30.0
     assert first.delivery.status == "pending" and first.delivery.last_status_code == 500
-    assert first.delivery.last_error == "HTTP 500 Internal Server Error" and first.delivery.last_response == "answer 1: 500"
+    assert first.delivery.last_error == "HTTP 500 Internal Server Error"
     assert timedelta(seconds=25) < first.delivery.next_attempt_at - timezone.now() <= timedelta(seconds=30)
 
     second = webhook_delivery_attempt(delivery_id=delivery.pk, backoff_base=30)
@@ -123,7 +123,7 @@ def test_a_receiver_that_is_down_fails_after_the_last_attempt_with_every_error_l
     assert "Connection refused" in delivery.last_error and delivery.next_attempt_at is None and delivery.delivered_at is None
     attempts = list(WebhookAttempt.objects.filter(delivery=delivery))
     assert [a.number for a in attempts] == [1, 2, 3]
-    assert all(a.status_code is None and "URLError" in a.error and "Connection refused" in a.error for a in attempts)
+    assert all(a.status_code is None and "ConnectionRefusedError" in a.error and "Connection refused" in a.error for a in attempts)
 
 
 def test_backoff_doubles_from_the_base_and_stops_at_the_cap():

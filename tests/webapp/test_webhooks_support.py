@@ -63,6 +63,14 @@ def receiver_start(statuses: list[int], *, delay: float = 0.0) -> tuple[Receiver
     return receiver, server
 
 
+@pytest.fixture(autouse=True)
+def local_receivers_allowed(settings):
+    """The receivers here listen on 127.0.0.1, which webhooks refuse unless an operator allows it
+    (webapp/webhooks/outbound.py); these tests are that operator. tests/webapp/test_webhook_ssrf.py
+    checks the refusal itself."""
+    settings.WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]
+
+
 @pytest.fixture
 def receiver_factory():
     servers = []

@@ -191,7 +191,7 @@ def test_the_log_shows_every_attempt_and_stops_polling_when_nothing_is_pending(c
     html = client.get(page_url(labelled_project)).content.decode()
 
     row = html[html.index(f'id="delivery-{delivery.pk}"') :]
-    assert row.count('no answer · <span class="error">URLError: [Errno 111] Connection refused</span>') == 2
+    assert row.count('no answer · <span class="error">ConnectionRefusedError: [Errno 111] Connection refused</span>') == 2
     assert "status-failed" in row and ">Redeliver</button>" in row
     assert "0 delivered, 1 failed, 0 pending" in html
     assert 'hx-trigger="every 2s"' not in html

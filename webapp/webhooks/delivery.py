@@ -10,8 +10,6 @@ Procrastinate ``lock``; a delivery that already succeeded is never sent again.
 from __future__ import annotations
 
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -20,6 +18,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from webapp.jobs.enqueue import defer
+from webapp.webhooks import outbound
 from webapp.webhooks.models import WebhookAttempt, WebhookDelivery
 from webapp.webhooks.signing import (
     DELIVERY_HEADER,
@@ -30,8 +30,8 @@ from webapp.webhooks.signing import (
     signature,
 )
 
-RESPONSE_KEPT_CHARS = 500
 USER_AGENT = "SentenceAligner-Webhooks/1"
+DELIVER_TASK = "webapp.webhook_deliver"
 
 
 def max_attempts() -> int:
@@ -53,8 +53,9 @@ def backoff_seconds(attempt: int, *, base: float | None = None, cap: float | Non
 
 @dataclass(frozen=True)
 class SendResult:
+    """What an attempt learnt: the status code and why it failed, never the receiver's body (not ours to keep)."""
+
     status_code: int | None
-    response: str
     error: str
 
     @property
@@ -68,30 +69,10 @@ class AttemptOutcome:
     retry_in: float | None  # seconds until the next attempt is due; None: nothing more to do
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """urllib would re-send a redirected POST as a GET without the body: report the redirect instead."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl) -> None:
-        return None
-
-
-_opener = urllib.request.build_opener(_NoRedirects)
-
-
 def http_post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> SendResult:
-    """POST ``body``; never raises for network or HTTP trouble, it reports it."""
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    try:
-        with _opener.open(request, timeout=timeout) as response:
-            text = response.read(RESPONSE_KEPT_CHARS * 4).decode("utf-8", "replace")[:RESPONSE_KEPT_CHARS]
-            return SendResult(response.status, text, "")
-    except urllib.error.HTTPError as error:  # an answer, just not a 2xx one
-        text = error.read(RESPONSE_KEPT_CHARS * 4).decode("utf-8", "replace")[:RESPONSE_KEPT_CHARS] if error.fp else ""
-        reason = f"redirect to {error.headers.get('Location', '?')} not followed" if 300 <= error.code < 400 else ""
-        return SendResult(error.code, text, reason or f"HTTP {error.code} {error.reason}")
-    except (urllib.error.URLError, OSError, ValueError) as error:  # refused, DNS, timeout, TLS, bad URL
-        reason = getattr(error, "reason", None) or error
-        return SendResult(None, "", f"{type(error).__name__}: {reason}")
+    """POST ``body`` to a public address (webapp.webhooks.outbound checks it); never raises, it reports."""
+    result = outbound.post(url, body, headers, timeout)
+    return SendResult(result.status_code, result.error)
 
 
 def delivery_headers(delivery: WebhookDelivery, secret: str, body: bytes, timestamp: int) -> dict[str, str]:
@@ -123,10 +104,16 @@ def webhook_delivery_attempt(
             delivery.status = WebhookDelivery.Status.FAILED
             delivery.last_error = "the webhook was disabled before this delivery was sent"
             delivery.next_attempt_at = None
-            delivery.save(update_fields=["status", "last_error", "next_attempt_at"])
+            delivery.error, delivery.finished_at = delivery.last_error, timezone.now()
+            delivery.save(update_fields=["status", "last_error", "next_attempt_at", "error", "finished_at"])
+            return AttemptOutcome(delivery, None)
+        if delivery.attempts >= delivery.attempt_limit:  # the worker making the last attempt died before recording it
+            delivery.mark_failed(f"the worker sending attempt {delivery.attempts} of {delivery.attempt_limit} stopped")
             return AttemptOutcome(delivery, None)
         delivery.attempts += 1
-        delivery.save(update_fields=["attempts"])
+        delivery.heartbeat_at = timezone.now()
+        delivery.started_at = delivery.started_at or delivery.heartbeat_at
+        delivery.save(update_fields=["attempts", "heartbeat_at", "started_at"])
     number = delivery.attempts
 
     body = body_encode(delivery.payload)
@@ -146,14 +133,14 @@ def webhook_delivery_attempt(
             status_code=result.status_code, error=result.error,
         )  # fmt: skip
         delivery.last_status_code = result.status_code
-        delivery.last_response = result.response
         delivery.last_error = result.error
         if result.succeeded:
             delivery.status = WebhookDelivery.Status.SUCCEEDED
-            delivery.delivered_at = timezone.now()
+            delivery.delivered_at = delivery.finished_at = timezone.now()
             delivery.next_attempt_at = None
         elif number >= delivery.attempt_limit:
             delivery.status = WebhookDelivery.Status.FAILED
+            delivery.error, delivery.finished_at = f"gave up after {number} attempts: {result.error}", timezone.now()
             delivery.next_attempt_at = None
         else:
             retry_in = backoff_seconds(number, base=backoff_base, cap=backoff_cap)
@@ -174,15 +161,13 @@ def delivery_enqueue(delivery_id: int, *, delay: float = 0) -> None:
     """Queue an attempt ``delay`` seconds from now; a job already waiting for the delivery is enough."""
     from procrastinate.exceptions import AlreadyEnqueued
 
-    from webapp.tasks import webhook_deliver
-
     lock = f"webhook-delivery-{delivery_id}"
     options: dict = {"lock": lock, "queueing_lock": lock}
     if delay > 0:
         options["schedule_in"] = {"seconds": delay}
     try:
         with transaction.atomic():  # a savepoint: the refused insert must not abort the caller's transaction
-            webhook_deliver.configure(**options).defer(delivery_id=delivery_id)
+            defer(DELIVER_TASK, WebhookDelivery(pk=delivery_id), options=options, delivery_id=delivery_id)
     except AlreadyEnqueued:
         pass
 
@@ -211,6 +196,7 @@ def webhook_delivery_redeliver(*, delivery: WebhookDelivery) -> WebhookDelivery:
         locked.status = WebhookDelivery.Status.PENDING
         locked.attempt_limit = locked.attempts + max_attempts()
         locked.next_attempt_at = timezone.now()
-        locked.save(update_fields=["status", "attempt_limit", "next_attempt_at"])
+        locked.error, locked.finished_at = "", None
+        locked.save(update_fields=["status", "attempt_limit", "next_attempt_at", "error", "finished_at"])
         deliveries_enqueue_on_commit([locked.pk])
     return locked

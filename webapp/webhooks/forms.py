@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from django import forms
 
-from webapp.webhooks.models import EVENTS, http_url_validator
+from webapp.webhooks.models import EVENTS, http_url_validator, public_destination_validator
 
 
 class WebhookForm(forms.Form):
     url = forms.URLField(
-        label="URL", max_length=2000, assume_scheme="https", validators=[http_url_validator],
+        label="URL", max_length=2000, assume_scheme="https", validators=[http_url_validator, public_destination_validator],
         widget=forms.URLInput(attrs={"placeholder": "https://example.org/hooks/aligner", "size": 50}),
     )  # fmt: skip
     events = forms.MultipleChoiceField(

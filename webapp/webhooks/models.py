@@ -17,6 +17,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import models
 
+from webapp.jobs.models import Job, JobStatus
+
 EVENTS: dict[str, str] = {
     "label.created": "a label is given to a sentence pair",
     "label.changed": "a label is changed or undone",
@@ -39,6 +41,19 @@ def events_validator(value: object) -> None:
         raise ValidationError(f"Unknown event(s) {', '.join(map(repr, unknown))}; events: {', '.join(EVENTS)}.")
 
 
+def public_destination_validator(value: str) -> None:
+    """Refuse URLs whose host is (or resolves to) a loopback, private, link-local or otherwise non-public address.
+
+    Checked again before every send (DNS can change); a name that does not resolve yet is accepted here.
+    """
+    from webapp.webhooks.outbound import BlockedDestination, destination_check
+
+    try:
+        destination_check(value, unresolvable_ok=True)
+    except BlockedDestination as error:
+        raise ValidationError(f"Refused: {error}", code="blocked_destination") from None
+
+
 def new_secret() -> str:
     return secrets.token_urlsafe(32)
 
@@ -47,7 +62,7 @@ class Webhook(models.Model):
     """A URL that receives a project's events, signed with its own secret (HMAC-SHA256)."""
 
     project = models.ForeignKey("annotation.AnnotationProject", on_delete=models.CASCADE, related_name="webhooks")
-    url = models.URLField(max_length=2000, validators=[http_url_validator])
+    url = models.URLField(max_length=2000, validators=[http_url_validator, public_destination_validator])
     events = models.JSONField(
         default=list, validators=[events_validator], error_messages={"blank": "Choose at least one event."},
         help_text="Event names this URL receives.",
@@ -64,28 +79,29 @@ class Webhook(models.Model):
         return f"webhook {self.pk} → {self.url}"
 
 
-class WebhookDelivery(models.Model):
-    """One event sent (or being sent) to one webhook; retried with exponential backoff until ``attempt_limit``."""
+class WebhookDelivery(Job):
+    """One event sent (or being sent) to one webhook; retried with exponential backoff until ``attempt_limit``.
 
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
+    A delivery waits as "pending" between attempts (it never shows "running": the send takes
+    seconds). A worker killed mid-send loses that attempt's record only; the requeued task makes
+    the next attempt under the same delivery id, so receivers that drop duplicates see it once.
+    ``last_error`` is the last attempt's answer, ``error`` why the delivery as a whole failed.
+    """
+
+    kind = "webhook delivery"
+    resumable = True
 
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     event = models.CharField(max_length=32)
     payload = models.JSONField(help_text="The body sent, as JSON with sorted keys; frozen when the event happened.")
     delivery_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
     attempt_limit = models.PositiveIntegerField(
         help_text="Give up after this many attempts in all; a redelivery raises it by WEBHOOK_MAX_ATTEMPTS."
     )
     last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    last_response = models.TextField(blank=True, help_text="The start of the receiver's last answer.")
     last_error = models.TextField(blank=True)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from webapp.demo import demo_accounts_ensure, demo_corpus_import, demo_project_ensure
 
@@ -15,7 +15,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         call_command("migrate", interactive=False, verbosity=0)
-        credentials = demo_accounts_ensure(settings.STATE_DIR)
+        try:
+            credentials = demo_accounts_ensure(settings.STATE_DIR)
+        except ValueError as error:  # a demo password the validators refuse
+            raise CommandError(str(error)) from None
         manager = get_user_model().objects.get(username="manager")
         corpus, report = demo_corpus_import(owner=manager)
         self.stdout.write(

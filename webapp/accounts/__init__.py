@@ -1,0 +1,1 @@
+"""Accounts: API tokens (hashed, expiring, revocable), the login lockout answer."""

@@ -1,0 +1,16 @@
+"""Account pages: the API tokens page (login and logout are Django's views, in webapp/urls.py)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from webapp.accounts import views
+
+app_name = "accounts"
+
+urlpatterns = [
+    path("tokens/", views.api_tokens, name="api_tokens"),
+    path("tokens/new/", views.api_token_create, name="api_token_create"),
+    path("tokens/<int:token_id>/revoke/", views.api_token_revoke, name="api_token_revoke"),
+    path("tokens/revoke-all/", views.api_tokens_revoke_all, name="api_tokens_revoke_all"),
+]
