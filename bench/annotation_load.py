@@ -1,18 +1,24 @@
-"""Server time of the annotation screen and of label saves under 20 concurrent annotators, on loopback.
+"""Label saves by 20 concurrent annotators against gunicorn (as ``scripts/run.sh`` starts it) and runserver.
 
-    .venv/bin/python bench/annotation_load.py [--annotators 20] [--saves 50] [--sentences 100]
+    .venv/bin/python bench/annotation_load.py [--annotators 20] [--flat-seconds 20] [--think-seconds 40]
+                                              [--think 2.0] [--double-every 10] [--servers gunicorn,runserver]
 
-Sets up a throw-away database with one 100 x 100-sentence document pair, an alignment run
-(TF-IDF, in-process) supplying suggestions, a project and ``--annotators`` annotators all
-assigned the pair; starts the real web server (``manage.py runserver --noreload``, as
-``scripts/run.sh`` does) on 127.0.0.1; then
-1. renders the main screen 20 times for one annotator and reports the server time
-   (the ``Server-Timing`` header: everything Django does, not the network);
-2. lets every annotator (one thread each, own session) save ``--saves`` labels, each
-   after a think time (uniform, mean ``--think`` seconds; 0 = as fast as the server
-   answers), each naming the event it replaces, and reports p50/p95/max
-   server time, errors, and whether the number of label events in the database equals
-   the number of saves the server acknowledged (zero lost events).
+Sets up a throw-away database (its own STATE_DIR) with one 100 x 100-sentence document pair,
+an alignment run (TF-IDF, in-process) supplying suggestions, and ``--annotators`` annotators.
+Then, for each server in turn (its own project, so the counts are separate), on a free port
+on 127.0.0.1:
+0. one annotator renders the annotate screen 20 times: the median server time (``Server-Timing``);
+1. every annotator (one thread each, own session, logged in through the login form with its
+   CSRF token) saves labels through the annotate page's endpoint (POST .../label/ with
+   ``expected_previous``, as annotate.js does) as fast as the server answers, for
+   ``--flat-seconds``: saves per second;
+2. the same with a think time before each save (uniform, mean ``--think`` s), for
+   ``--think-seconds``: p50/p95 of the save latency the client sees;
+every ``--double-every``-th save is sent twice at once (a double click). Afterwards the
+acknowledged saves (HTTP 200 with an event id) are compared with the label events stored:
+lost = acknowledged but not stored; duplicated = two stored events for one first label
+of the same sentence pair by the same annotator (what a double submit must not create);
+unacknowledged = stored but never acknowledged. Prints one table row per server.
 """
 
 from __future__ import annotations
@@ -23,19 +29,25 @@ import json
 import os
 import random
 import re
+import signal
+import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import Counter
+from dataclasses import dataclass, field
 
-from _django import bench_owner, setup_django
+from _django import REPO_ROOT, bench_owner, setup_django
 from onestopenglish import _database_url
 
-PORT = 8791
+PASSWORD = "load-pass-123"
+LABELS = ("aligned", "partial", "not_aligned")
 
 
 def _sentences(count: int, seed: int) -> list[str]:
@@ -46,7 +58,7 @@ def _sentences(count: int, seed: int) -> list[str]:
 
 
 class Client:
-    """One annotator's browser: a cookie jar, CSRF token, and timed requests."""
+    """One annotator's browser: a cookie jar and the CSRF token, a new connection per request."""
 
     def __init__(self, base: str) -> None:
         self.base = base
@@ -57,40 +69,151 @@ class Client:
         return next(c.value for c in self.jar if c.name == "csrftoken")
 
     def login(self, username: str, password: str) -> None:
-        self.opener.open(f"{self.base}/accounts/login/").read()
+        self.opener.open(f"{self.base}/accounts/login/", timeout=60).read()
         data = urllib.parse.urlencode({"username": username, "password": password, "csrfmiddlewaretoken": self._csrf()}).encode()
-        self.opener.open(urllib.request.Request(f"{self.base}/accounts/login/", data=data)).read()
+        with self.opener.open(urllib.request.Request(f"{self.base}/accounts/login/", data=data), timeout=60) as response:
+            if "/accounts/login/" in response.url:
+                raise SystemExit(f"log-in as {username} failed at {self.base}")
 
-    def get(self, path: str) -> tuple[int, float, bytes]:
-        with self.opener.open(f"{self.base}{path}") as response:
-            return response.status, _server_ms(response.headers), response.read()
+    def server_ms(self, path: str) -> float:
+        """GET ``path``; the server's own time from the ``Server-Timing`` header every response carries."""
+        with self.opener.open(f"{self.base}{path}", timeout=60) as response:
+            response.read()
+            return float(re.search(r"dur=([\d.]+)", response.headers["Server-Timing"]).group(1))
 
     def post(self, path: str, fields: dict) -> tuple[int, float, bytes]:
+        """(status, client-side latency in ms, body); status 0 = no answer (connection error or timeout)."""
         request = urllib.request.Request(
             f"{self.base}{path}", data=urllib.parse.urlencode(fields).encode(), headers={"X-CSRFToken": self._csrf()}
         )
+        began = time.perf_counter()
         try:
-            with self.opener.open(request) as response:
-                return response.status, _server_ms(response.headers), response.read()
+            with self.opener.open(request, timeout=60) as response:
+                body = response.read()
+                return response.status, 1000 * (time.perf_counter() - began), body
         except urllib.error.HTTPError as error:
-            return error.code, _server_ms(error.headers), error.read()
+            return error.code, 1000 * (time.perf_counter() - began), error.read()
+        except OSError as error:
+            return 0, 1000 * (time.perf_counter() - began), str(error).encode()
 
 
-def _server_ms(headers) -> float:
-    match = re.search(r"dur=([\d.]+)", headers.get("Server-Timing", ""))
-    return float(match.group(1)) if match else float("nan")
+@dataclass
+class Tally:
+    """Every answer of one phase, shared by the annotator threads (under ``lock``)."""
+
+    latencies_ms: list[float] = field(default_factory=list)
+    statuses: Counter = field(default_factory=Counter)
+    acknowledged: set[int] = field(default_factory=set)
+    errors: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, status: int, latency_ms: float, body: bytes) -> int | None:
+        with self.lock:
+            self.latencies_ms.append(latency_ms)
+            self.statuses[status] += 1
+            if status == 200:
+                event = json.loads(body)["event"]
+                self.acknowledged.add(event)
+                return event
+            if status != 409 and len(self.errors) < 5:
+                self.errors.append(f"{status}: {body[:160]!r}")
+        return None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _start_server(kind: str, port: int, log_path: str) -> subprocess.Popen:
+    from webapp.management.commands.runapp import gunicorn_command
+
+    bind = f"127.0.0.1:{port}"
+    command = gunicorn_command(bind) if kind == "gunicorn" else [sys.executable, "manage.py", "runserver", bind, "--noreload"]
+    log = open(log_path, "w")  # noqa: SIM115 (kept open for the server's lifetime)
+    server = subprocess.Popen(command, cwd=REPO_ROOT, env={**os.environ, "DATABASE_URL": _database_url()}, stdout=log, stderr=log)
+    for _ in range(600):
+        try:
+            urllib.request.urlopen(f"http://{bind}/accounts/login/", timeout=60).read()
+            return server
+        except OSError:
+            if server.poll() is not None:
+                raise SystemExit(f"{kind} exited with status {server.returncode}; see {log_path}") from None
+            time.sleep(0.2)
+    raise SystemExit(f"{kind} did not answer on {bind} within 2 minutes; see {log_path}")
+
+
+def _stop_server(server: subprocess.Popen, kind: str) -> None:
+    server.send_signal(signal.SIGTERM if kind == "gunicorn" else signal.SIGINT)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def _run_phase(clients: list[Client], save_path: str, keys: list[tuple[int, int]], previous: list[dict], *,
+               seconds: float, think: float, double_every: int, seed: int) -> tuple[Tally, float, int]:
+    """All annotators save labels for ``seconds``; returns the tally, the wall time and the double submits sent."""
+    tally = Tally()
+    start = threading.Barrier(len(clients))
+    doubles = [0]
+
+    def annotate(k: int, client: Client) -> None:
+        pause = random.Random(seed + k)
+        start.wait()
+        deadline = time.perf_counter() + seconds
+        n = 0
+        while time.perf_counter() < deadline:
+            if think:
+                time.sleep(pause.uniform(0, 2 * think))
+            key = keys[(n * 7 + k * 131 + seed) % len(keys)]
+            fields = {"simple_sentence_id": key[0], "complex_sentence_id": key[1], "label": LABELS[(n + k) % 3],
+                      "expected_previous": previous[k].get(key, ""), "seconds_spent": "1.0"}
+            results: list[int | None] = []
+            if double_every and n % double_every == double_every - 1:
+                twin = threading.Thread(target=lambda: results.append(tally.record(*client.post(save_path, fields))))
+                twin.start()
+                results.append(tally.record(*client.post(save_path, fields)))
+                twin.join()
+                with tally.lock:
+                    doubles[0] += 1
+            else:
+                results.append(tally.record(*client.post(save_path, fields)))
+            saved = [event for event in results if event is not None]
+            if saved:
+                previous[k][key] = max(saved)
+            n += 1
+
+    threads = [threading.Thread(target=annotate, args=(k, client)) for k, client in enumerate(clients)]
+    began = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return tally, time.perf_counter() - began, doubles[0]
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--annotators", type=int, default=20)
-    parser.add_argument("--saves", type=int, default=50)
     parser.add_argument("--sentences", type=int, default=100)
-    parser.add_argument("--think", type=float, default=2.0,
-                        help="mean seconds an annotator spends before each save (uniform 0..2x); 0 = flat out (a stress test)")
+    parser.add_argument("--flat-seconds", type=float, default=20.0, help="length of the no-think-time phase")
+    parser.add_argument("--think-seconds", type=float, default=40.0, help="length of the think-time phase")
+    parser.add_argument("--think", type=float, default=2.0, help="mean think time before each save (uniform 0..2x)")
+    parser.add_argument("--double-every", type=int, default=10, help="every n-th save is sent twice at once; 0 = never")
+    parser.add_argument("--servers", default="gunicorn,runserver")
     args = parser.parse_args()
     setup_django()
     from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db.models import Count
 
     from alignment import services as corpus_services
     from alignment.aligning.service import alignment_run_create, alignment_run_execute
@@ -99,7 +222,9 @@ def main() -> None:
     from alignment.tasks import run_measure
     from annotation import services
     from annotation.models import LabelEvent
+    from webapp.management.commands.runapp import web_workers
 
+    call_command("collectstatic", interactive=False, verbosity=0)  # as runapp does: gunicorn serves the manifest's names
     owner = bench_owner()
     corpus, _ = corpus_services.corpus_get_or_create(name="Load", language="en", owner=owner)
     complex_text = "\n\n".join("\n".join(_sentences(args.sentences, 0)[i : i + 10]) for i in range(0, args.sentences, 10))
@@ -109,92 +234,75 @@ def main() -> None:
     run = alignment_run_create(corpus=corpus, aligner_config={"measure": "tfidf_cosine"}, measures=["tfidf_cosine", "jaccard"])
     run = alignment_run_execute(run_id=run.pk, build_measure=run_measure)
     pair = corpus.pairs.get()
-    project = services.project_create(name="Load", corpus=corpus, created_by=owner, overlap=args.annotators, suggestion_run=run)
-    users = []
-    for k in range(args.annotators):
-        user = get_user_model().objects.create_user(f"annotator{k}", password="load-pass-123")
-        services.membership_set(project=project, user=user, role="annotator")
-        users.append(user)
-    services.assignments_distribute(project=project)
+    users = [get_user_model().objects.create_user(f"annotator{k}", password=PASSWORD) for k in range(args.annotators)]
     simple_ids = list(pair.simple_document.sentences.order_by("index").values_list("pk", flat=True))
     complex_ids = list(pair.complex_document.sentences.order_by("index").values_list("pk", flat=True))
-    print(f"pair: {len(simple_ids)} simple x {len(complex_ids)} complex sentences; {run.candidates_written} suggestions; "
-          f"{args.annotators} annotators")
+    keys = [(s, c) for s in simple_ids for c in complex_ids]
+    print(f"pair: {len(simple_ids)} simple x {len(complex_ids)} complex sentences; {args.annotators} annotators; "
+          f"flat out {args.flat_seconds:.0f} s, then think time mean {args.think} s for {args.think_seconds:.0f} s; "
+          f"every {args.double_every}th save sent twice; {os.cpu_count()} cores, gunicorn workers {web_workers()}")
 
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{PORT}", "--noreload"],
-        env={**os.environ, "DATABASE_URL": _database_url()}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{PORT}"
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{base}/accounts/login/").read()
-                break
-            except OSError:
-                time.sleep(0.2)
-        screen_path = f"/annotate/projects/{project.pk}/pairs/{pair.pk}/"
-        first = Client(base)
-        first.login("annotator0", "load-pass-123")
-        first.get(screen_path)  # warm-up: template loading, first queries
-        screen_times = []
-        for _ in range(20):
-            status, server_ms, body = first.get(screen_path)
-            assert status == 200 and b"simple sentences labelled" in body
-            screen_times.append(server_ms)
-        print(f"main screen ({len(simple_ids)} x {len(complex_ids)}): server time median {statistics.median(screen_times):.0f} ms, "
-              f"max {max(screen_times):.0f} ms over {len(screen_times)} renders")
+    rows = []
+    log_dir = tempfile.mkdtemp(prefix="aligner-bench-logs-")
+    for kind in args.servers.split(","):
+        project = services.project_create(name=f"Load {kind}", corpus=corpus, created_by=owner, overlap=args.annotators, suggestion_run=run)
+        for user in users:
+            services.membership_set(project=project, user=user, role="annotator")
+        services.assignments_distribute(project=project)
+        port = _free_port()
+        log_path = os.path.join(log_dir, f"{kind}.log")
+        server = _start_server(kind, port, log_path)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            clients = []
+            for user in users:
+                client = Client(base)
+                client.login(user.username, PASSWORD)
+                clients.append(client)
+            screen_path = f"/annotate/projects/{project.pk}/pairs/{pair.pk}/"
+            clients[0].server_ms(screen_path)  # warm-up: template loading, first queries
+            screen_ms = [clients[0].server_ms(screen_path) for _ in range(20)]
+            save_path = f"{screen_path}label/"
+            previous: list[dict] = [{} for _ in clients]
+            flat, flat_wall, flat_doubles = _run_phase(clients, save_path, keys, previous, seconds=args.flat_seconds, think=0,
+                                                       double_every=args.double_every, seed=1)
+            thought, _, think_doubles = _run_phase(clients, save_path, keys, previous, seconds=args.think_seconds, think=args.think,
+                                                   double_every=args.double_every, seed=2)
+        finally:
+            _stop_server(server, kind)
+        events = LabelEvent.objects.filter(project=project)
+        stored = set(events.values_list("pk", flat=True))
+        acknowledged = flat.acknowledged | thought.acknowledged
+        first_labels = events.filter(previous__isnull=True, undoes__isnull=True).values("annotator", "simple_sentence", "complex_sentence")
+        duplicated = sum(group["n"] - 1 for group in first_labels.annotate(n=Count("id")) if group["n"] > 1)
+        statuses = flat.statuses + thought.statuses
+        rows.append({
+            "server": kind,
+            "screen ms (median)": f"{statistics.median(screen_ms):.0f}",
+            "requests/s flat out": f"{sum(flat.statuses.values()) / flat_wall:.0f}",
+            "p50 ms (think)": f"{statistics.median(thought.latencies_ms):.0f}" if thought.latencies_ms else "-",
+            "p95 ms (think)": f"{_percentile(thought.latencies_ms, 0.95):.0f}",
+            "requests": str(sum(statuses.values())),
+            "double submits": str(flat_doubles + think_doubles),
+            "acknowledged": str(len(acknowledged)),
+            "409": str(statuses[409]),
+            "5xx": str(sum(n for status, n in statuses.items() if status >= 500)),
+            "no answer": str(statuses[0]),
+            "stored": str(len(stored)),
+            "lost": str(len(acknowledged - stored)),
+            "duplicated": str(duplicated),
+            "unacknowledged": str(len(stored - acknowledged)),
+        })
+        for error in (flat.errors + thought.errors)[:5]:
+            print(f"  {kind}: {error}")
+        print(f"  {kind} log: {log_path}")
 
-        clients = []
-        for k in range(args.annotators):
-            client = Client(base)
-            client.login(f"annotator{k}", "load-pass-123")
-            clients.append(client)
-        save_path = f"{screen_path}label/"
-        times: list[float] = []
-        errors: list[str] = []
-        acknowledged = [0]
-        lock = threading.Lock()
-        start = threading.Barrier(args.annotators)
-
-        def annotate(k: int, client: Client) -> None:
-            previous: dict[tuple[int, int], int] = {}
-            pause = random.Random(k)
-            start.wait()
-            for n in range(args.saves):
-                if args.think:
-                    time.sleep(pause.uniform(0, 2 * args.think))
-                key = (simple_ids[(n + k) % len(simple_ids)], complex_ids[(n * 7 + k) % len(complex_ids)])
-                fields = {"simple_sentence_id": key[0], "complex_sentence_id": key[1], "label": ("aligned", "partial", "not_aligned")[n % 3],
-                          "expected_previous": previous.get(key, ""), "seconds_spent": "1.0"}
-                status, server_ms, body = client.post(save_path, fields)
-                with lock:
-                    times.append(server_ms)
-                    if status == 200:
-                        acknowledged[0] += 1
-                        previous[key] = json.loads(body)["event"]
-                    else:
-                        errors.append(f"{status}: {body[:120]!r}")
-
-        threads = [threading.Thread(target=annotate, args=(k, c)) for k, c in enumerate(clients)]
-        began = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        wall = time.perf_counter() - began
-        times.sort()
-        stored = LabelEvent.objects.filter(project=project).count()
-        p95 = times[int(0.95 * (len(times) - 1))]
-        print(f"label saves: {len(times)} by {args.annotators} concurrent annotators (think time mean {args.think} s) "
-              f"in {wall:.1f} s ({len(times) / wall:.0f}/s); "
-              f"server time p50 {statistics.median(times):.1f} ms, p95 {p95:.1f} ms, max {times[-1]:.1f} ms; "
-              f"errors {len(errors)}; events stored {stored} = acknowledged {acknowledged[0]}: {stored == acknowledged[0]}")
-        for error in errors[:5]:
-            print("  ", error)
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
+    headers = list(rows[0])
+    widths = [max(len(h), *(len(row[h]) for row in rows)) for h in headers]
+    print(" | ".join(h.rjust(w) for h, w in zip(headers, widths)))
+    print("-+-".join("-" * w for w in widths))
+    for row in rows:
+        print(" | ".join(row[h].rjust(w) for h, w in zip(headers, widths)))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install into .venv, start the embedded database, set up the demo, run the worker and the web server.
+# Install into .venv, start the embedded database, set up the demo, collect static files, run the worker
+# and the web server (gunicorn, WEB_CONCURRENCY processes; DEV_SERVER=1: runserver with autoreload).
 # Ctrl-C stops everything. Set DATABASE_URL to use your own PostgreSQL (with pgvector) instead.
 set -euo pipefail
 . "$(dirname "$0")/_venv.sh" requirements.txt

@@ -1,10 +1,20 @@
-"""Management commands: import_corpus and the idempotent demo set-up."""
+"""Management commands: import_corpus, the idempotent demo set-up, and runapp serving with gunicorn."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 from io import StringIO
+from pathlib import Path
 
+import psutil
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
@@ -12,6 +22,8 @@ from django.core.management import CommandError, call_command
 from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun
 from tests.conftest import SAMPLE_ADV, SAMPLE_ELE
 from webapp.demo import DEMO_CORPUS_NAME
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -116,3 +128,47 @@ def test_every_response_carries_its_server_time(client, db):
     response = client.get("/accounts/login/")
     name, duration = response["Server-Timing"].split(";dur=")
     assert name == "app" and float(duration) > 0
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _get(url: str, **headers: str):
+    for _ in range(300):  # the embedded database, migrations and collectstatic come first
+        try:
+            # gunicorn listens before its workers have loaded Django: the first answer can take a while.
+            return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=90)
+        except (ConnectionError, urllib.error.URLError):
+            time.sleep(0.5)
+    raise AssertionError(f"nothing answered at {url}")
+
+
+def test_runapp_serves_with_gunicorn_hashed_compressed_static_and_stops_the_database_cleanly(tmp_path):
+    """The production path of scripts/run.sh: its own embedded database, gunicorn workers attached to it."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "EMBEDDED_DB_DELETE_ON_EXIT", "DEBUG", "DEV_SERVER"}}
+    env.update(STATE_DIR=str(tmp_path), WEB_CONCURRENCY="2", STATIC_MANIFEST="1")
+    runapp = subprocess.Popen([sys.executable, "manage.py", "runapp", "--no-demo", f"127.0.0.1:{port}"], cwd=REPO_ROOT,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        login = _get(f"http://127.0.0.1:{port}/accounts/login/")
+        assert login.headers["Server"].startswith("gunicorn")
+        css = re.search(r'href="(/static/css/app\.[0-9a-f]{12}\.css)"', login.read().decode())
+        assert css, "the stylesheet is linked by its hashed name"
+        served = _get(f"http://127.0.0.1:{port}{css.group(1)}", **{"Accept-Encoding": "gzip"})
+        assert served.headers["Content-Encoding"] == "gzip"
+        assert "max-age=315360000" in served.headers["Cache-Control"]  # hashed: cached "forever"
+    finally:
+        runapp.send_signal(signal.SIGINT)
+        output, _ = runapp.communicate(timeout=60)
+    assert runapp.returncode == 0, output
+    assert "gunicorn (2 workers)" in output
+    pgdata = tmp_path / "postgres"
+    deadline = time.monotonic() + 30
+    while (pgdata / "postmaster.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not (pgdata / "postmaster.pid").exists(), "the last process to exit stops the embedded database cleanly"
+    assert not [p for p in psutil.process_iter(attrs=["cmdline"]) if str(pgdata) in " ".join(p.info["cmdline"] or [])]

@@ -1,22 +1,32 @@
 """The REST API (Django REST framework): routes, token login, the OpenAPI schema and its docs pages.
 
-    POST /api/auth/token/   {"username", "password"} -> {"token"}; send it as ``Authorization: Token <token>``
+    POST /api/auth/token/   {"username", "password"} -> {"token", "expires_at"}; send it as ``Authorization: Token <token>``
+    GET  /api/auth/tokens/  my tokens; DELETE /api/auth/tokens/<id>/ revokes one (webapp/api/token_views.py)
     GET  /api/schema/       OpenAPI 3 (YAML; ``?format=json`` for JSON)
     GET  /api/docs/         Swagger UI, /api/redoc/ ReDoc (assets served from our static files)
 """
 
 from __future__ import annotations
 
+from csp.decorators import csp_update
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from webapp.api import alignment_views, annotation_views, export_views, training_views
+from webapp.api import alignment_views, annotation_views, export_views, token_views, training_views
 
 app_name = "api"
 
 PROJECT = r"projects/(?P<project_id>[0-9]+)"
+
+# The docs pages' third-party UIs set inline styles (and ReDoc loads web fonts and runs a blob: worker);
+# the app's strict Content-Security-Policy is relaxed for these two URLs only. Swagger's start-up
+# script comes from the split view's own URL, so no inline script is allowed even here.
+_docs_csp = csp_update({
+    "style-src": ["'unsafe-inline'", "https://fonts.googleapis.com"],
+    "font-src": ["'self'", "https://fonts.gstatic.com"],
+    "worker-src": ["'self'", "blob:"],
+})
 
 router = DefaultRouter()
 router.register("corpora", alignment_views.CorpusViewSet, basename="corpus")
@@ -32,9 +42,11 @@ router.register(f"{PROJECT}/model-versions", training_views.ModelVersionViewSet,
 router.register(f"{PROJECT}/exports", export_views.ExportJobViewSet, basename="project-export")
 
 urlpatterns = [
-    path("auth/token/", obtain_auth_token, name="token"),
+    path("auth/token/", token_views.TokenLoginView.as_view(), name="token"),
+    path("auth/tokens/", token_views.ApiTokenListView.as_view(), name="token-list"),
+    path("auth/tokens/<int:pk>/", token_views.ApiTokenRevokeView.as_view(), name="token-revoke"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    path("docs/", _docs_csp(SpectacularSwaggerSplitView.as_view(url_name="api:schema")), name="docs"),
+    path("redoc/", _docs_csp(SpectacularRedocView.as_view(url_name="api:schema")), name="redoc"),
     *router.urls,
 ]
