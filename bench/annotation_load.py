@@ -127,12 +127,13 @@ def _free_port() -> int:
 
 
 def _start_server(kind: str, port: int, log_path: str) -> subprocess.Popen:
-    from webapp.management.commands.runapp import gunicorn_command
+    from webapp.management.commands.runapp import gunicorn_command, gunicorn_env
 
     bind = f"127.0.0.1:{port}"
     command = gunicorn_command(bind) if kind == "gunicorn" else [sys.executable, "manage.py", "runserver", bind, "--noreload"]
     log = open(log_path, "w")  # noqa: SIM115 (kept open for the server's lifetime)
-    server = subprocess.Popen(command, cwd=REPO_ROOT, env={**os.environ, "DATABASE_URL": _database_url()}, stdout=log, stderr=log)
+    env = gunicorn_env() if kind == "gunicorn" else dict(os.environ)
+    server = subprocess.Popen(command, cwd=REPO_ROOT, env={**env, "DATABASE_URL": _database_url()}, stdout=log, stderr=log)
     for _ in range(600):
         try:
             urllib.request.urlopen(f"http://{bind}/accounts/login/", timeout=60).read()

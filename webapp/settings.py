@@ -111,6 +111,10 @@ else:
     _cleanup = "delete" if envbool("EMBEDDED_DB_DELETE_ON_EXIT", False) else "stop"
     DATABASES = {"default": embedded_database_start(state_dir=STATE_DIR, cleanup=_cleanup).django_settings()}
 DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
+# Seconds a process keeps its database connection between requests (0: one per request). runapp sets 60 for
+# gunicorn's workers; a threaded server (runserver) should keep 0, as its threads come and go.
+DATABASES["default"]["CONN_MAX_AGE"] = envint("DB_CONN_MAX_AGE", 0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -34,6 +34,11 @@ def web_workers() -> int:
     return workers
 
 
+def gunicorn_env() -> dict[str, str]:
+    """gunicorn's workers are long-lived processes: each keeps its database connection (DB_CONN_MAX_AGE, unless set)."""
+    return {"DB_CONN_MAX_AGE": "60", **os.environ}
+
+
 def gunicorn_command(bind: str) -> list[str]:
     """The production web server: gunicorn's prefork workers on the WSGI app, logs to stderr."""
     threads = envint("WEB_THREADS", 1)
@@ -74,7 +79,7 @@ class Command(BaseCommand):
         web = [*manage, "runserver", bind] if dev_server else gunicorn_command(bind)
         children = [
             subprocess.Popen([*manage, "procrastinate", "worker"], preexec_fn=_default_sigint),
-            subprocess.Popen(web, preexec_fn=_default_sigint),
+            subprocess.Popen(web, preexec_fn=_default_sigint, env=os.environ if dev_server else gunicorn_env()),
         ]
         # The worker stops gracefully on SIGINT; gunicorn on SIGTERM (lets requests in flight finish);
         # both run their exit hooks, which detach them from the embedded database.
