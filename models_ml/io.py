@@ -72,12 +72,11 @@ class GoldPair:
     groups: list[AlignmentGroup]
     complex_paragraphs: list[int] | None
     simple_paragraphs: list[int] | None
-    # The 1:1 (complex index, simple index, label) links the groups were merged from, when the source has
-    # them (Wiki-Manual): importing these rather than every pair of a group keeps each link's own label.
+    # The source's own 1:1 (complex, simple, label) links (Wiki-Manual): importing them keeps each link's label.
     links: list[tuple[int, int, str]] | None = None
     # Gold rows that could not be placed on the sentences and were left out ("file, line N: reason").
     unplaced_rows: list[str] = field(default_factory=list)
-    domain: str = ""  # the source's domain or genre (DEplain's ``domain`` column), "" when unknown
+    domain: str = ""  # the source's domain (DEplain's ``domain`` column), "" when unknown
 
 
 def connected_groups(links: Iterable[tuple[int, int, str]]) -> list[AlignmentGroup]:
@@ -405,7 +404,7 @@ def read_deplain(documents_csv: str | Path, alignments_csv: str | Path, *, stric
             )
             if group not in groups:
                 groups.append(group)
-        domain = (document.get("domain") or "").strip()
+        domain = (document.get("domain") or "").strip()  # optional column
         pairs.append(GoldPair(pair_id, complex_sentences, simple_sentences, groups, None, None, None, unplaced_rows, domain))
     return pairs
 

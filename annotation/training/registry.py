@@ -127,15 +127,20 @@ def evaluate_on(aligner: Aligner, pairs: list[GoldPair], similarities: Similarit
     return evaluate_aligner(aligner, pairs, similarities(aligner, pairs))
 
 
-def evaluate_by_domain(aligner: Aligner, pairs: list[GoldPair], similarities: SimilarityCache) -> dict[str, dict]:
-    """One report per domain of ``pairs`` (gold import records DEplain's); {} when no pair names a domain."""
-    domains = sorted({pair.domain for pair in pairs})
-    if domains == [""]:
-        return {}
-    return {
-        domain or "(none)": evaluate_on(aligner, [p for p in pairs if p.domain == domain], similarities).as_dict()
-        for domain in domains
-    }
+def evaluate_test(aligner: Aligner, pairs: list[GoldPair], similarities: SimilarityCache) -> dict[str, dict]:
+    """{"test": report, "test_by_domain": {domain: report}} with each pair decoded once; by domain is {} when
+    no pair names one (gold import records DEplain's)."""
+    if not pairs:
+        raise ValueError("evaluate_test needs at least one gold document pair")
+    matrices = similarities(aligner, pairs)
+    reports = [evaluate_aligner(aligner, [pair], [matrix]) for pair, matrix in zip(pairs, matrices, strict=True)]
+    by_domain: dict[str, EvaluationReport] = {}
+    for pair, report in zip(pairs, reports, strict=True):
+        key = pair.domain or "(none)"
+        by_domain[key] = by_domain[key] + report if key in by_domain else report
+    test = sum(reports[1:], reports[0])
+    named = any(pair.domain for pair in pairs)
+    return {"test": test.as_dict(), "test_by_domain": {k: by_domain[k].as_dict() for k in sorted(by_domain)} if named else {}}
 
 
 def group_f1(report: dict) -> float:
@@ -166,7 +171,7 @@ def version_compare(version: ModelVersion, *, build_measure: MeasureBuilder, dev
         raise ValueError(f"{version} has no test documents to compare on")
     cache = SimilarityCache(build_measure)
     against, name = active_aligner(project, device=device)
-    theirs = {"test": evaluate_on(against, pairs, cache).as_dict(), "test_by_domain": evaluate_by_domain(against, pairs, cache)}
+    theirs = evaluate_test(against, pairs, cache)
     losses = comparison_losses(version.metrics, theirs)
     return {"version": project.active_model_id, "name": name, **theirs, "documents": len(pairs), "beats": not losses, "losses": losses}
 

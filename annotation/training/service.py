@@ -27,8 +27,8 @@ from annotation.training.registry import (
     active_aligner,
     base_aligner_name,
     comparison_losses,
-    evaluate_by_domain,
     evaluate_on,
+    evaluate_test,
     untrained_aligner,
     version_load,
 )
@@ -169,19 +169,13 @@ def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str, *, prog
         dev_pairs=dev, dev_similarities=None if learned else cache(aligner, dev), on_epoch=_epoch_hook(job.pk, progress),
     )  # fmt: skip
     _stage(job.pk, "evaluating on dev and test documents")
-    metrics = {
-        "dev": evaluate_on(aligner, dev, cache).as_dict(), "test": evaluate_on(aligner, test, cache).as_dict(),
-        "test_by_domain": evaluate_by_domain(aligner, test, cache),
-    }  # fmt: skip
+    metrics = {"dev": evaluate_on(aligner, dev, cache).as_dict(), **evaluate_test(aligner, test, cache)}
     classifier = None
     if config.get("pair_classifier"):
         classifier, metrics["pair_classifier"] = _fine_tune_pair_classifier(job, train, dev, test, device, progress)
     project.refresh_from_db()
     against, against_name = active_aligner(project, device=device)
-    baseline = {
-        "version": project.active_model_id, "name": against_name, "test": evaluate_on(against, test, cache).as_dict(),
-        "test_by_domain": evaluate_by_domain(against, test, cache),
-    }  # fmt: skip
+    baseline = {"version": project.active_model_id, "name": against_name, **evaluate_test(against, test, cache)}
     if TrainingJob.objects.filter(pk=job.pk, cancel_requested=True).exists():
         raise TrainingCancelled
     _stage(job.pk, "saving the model")
