@@ -51,3 +51,16 @@ def team_of_two(tram_corpus, owner, pair) -> Team:
     simple = list(pair.simple_document.sentences.order_by("index"))
     complex_ = list(pair.complex_document.sentences.order_by("index"))
     return Team(project, anna, ben, pair, simple, complex_)
+
+
+def tram_project(corpus, owner, annotators: list, name: str) -> tuple[AnnotationProject, DocumentPair, list[int], list[int]]:
+    """A project over ``corpus``'s one pair with every annotator assigned it: (project, pair, simple ids, complex ids)."""
+    project = services.project_create(name=name, corpus=corpus, created_by=owner, overlap=len(annotators))
+    for user in annotators:
+        services.membership_set(project=project, user=user, role="annotator")
+    services.assignments_distribute(project=project)
+    pair = DocumentPair.objects.get(corpus=corpus)
+    simple = list(pair.simple_document.sentences.order_by("index").values_list("pk", flat=True))
+    complex_ = list(pair.complex_document.sentences.order_by("index").values_list("pk", flat=True))
+    return project, pair, simple, complex_
+

@@ -19,9 +19,9 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from alignment.models import DocumentPair
 from annotation import services
 from annotation.models import Assignment, LabelEvent
+from tests.annotation.conftest import tram_project
 
 LOCK_WAIT_POLLS = 6000  # polls of pg_stat_activity, 10 ms apart, before giving up (a hang guard, not a timing assertion)
 
@@ -30,13 +30,7 @@ LOCK_WAIT_POLLS = 6000  # polls of pg_stat_activity, 10 ms apart, before giving 
 def world(tram_corpus, owner):
     """A project over the tram pair with ten annotators, all assigned it."""
     users = [get_user_model().objects.create_user(f"annotator{n}") for n in range(10)]  # no password: no hashing cost
-    project = services.project_create(name="Race", corpus=tram_corpus, created_by=owner, overlap=len(users))
-    for user in users:
-        services.membership_set(project=project, user=user, role="annotator")
-    services.assignments_distribute(project=project)
-    pair = DocumentPair.objects.get(corpus=tram_corpus)
-    simple = list(pair.simple_document.sentences.order_by("index").values_list("pk", flat=True))
-    complex_ = list(pair.complex_document.sentences.order_by("index").values_list("pk", flat=True))
+    project, pair, simple, complex_ = tram_project(tram_corpus, owner, users, "Race")
     return project, pair, users, simple, complex_
 
 

@@ -15,9 +15,9 @@ from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from alignment.models import DocumentPair
 from annotation import queue, services
 from annotation.models import GoldAnswer, GoldItem, LabelEvent
+from tests.annotation.conftest import tram_project
 
 repair = importlib.import_module("annotation.migrations.0007_label_integrity")
 BAD_SECONDS = ["nan", "NaN", "inf", "-Infinity", "-1", "abc"]
@@ -25,12 +25,7 @@ BAD_SECONDS = ["nan", "NaN", "inf", "-Infinity", "-1", "abc"]
 
 @pytest.fixture
 def labelling(tram_corpus, owner, annotator):
-    project = services.project_create(name="Times", corpus=tram_corpus, created_by=owner, overlap=1)
-    services.membership_set(project=project, user=annotator, role="annotator")
-    services.assignments_distribute(project=project)
-    pair = DocumentPair.objects.get(corpus=tram_corpus)
-    simple = list(pair.simple_document.sentences.order_by("index").values_list("pk", flat=True))
-    complex_ = list(pair.complex_document.sentences.order_by("index").values_list("pk", flat=True))
+    project, pair, simple, complex_ = tram_project(tram_corpus, owner, [annotator], "Times")
     return project, pair, annotator, simple, complex_
 
 
