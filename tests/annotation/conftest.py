@@ -41,9 +41,9 @@ class Team:
 
 
 @pytest.fixture
-def team_of_two(tram_corpus, owner, pair) -> Team:
-    users = get_user_model().objects
-    anna, ben = users.create_user("anna", password="a-pass-123"), users.create_user("ben", password="b-pass-123")
+def team_of_two(tram_corpus, owner, pair, annotator) -> Team:
+    """Anna is the ``annotator`` fixture, so a test may ask for both without creating her twice."""
+    anna, ben = annotator, get_user_model().objects.create_user("ben", password="b-pass-123")
     project = services.project_create(name="Team", corpus=tram_corpus, created_by=owner, overlap=2)
     for user in (anna, ben):
         services.membership_set(project=project, user=user, role="annotator")
