@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from alignment.importing.models import ImportJob
 from alignment.models import (
     AlignedPair,
     AlignmentRun,
@@ -70,6 +71,16 @@ class SentenceEmbeddingAdmin(admin.ModelAdmin):
 class EmbeddingRunAdmin(admin.ModelAdmin):
     list_display = ["pk", "corpus", "encoder_name", "status", "embedded_sentences", "total_sentences", "created_at"]
     list_filter = ["status", "encoder_name"]
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    """The staged files are not listed: they are deleted when the job finishes."""
+
+    list_display = ["pk", "corpus_name", "created_by", "status", "files_total", "pairs_created", "created_at"]
+    list_filter = ["status"]
+    raw_id_fields = ["corpus", "embedding_run", "alignment_run"]
+    exclude = ["results"]
 
 
 @admin.register(AlignmentRun)

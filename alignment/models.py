@@ -332,5 +332,6 @@ class CandidateAlignment(models.Model):
         return f"{self.simple_sentence} ~ {self.complex_sentence} ({self.label})"
 
 
-# Mining lives in its own module; importing it here registers its models with this app.
+# Mining and import jobs live in their own modules; importing them here registers their models with this app.
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningSequence, MiningShard  # noqa: E402, F401
+from alignment.importing.models import ImportJob, ImportJobFile  # noqa: E402, F401

@@ -39,6 +39,14 @@ _KNOWN_LEVEL_RANK = {
 }
 
 
+def corpus_settings_check(*, language: str, pairing: str) -> None:
+    """ValueError naming the setting when a new corpus's language or pairing is not valid."""
+    if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", language):
+        raise ValueError(f"language {language!r} is not an ISO 639 code such as 'en' or 'de'")
+    if pairing not in Corpus.Pairing.values:
+        raise ValueError(f"pairing {pairing!r} must be one of {', '.join(Corpus.Pairing.values)}")
+
+
 def corpus_get_or_create(
     *,
     name: str,
@@ -55,10 +63,7 @@ def corpus_get_or_create(
     An existing corpus keeps its settings, except that a different language is
     refused: sentence splitting and encoders depend on it.
     """
-    if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", language):
-        raise ValueError(f"language {language!r} is not an ISO 639 code such as 'en' or 'de'")
-    if pairing not in Corpus.Pairing.values:
-        raise ValueError(f"pairing {pairing!r} must be one of {', '.join(Corpus.Pairing.values)}")
+    corpus_settings_check(language=language, pairing=pairing)
     corpus, created = Corpus.objects.get_or_create(
         name=name,
         defaults={

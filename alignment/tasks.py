@@ -7,6 +7,8 @@ from procrastinate.contrib.django import app
 
 from alignment import services
 from alignment.aligning import service as aligning
+from alignment.importing.jobs import IMPORT_TASK, import_job_execute
+from alignment.importing.models import ImportJob
 from alignment.mining.models import MiningJob, MiningShard
 from alignment.mining.service import mining_job_prepare, mining_shard_execute
 from alignment.models import AlignmentRun, EmbeddingRun
@@ -81,3 +83,9 @@ def mining_prepare(*, job_id: int) -> None:
 def mining_shard(*, shard_id: int) -> None:
     """Mine one shard's source documents (resumable, cancellable, never duplicates a pair)."""
     mining_shard_execute(shard_id=shard_id)
+
+
+@job_task(queue="alignment", name=IMPORT_TASK, model=ImportJob)
+def import_files(*, job_id: int) -> None:
+    """Import the files staged by the Import page, then queue embedding and alignment (resumable)."""
+    import_job_execute(job_id=job_id)

@@ -1,13 +1,14 @@
 from django.urls import path
 
-from alignment import inspect_views, views
+from alignment import import_views, inspect_views, views
 from alignment.mining import views as mining_views
 
 app_name = "alignment"
 
 urlpatterns = [
     path("", views.corpus_list, name="corpus_list"),
-    path("corpora/import/", views.corpus_import, name="corpus_import"),
+    path("corpora/import/", import_views.corpus_import, name="corpus_import"),
+    path("imports/<int:job_id>/", import_views.import_job, name="import_job"),
     path("corpora/<int:corpus_id>/", views.corpus_detail, name="corpus_detail"),
     path("corpora/<int:corpus_id>/embed/", views.corpus_embed, name="corpus_embed"),
     path("corpora/<int:corpus_id>/jobs/", views.corpus_jobs, name="corpus_jobs"),

@@ -24,7 +24,8 @@ from django.db import transaction
 from alignment import selectors, services
 from alignment.aligning.service import alignment_run_create
 from alignment.importing.readers import ImportOptions
-from alignment.importing.service import ImportReport, corpus_import_files, import_paths
+from alignment.importing.service import ImportReport, import_paths
+from alignment.importing.workflow import CorpusTarget, corpus_import_and_queue
 from alignment.models import Corpus
 from webapp.lib.secret_files import secret_file_create, secret_file_replace
 
@@ -98,9 +99,14 @@ def demo_accounts_ensure(state_dir: Path) -> list[Credential]:
 
 
 def demo_corpus_import(*, owner) -> tuple[Corpus, ImportReport]:
-    """Import the demo corpus (a no-op when it is already there) and queue embedding of what is missing."""
+    """Import the demo corpus (a no-op when it is already there) and queue embedding of what is missing.
+
+    The demo is set up again on every start, so instead of queueing for what this import
+    created (the workflow's rule) it makes sure the corpus is embedded and aligned once: a
+    start after an interrupted set-up queues what is still missing.
+    """
     options = ImportOptions(format="text", language="en")
-    corpus, _ = services.corpus_get_or_create(
+    target = CorpusTarget(
         name=DEMO_CORPUS_NAME,
         language="en",
         owner=owner,
@@ -111,8 +117,11 @@ def demo_corpus_import(*, owner) -> tuple[Corpus, ImportReport]:
         metadata={"licence": "CC0-1.0", "source": "written for this project (alignment/demo_corpus/)"},
     )
     paths = import_paths(DEMO_CORPUS_DIR, options)
-    report = corpus_import_files(corpus=corpus, files=((p.name, p.read_bytes()) for p in paths), options=options)
-    if report.errors:
+    outcome = corpus_import_and_queue(
+        target=target, files=((p.name, p.read_bytes()) for p in paths), options=options, embed=False, align=False
+    )
+    report, corpus = outcome.report, outcome.corpus
+    if report.errors or corpus is None:
         raise RuntimeError("the demo corpus did not import: " + "; ".join(f.error or "" for f in report.errors))
     if selectors.corpus_needs_embedding(corpus, settings.ENCODER_MODEL):
         services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)

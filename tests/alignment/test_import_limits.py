@@ -14,6 +14,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from alignment.importing.cleaning import ImportFormatError
+from alignment.importing.models import ImportJob
 from alignment.importing.patterns import PATTERN_MAX_LENGTH
 from alignment.importing.readers import ImportOptions, read_file
 from alignment.importing.segment import MAX_SENTENCE_CHARS, SEGMENT_WINDOW_CHARS, split_sentences
@@ -72,7 +73,7 @@ def test_the_import_page_refuses_a_slow_pattern_before_importing(client, owner):
     client.force_login(owner)
     files = [SimpleUploadedFile(f"{LONG_NAME}.txt", SAMPLE_ADV.encode()), SimpleUploadedFile("Tram-adv.txt", SAMPLE_ADV.encode())]
     response = client.post(reverse("alignment:corpus_import"), _import_form(SLOW_PATTERN, files))
-    assert response.status_code == 200 and response.context["report"] is None
+    assert response.status_code == 200 and not ImportJob.objects.exists()
     [error] = response.context["form"].errors["filename_pattern"]
     assert "took too long on 'aaaa" in error and "simplify it" in error
     assert not Corpus.objects.filter(name="Uploaded").exists()
@@ -105,7 +106,7 @@ def test_an_upload_over_the_file_limit_is_refused_after_reading_at_most_one_chun
     assert "Huge-adv.txt: the file is over the limit of 100,000 bytes; nothing was imported" in response.content.decode()
     limit = response.wsgi_request.upload_handlers[0]
     assert limit.received_bytes <= len(SAMPLE_ADV) + 100_000 + limit.chunk_size  # not the 2.4 MB sent
-    assert not Document.objects.exists()
+    assert not Document.objects.exists() and not ImportJob.objects.exists()
 
 
 def test_an_upload_announcing_too_many_bytes_is_refused_before_reading_the_body(client, owner, settings):
@@ -115,7 +116,7 @@ def test_an_upload_announcing_too_many_bytes_is_refused_before_reading_the_body(
     response = client.post(reverse("alignment:corpus_import"), _import_form(r"^(?P<id>.+)-(?P<level>[^-]+)$", files))
     assert response.status_code == 413 and "over the limit of 1,000 bytes for one import" in response.content.decode()
     assert "_files" not in response.wsgi_request.__dict__  # the multipart body was never parsed
-    assert not Document.objects.exists()
+    assert not Document.objects.exists() and not ImportJob.objects.exists()
 
 
 def test_an_upload_within_the_limits_still_imports(client, owner, settings):
@@ -123,7 +124,8 @@ def test_an_upload_within_the_limits_still_imports(client, owner, settings):
     client.force_login(owner)
     files = [SimpleUploadedFile("Tram-adv.txt", SAMPLE_ADV.encode())]
     response = client.post(reverse("alignment:corpus_import"), _import_form(r"^(?P<id>.+)-(?P<level>[^-]+)$", files))
-    assert response.status_code == 200 and response.context["report"].documents_created == 1
+    job = ImportJob.objects.get()  # staged for a worker (tests/alignment/test_import_job.py runs it)
+    assert response.status_code == 302 and [(f.name, len(f.content)) for f in job.staged_files.all()] == [("Tram-adv.txt", len(SAMPLE_ADV))]
 
 
 # --- sentence splitting of long paragraphs ------------------------------------------------------
@@ -202,7 +204,8 @@ def test_the_import_page_still_checks_the_csrf_token(owner):
     token = client.get(reverse("alignment:corpus_import")).context["csrf_token"]
     form["files"] = [SimpleUploadedFile("Tram-adv.txt", SAMPLE_ADV.encode())]
     response = client.post(reverse("alignment:corpus_import"), {"csrfmiddlewaretoken": str(token), **form})
-    assert response.status_code == 200 and response.context["report"].documents_created == 1
+    job = ImportJob.objects.get()  # staged for a worker (tests/alignment/test_import_job.py runs it)
+    assert response.status_code == 302 and [(f.name, len(f.content)) for f in job.staged_files.all()] == [("Tram-adv.txt", len(SAMPLE_ADV))]
 
 
 def test_a_nul_in_a_form_field_of_the_import_page_is_a_field_error(client, owner):

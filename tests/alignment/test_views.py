@@ -7,6 +7,7 @@ from django.urls import reverse
 from procrastinate.contrib.django.models import ProcrastinateJob
 
 from alignment import services
+from alignment.importing.models import ImportJob
 from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun
 from tests.conftest import SAMPLE_ADV, SAMPLE_ELE
 
@@ -70,7 +71,7 @@ def test_pair_page_shows_both_documents_with_numbered_sentences_per_paragraph(cl
     assert 'id="cs4"' in html and 'id="sp2"' in html
 
 
-def test_upload_form_imports_files_and_queues_embedding(client, owner):
+def test_upload_form_stages_the_files_and_redirects_to_the_import_job(client, owner):
     client.force_login(owner)
     from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -91,15 +92,12 @@ def test_upload_form_imports_files_and_queues_embedding(client, owner):
             "files": files,
         },
     )
-    assert response.status_code == 200
-    report = response.context["report"]
-    assert report.documents_created == 2
-    assert len(report.errors) == 1 and "Broken-adv.txt" in report.errors[0].error
-    assert "Broken-adv.txt" in response.content.decode()
-    corpus = Corpus.objects.get(name="Uploaded")
-    assert corpus.owner == owner
-    assert Document.objects.filter(corpus=corpus).count() == 2
-    assert EmbeddingRun.objects.filter(corpus=corpus, status="queued").count() == 1
+    # The request only stages the upload and queues the job (tests/alignment/test_import_job.py runs it on a worker).
+    job = ImportJob.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("alignment:import_job", args=[job.pk])
+    assert job.created_by == owner and job.corpus_name == "Uploaded" and job.files_total == 3
+    assert [f.name for f in job.staged_files.all()] == ["Tram-adv.txt", "Tram-ele.txt", "Broken-adv.txt"]
+    assert not Document.objects.exists()
 
 
 def test_upload_into_someone_elses_corpus_is_refused(client, outsider, tram_corpus):

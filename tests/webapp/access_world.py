@@ -17,6 +17,7 @@ from django.db import connection
 
 from alignment import services as alignment_services
 from alignment.aligning import service as aligning
+from alignment.importing.models import ImportJob
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.mining.models import MiningJob
@@ -117,6 +118,7 @@ def world_build() -> World:
         "training_job": training_job, "model_version": model_version, "export_job": export_job,
         "webhook": webhook, "delivery": webhook_services.webhook_ping(webhook=webhook, by=owner),
         "api_token": api_token_create(user=owner, name="matrix").token,
+        "import_job": ImportJob.objects.create(created_by=owner, corpus_name="Matrix import", language="en", pairing="all", options={}),
     })  # fmt: skip
     return world
 

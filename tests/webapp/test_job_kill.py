@@ -21,11 +21,13 @@ from procrastinate.contrib.django import app
 
 from alignment import services
 from alignment.aligning.service import alignment_run_create
+from alignment.importing.jobs import import_job_create
+from alignment.importing.models import ImportJob, ImportJobFile
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.mining import service as mining
 from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
-from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, EmbeddingRun, SentenceEmbedding
+from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, Document, EmbeddingRun, SentenceEmbedding
 from alignment.services import corpus_get_or_create
 from annotation.export import service as export
 from annotation.export.models import ExportJob
@@ -204,6 +206,25 @@ def export_gave_up(request, killed_worker) -> None:
     assert job.finished_at is not None and not _staging(root) and not job.directory.exists()
 
 
+def import_files(request, killed_worker) -> None:
+    owner = request.getfixturevalue("owner")
+    files = [(f"{name}-{level}.txt", text.encode()) for name, texts in STORIES.items() for level, text in zip(("adv", "ele"), texts)]
+    job = import_job_create(
+        user=owner, corpus_name="Imported", language="en", pairing="all", options=ImportOptions(format="presplit"), files=files
+    )
+    killed_worker(lambda: _running(ImportJob, pk=job.pk) and len(ImportJob.objects.get(pk=job.pk).results) >= 1)
+    job.refresh_from_db()
+    assert job.status == "succeeded", job.error
+    assert job.attempts == 2 and job.corpus_created and job.corpus.name == "Imported"
+    assert [result["file"] for result in job.results] == [name for name, _ in files]  # each file reported once, in order
+    report = job.report
+    assert report.documents_created + report.documents_unchanged == len(files) == Document.objects.filter(corpus=job.corpus).count()
+    assert report.pairs_created == job.corpus.pairs.count() == len(STORIES)
+    assert not ImportJobFile.objects.filter(job=job).exists()
+    assert EmbeddingRun.objects.filter(corpus=job.corpus).count() == 1 and job.embedding_run is not None
+    assert AlignmentRun.objects.filter(corpus=job.corpus).count() == 1
+
+
 def webhook_delivery(request, killed_worker) -> None:
     receiver = request.getfixturevalue("receiver_factory")(200, delay=60)  # the first POST hangs until the kill
     labelled = request.getfixturevalue("labelled_project")
@@ -232,6 +253,7 @@ CASES = {
     "export_restart": export_restart,
     "export_gave_up": export_gave_up,
     "webhook_delivery": webhook_delivery,
+    "import": import_files,
 }
 
 

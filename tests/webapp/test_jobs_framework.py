@@ -29,9 +29,10 @@ def run(corpus) -> EmbeddingRun:
 
 def test_every_kind_shares_one_status_set_with_the_stored_values() -> None:
     kinds = [EmbeddingRun, AlignmentRun, ExportJob, TrainingJob, WebhookDelivery]
+    from alignment.importing.models import ImportJob
     from alignment.mining.models import MiningJob, MiningShard
 
-    for model in [*kinds, MiningJob, MiningShard]:
+    for model in [*kinds, MiningJob, MiningShard, ImportJob]:
         assert model._meta.get_field("status").choices == JobStatus.choices, model
         assert {"attempts", "heartbeat_at", "error", "started_at", "finished_at", "created_at"} <= {f.name for f in model._meta.fields}
     assert set(JobStatus.values) == {"queued", "pending", "running", "succeeded", "failed", "cancelled"}

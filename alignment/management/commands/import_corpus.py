@@ -9,10 +9,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from alignment import services
-from alignment.aligning.service import alignment_run_for_new_pairs
 from alignment.importing.readers import DEFAULT_FILENAME_PATTERN, DEFAULT_LEVEL_HEADER_PATTERN, FORMATS, ImportOptions
-from alignment.importing.service import corpus_import_files, import_paths
+from alignment.importing.service import import_paths
+from alignment.importing.workflow import CorpusTarget, corpus_import_and_queue
 from alignment.models import Corpus
 
 
@@ -52,7 +51,7 @@ class Command(BaseCommand):
             )
             paths = import_paths(options["path"], import_options)
             import_options.check_filename_pattern(path.name for path in paths)
-            corpus, created = services.corpus_get_or_create(
+            target = CorpusTarget(
                 name=options["corpus"],
                 language=options["language"],
                 owner=self._owner(options["owner"]),
@@ -63,7 +62,7 @@ class Command(BaseCommand):
             )
         except (ValueError, FileNotFoundError) as exc:
             raise CommandError(str(exc)) from None
-        if not paths:
+        if not paths:  # before the corpus is created: a new one would stay empty
             raise CommandError(f"{options['path']}: no {options['format']} files found")
 
         progress = tqdm(total=len(paths), unit="file", disable=options["verbosity"] == 0)
@@ -81,22 +80,30 @@ class Command(BaseCommand):
             for warning in result.warnings:
                 progress.write(self.style.WARNING(warning))
 
-        report = corpus_import_files(corpus=corpus, files=files(), options=import_options, on_file_done=on_file_done)
-        progress.close()
+        try:
+            outcome = corpus_import_and_queue(
+                target=target, files=files(), options=import_options, on_file_done=on_file_done,
+                embed=not options["no_embed"], align=not options["no_align"],
+            )  # fmt: skip
+        except ValueError as exc:  # the corpus exists in another language
+            raise CommandError(str(exc)) from None
+        finally:
+            progress.close()
+        report = outcome.report
         self.stdout.write(
-            f"{'Created' if created else 'Updated'} corpus {corpus.name!r}: {report.documents_created} documents created, "
+            f"{'Created' if outcome.corpus_created else 'Updated'} corpus {target.name!r}: {report.documents_created} documents created, "
             f"{report.documents_unchanged} unchanged, {report.sentences_created} sentences, {report.pairs_created} new pairs; "
             f"{report.control_characters_removed} control characters removed, {report.punctuation_repaired} quote/dash characters repaired."
         )
-        if report.documents_created and not options["no_embed"]:
-            run = services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
+        if outcome.embedding_run is not None:
+            run = outcome.embedding_run
             self.stdout.write(f"Embedding queued as run #{run.pk}; a worker (manage.py procrastinate worker) will process it.")
-        if report.pairs_created and not options["no_align"]:
-            alignment = alignment_run_for_new_pairs(corpus=corpus)
-            if alignment is not None:
-                self.stdout.write(f"Alignment of the {alignment.pairs_total} new pair(s) queued as alignment run #{alignment.pk}.")
+        if outcome.alignment_run is not None:
+            alignment = outcome.alignment_run
+            self.stdout.write(f"Alignment of the {alignment.pairs_total} new pair(s) queued as alignment run #{alignment.pk}.")
         if report.errors:
-            raise CommandError(f"{len(report.errors)} of {len(report.files)} files were not imported (see above).")
+            removed = f"; the new corpus {target.name!r} got nothing and was removed" if outcome.corpus_removed else ""
+            raise CommandError(f"{len(report.errors)} of {len(report.files)} files were not imported (see above){removed}.")
 
     def _owner(self, username: str | None):
         users = get_user_model().objects

@@ -1,0 +1,77 @@
+"""The Import page and its job page: the upload is checked and staged in the request, imported by a worker."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_http_methods
+
+from alignment import selectors
+from alignment.forms import CorpusImportForm
+from alignment.importing.jobs import import_job_create
+from alignment.importing.models import ImportJob
+from alignment.importing.readers import ImportOptions
+from alignment.importing.uploads import ImportUploadLimit, upload_too_large
+
+
+@csrf_exempt  # the CSRF check reads the body, so it runs in _corpus_import, after the upload limit is installed
+@require_http_methods(["GET", "POST"])
+def corpus_import(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        refusal = upload_too_large(request, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES)
+        if refusal:
+            return _corpus_import_page(request, CorpusImportForm(), upload_error=refusal, status=413)
+    limit = ImportUploadLimit.install(
+        request, max_file_bytes=settings.IMPORT_MAX_FILE_BYTES, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES
+    )
+    return _corpus_import(request, limit)
+
+
+@csrf_protect
+def _corpus_import(request: HttpRequest, limit: ImportUploadLimit) -> HttpResponse:
+    uploaded = request.FILES if request.method == "POST" else None  # the body is parsed here, through the limit
+    if limit.refusal:
+        return _corpus_import_page(request, CorpusImportForm(initial=request.POST.dict()), upload_error=limit.refusal, status=413)
+    form = CorpusImportForm(request.POST or None, uploaded or None, initial={"corpus_name": request.GET.get("corpus", "")})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            options = ImportOptions(
+                format=data["format"], language=data["language"], paragraph_mode=data["paragraph_mode"],
+                filename_pattern=data["filename_pattern"], drop_level_header=data["drop_level_header"],
+                max_file_bytes=settings.IMPORT_MAX_FILE_BYTES,
+            )  # fmt: skip
+            job = import_job_create(
+                user=request.user, corpus_name=data["corpus_name"], language=data["language"], pairing=data["pairing"],
+                options=options, files=((f.name, f.read()) for f in data["files"]),
+            )  # fmt: skip
+        except ValueError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("alignment:import_job", job_id=job.pk)
+    return _corpus_import_page(request, form)
+
+
+def _corpus_import_page(request: HttpRequest, form: CorpusImportForm, *, upload_error: str = "", status: int = 200) -> HttpResponse:
+    context = {
+        "form": form, "upload_error": upload_error, "corpus_names": selectors.corpus_names_for_import(request.user),
+        "recent_jobs": ImportJob.objects.filter(created_by=request.user)[:5],
+    }  # fmt: skip
+    return render(request, "alignment/corpus_import.html", context, status=status)
+
+
+def _import_jobs_for_user(user: AbstractBaseUser):
+    """The import jobs a user may see: the ones they started (staff: every one)."""
+    jobs = ImportJob.objects.select_related("corpus", "created_by")
+    return jobs if user.is_staff else jobs.filter(created_by=user)
+
+
+@require_GET
+def import_job(request: HttpRequest, job_id: int) -> HttpResponse:
+    """An import job's page: its card polls (htmx swaps the card) until the job ends, then shows the report."""
+    job = get_object_or_404(_import_jobs_for_user(request.user).select_related("embedding_run", "alignment_run"), pk=job_id)
+    template = "alignment/import_job.html#job" if request.htmx else "alignment/import_job.html"
+    return render(request, template, {"job": job})
