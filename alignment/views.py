@@ -1,4 +1,4 @@
-"""HTML pages for corpora, imports, embedding jobs and document pairs. Thin: selectors read, services write."""
+"""HTML pages for corpora, embedding jobs and document pairs (imports: import_views.py). Thin: selectors read, services write."""
 
 from __future__ import annotations
 
@@ -7,15 +7,11 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_POST
 
 from alignment import selectors, services
 from alignment.aligning import service as aligning
-from alignment.forms import AlignmentRunForm, CorpusImportForm
-from alignment.importing.readers import ImportOptions
-from alignment.importing.service import corpus_import_files
-from alignment.importing.uploads import ImportUploadLimit, upload_too_large
+from alignment.forms import AlignmentRunForm
 from alignment.models import AlignmentRun, EmbeddingRun
 
 
@@ -31,7 +27,7 @@ def corpus_detail(request: HttpRequest, corpus_id: int) -> HttpResponse:
         "documents": corpus.documents.order_by("external_id", "level").only("id", "external_id", "title", "level", "source"),
         "pairs": corpus.pairs.select_related("complex_document", "simple_document"),
         "run_form": AlignmentRunForm(),
-        **_jobs_context(corpus),
+        **_jobs_context(request, corpus),
     }
     return render(request, "alignment/corpus_detail.html", context)
 
@@ -39,10 +35,10 @@ def corpus_detail(request: HttpRequest, corpus_id: int) -> HttpResponse:
 def corpus_jobs(request: HttpRequest, corpus_id: int) -> HttpResponse:
     """The job-status fragment; it polls itself while a run is queued or running."""
     corpus = selectors.corpus_get_for_user(request.user, corpus_id)
-    return render(request, "alignment/corpus_detail.html#jobs", {"corpus": corpus, **_jobs_context(corpus)})
+    return render(request, "alignment/corpus_detail.html#jobs", {"corpus": corpus, **_jobs_context(request, corpus)})
 
 
-def _jobs_context(corpus) -> dict:
+def _jobs_context(request: HttpRequest, corpus) -> dict:
     runs = list(corpus.embedding_runs.all()[:5])
     alignment_runs = selectors.alignment_runs_recent(corpus)
     return {
@@ -52,6 +48,7 @@ def _jobs_context(corpus) -> dict:
         "sentence_count": selectors.corpus_sentence_count(corpus),
         "embedding_counts": selectors.corpus_embedding_counts(corpus),
         "encoder_name": settings.ENCODER_MODEL,
+        "may_control": selectors.user_may_run_jobs(request.user, corpus),
     }
 
 
@@ -73,64 +70,6 @@ def embedding_run_retry(request: HttpRequest, run_id: int) -> HttpResponse:
     if request.htmx:
         return corpus_jobs(request, run.corpus_id)
     return redirect("alignment:corpus_detail", corpus_id=run.corpus_id)
-
-
-@csrf_exempt  # the CSRF check reads the body, so it runs in _corpus_import, after the upload limit is installed
-@require_http_methods(["GET", "POST"])
-def corpus_import(request: HttpRequest) -> HttpResponse:
-    if request.method == "POST":
-        refusal = upload_too_large(request, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES)
-        if refusal:
-            return _corpus_import_page(request, CorpusImportForm(), upload_error=refusal, status=413)
-    limit = ImportUploadLimit.install(
-        request, max_file_bytes=settings.IMPORT_MAX_FILE_BYTES, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES
-    )
-    return _corpus_import(request, limit)
-
-
-@csrf_protect
-def _corpus_import(request: HttpRequest, limit: ImportUploadLimit) -> HttpResponse:
-    uploaded = request.FILES if request.method == "POST" else None  # the body is parsed here, through the limit
-    if limit.refusal:
-        return _corpus_import_page(request, CorpusImportForm(initial=request.POST.dict()), upload_error=limit.refusal, status=413)
-    form = CorpusImportForm(request.POST or None, uploaded or None, initial={"corpus_name": request.GET.get("corpus", "")})
-    report = None
-    corpus = None
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            options = ImportOptions(
-                format=data["format"],
-                language=data["language"],
-                paragraph_mode=data["paragraph_mode"],
-                filename_pattern=data["filename_pattern"],
-                drop_level_header=data["drop_level_header"],
-                max_file_bytes=settings.IMPORT_MAX_FILE_BYTES,
-            )
-            corpus = selectors.corpus_for_import(request.user, data["corpus_name"])
-            if corpus is None:
-                corpus, _ = services.corpus_get_or_create(
-                    name=data["corpus_name"], language=data["language"], owner=request.user, pairing=data["pairing"]
-                )
-            elif corpus.language != data["language"]:
-                raise ValueError(f"corpus {corpus.name!r} is in {corpus.language!r}, not {data['language']!r}")
-        except ValueError as exc:
-            form.add_error(None, str(exc))
-        else:
-            files = ((f.name, f.read()) for f in data["files"])
-            report = corpus_import_files(corpus=corpus, files=files, options=options)
-            if report.documents_created:
-                services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL, created_by=request.user)
-            if report.pairs_created:
-                aligning.alignment_run_for_new_pairs(corpus=corpus, created_by=request.user)
-            if not report.errors:
-                messages.success(request, f"Imported {report.documents_created} documents into {corpus.name}.")
-    return _corpus_import_page(request, form, report=report, corpus=corpus)
-
-
-def _corpus_import_page(request: HttpRequest, form: CorpusImportForm, *, upload_error: str = "", status: int = 200, **context) -> HttpResponse:
-    context |= {"form": form, "upload_error": upload_error, "corpus_names": selectors.corpus_names_for_import(request.user)}
-    return render(request, "alignment/corpus_import.html", context, status=status)
 
 
 def pair_detail(request: HttpRequest, pair_id: int) -> HttpResponse:

@@ -81,5 +81,7 @@ def mining_job_cancel_view(request: HttpRequest, job_id: int) -> HttpResponse:
     job = _job_for_user(request, job_id)
     _require_job_control(request, job.source_corpus)
     job = mining_job_cancel(job=job)
+    if request.htmx:  # the job card's button: answer with the card
+        return mining_job_progress(request, job.pk)
     messages.info(request, f"Mining job {job.pk}: shards stop after the document in flight.")
     return redirect("alignment:mining_job", job_id=job.pk)

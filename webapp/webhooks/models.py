@@ -90,6 +90,7 @@ class WebhookDelivery(Job):
 
     kind = "webhook delivery"
     resumable = True
+    retries_itself = True  # attempts are sends, retried with backoff: the job card shows no worker restart
 
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     event = models.CharField(max_length=32)

@@ -109,7 +109,8 @@ def delivery_redeliver(request: HttpRequest, project_id: int, webhook_id: int, d
         notice = f"Delivery {delivery.delivery_id} queued again."
         status = 200
     if request.htmx:
-        response = _log_response(request, webhook, request.POST.get("page", 1), notice)
+        page = request.POST.get("page") or request.GET.get("page", 1)  # the job card's button carries it in its URL
+        response = _log_response(request, webhook, page, notice)
         response.status_code = status
         return response
     (messages.error if status == 409 else messages.success)(request, notice)
