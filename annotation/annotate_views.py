@@ -1,4 +1,4 @@
-"""The annotation screen of one document pair and its writes (label, undo, done). Thin.
+"""The annotation screen of one document pair and its writes (label, undo, skip/flag/comment, done). Thin.
 
 Writes answer JSON for the screen's script (``static/js/annotate.js``), which saves
 each action at once, retries network failures and shows conflicts; a refused write
@@ -11,10 +11,11 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation import screen, selectors, services
-from annotation.models import AnnotationProject, Assignment, LabelEvent
+from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, LabelEvent
 
 
 def _assignment_for(request: HttpRequest, project_id: int, pair_id: int) -> tuple[AnnotationProject, Assignment]:
@@ -35,7 +36,8 @@ def annotate_pair(request: HttpRequest, project_id: int, pair_id: int) -> HttpRe
             return HttpResponse(str(error), status=400, content_type="text/plain")
         return render(request, "annotation/annotate_pair.html#diff", {"selected": selected})
     view = screen.screen_build(project=project, assignment=assignment)
-    return render(request, "annotation/annotate_pair.html", {"screen": view, "project": project, "pair": assignment.pair})
+    context = {"screen": view, "project": project, "pair": assignment.pair, "comment_max_chars": ITEM_COMMENT_MAX_CHARS}
+    return render(request, "annotation/annotate_pair.html", context)
 
 
 @require_POST
@@ -74,6 +76,29 @@ def label_undo(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
         progress = screen.pair_progress(project, request.user, assignment.pair)
         return JsonResponse({"undone": False, "message": "Nothing to undo in this pair.", "progress": progress.as_dict()})
     return JsonResponse({"undone": True, "message": "Undone.", **_event_state(event, project, assignment)})
+
+
+@require_POST
+def item_event_save(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
+    """Skip, flag, unflag or comment on the pair (keys s, f, c); a skip answers where to go next."""
+    project, assignment = _assignment_for(request, project_id, pair_id)
+    try:
+        event = services.item_event_record(
+            project=project, annotator=request.user, pair=assignment.pair, kind=request.POST.get("kind", ""),
+            text=request.POST.get("text", ""),
+        )
+    except ValueError as error:
+        return JsonResponse({"error": str(error)}, status=400)
+    except PermissionError as error:
+        return JsonResponse({"error": str(error)}, status=403)
+    answer = {"kind": event.kind, "event": event.pk, "notes": screen.item_notes(project, request.user, assignment.pair).as_dict()}
+    if event.kind == event.Kind.SKIP:
+        following = screen.next_assignment_after(assignment)
+        answer["next_url"] = (
+            reverse("annotation:annotate_pair", args=[project.pk, following.pair_id]) if following
+            else reverse("annotation:project_detail", args=[project.pk])
+        )  # fmt: skip
+    return JsonResponse(answer)
 
 
 @require_POST

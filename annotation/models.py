@@ -170,6 +170,52 @@ class LabelEvent(models.Model):
         raise ValidationError("label events are append-only and are never deleted")
 
 
+ITEM_COMMENT_MAX_CHARS = 2000
+
+
+class ItemEvent(models.Model):
+    """An annotator's skip, flag or comment on an item, stored like labels: rows are only ever inserted.
+
+    The item is a document pair on the annotation screen, or one sentence pair of it in queue
+    mode (``simple_sentence`` and ``complex_sentence`` set). Whether an item is flagged is the
+    latest flag/unflag event's kind; a skip counts until an ``undo`` event names it in ``undoes``.
+    Keeping them as events, not columns, means a manager can always see who skipped or flagged
+    what and when, and an undo never erases what happened.
+    """
+
+    class Kind(models.TextChoices):
+        SKIP = "skip"
+        FLAG = "flag"
+        UNFLAG = "unflag", "flag removed"
+        COMMENT = "comment"
+        UNDO = "undo", "skip undone"
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.PROTECT, related_name="item_events")
+    pair = models.ForeignKey(DocumentPair, on_delete=models.PROTECT, related_name="item_events")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="item_events")
+    simple_sentence = models.ForeignKey(Sentence, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    complex_sentence = models.ForeignKey(Sentence, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    text = models.CharField(max_length=ITEM_COMMENT_MAX_CHARS, blank=True, help_text="The comment of a comment event.")
+    undoes = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="undone_by")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+        indexes = [models.Index(fields=["project", "annotator", "pair"])]
+
+    def __str__(self) -> str:
+        return f"{self.annotator}: {self.kind} on pair {self.pair_id}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None and not kwargs.get("force_insert"):
+            raise ValidationError("item events are append-only: record a new event instead of changing one")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValidationError("item events are append-only and are never deleted")
+
+
 class PairVerification(models.Model):
     """A manager marking a document pair verified (the paper's step 3), or withdrawing it. Append-only.
 

@@ -4,6 +4,10 @@ Order of the queue (the annotator picks): ``uncertainty`` puts candidates whose 
 marginal is closest to 0.5 first, ``disagreement`` those whose similarity measures
 disagree most, ``random`` a random order. Every ``round(1 / test_item_rate)``-th item is a
 gold test item the annotator has not answered yet; it looks exactly like the others.
+
+An item leaves the queue when the annotator's current label on it is set (an undone label
+brings it back) or when they skip it (``s``; an undo brings it back). Undo answers which
+item it brought back, so the screen can show that item again.
 """
 
 from __future__ import annotations
@@ -12,11 +16,11 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Avg, Exists, F, Func, OuterRef, QuerySet
+from django.db.models import Avg, Exists, F, Func, OuterRef, Q, QuerySet, Subquery
 
 from alignment.models import CandidateAlignment, DocumentPair, Sentence
 from annotation import services
-from annotation.models import AnnotationProject, Assignment, GoldAnswer, GoldItem, LabelEvent, ProjectMembership
+from annotation.models import AnnotationProject, Assignment, GoldAnswer, GoldItem, ItemEvent, LabelEvent, ProjectMembership
 from annotation.review import pair_item_states, pair_verified
 
 ORDERS = ("uncertainty", "disagreement", "random")
@@ -37,6 +41,20 @@ class QueueItem:
     simple_context: tuple[Sentence | None, Sentence | None]  # the sentences before and after
     complex_context: tuple[Sentence | None, Sentence | None]
     expected_previous: int | None  # the annotator's latest event on this sentence pair
+    suggestion: CandidateAlignment | None = None  # the suggestion run's candidate for the pair: its label and score
+
+    @property
+    def ref(self) -> str:
+        """The item as the page names it (``?item=candidate-12``): see :func:`queue_item_get`."""
+        return f"{self.kind}-{self.item_id}"
+
+
+@dataclass(frozen=True)
+class QueueUndo:
+    """What an undo did, and the item it brought back (None when it was not a queue item)."""
+
+    message: str
+    item_ref: str | None = None
 
 
 def _labelled_items(project: AnnotationProject, annotator: AbstractBaseUser) -> set[tuple[int, int]]:
@@ -63,16 +81,35 @@ def candidate_queue(project: AnnotationProject, annotator: AbstractBaseUser, ord
         return CandidateAlignment.objects.none()
     pairs = Assignment.objects.filter(project=project, annotator=annotator).values("pair")
     same_item = {"simple_sentence": OuterRef("simple_sentence"), "complex_sentence": OuterRef("complex_sentence")}
-    touched = LabelEvent.objects.filter(project=project, annotator=annotator, **same_item).exclude(source=LabelEvent.Source.ADJUDICATION)
+    own_label = (
+        LabelEvent.objects.filter(project=project, annotator=annotator, **same_item)
+        .exclude(source=LabelEvent.Source.ADJUDICATION).order_by("-pk").values("new_label")[:1]
+    )  # fmt: skip
     is_gold = GoldItem.objects.filter(project=project, **same_item)
-    queue = CandidateAlignment.objects.filter(run_id=project.suggestion_run_id, pair__in=pairs).filter(
-        ~Exists(touched), ~Exists(is_gold)  # in SQL, so the queue never runs dry behind a window of answered items
+    queue = (
+        CandidateAlignment.objects.filter(run_id=project.suggestion_run_id, pair__in=pairs)
+        .annotate(own_label=Subquery(own_label))
+        .filter(Q(own_label__isnull=True) | Q(own_label=""))  # in SQL, so the queue never runs dry behind answered items
+        .filter(~Exists(is_gold), ~Exists(_skipped(project, annotator).filter(**same_item)))
     )
     if order == "uncertainty":
         return queue.annotate(distance=Abs(F("crf_marginal") - 0.5)).order_by("distance", "pk")
     if order == "disagreement":
         return queue.order_by("-disagreement", "pk")
     return queue.order_by("?")
+
+
+def _skipped(project: AnnotationProject, annotator: AbstractBaseUser) -> QuerySet[ItemEvent]:
+    """The annotator's queue skips that no undo has taken back."""
+    undone = ItemEvent.objects.filter(undoes=OuterRef("pk"))
+    return ItemEvent.objects.filter(
+        project=project, annotator=annotator, kind=ItemEvent.Kind.SKIP, simple_sentence__isnull=False
+    ).filter(~Exists(undone))
+
+
+def queue_left(project: AnnotationProject, annotator: AbstractBaseUser) -> int:
+    """How many suggestions the annotator has still to label or skip (test items not counted)."""
+    return candidate_queue(project, annotator, "disagreement").order_by().count()
 
 
 def _context(sentence: Sentence) -> tuple[Sentence | None, Sentence | None]:
@@ -85,22 +122,83 @@ def queue_next(project: AnnotationProject, annotator: AbstractBaseUser, order: s
     labelled = _labelled_items(project, annotator)
     answers = _latest_gold_answers(project)
     answered = {gold_id for (gold_id, user_id), answer in answers.items() if user_id == annotator.pk and answer.label}
+    skipped = set(_skipped(project, annotator).values_list("simple_sentence_id", "complex_sentence_id"))
+    skipped_gold = {
+        gold_id for gold_id, simple_id, complex_id in
+        GoldItem.objects.filter(project=project).values_list("pk", "simple_sentence_id", "complex_sentence_id")
+        if (simple_id, complex_id) in skipped
+    }  # fmt: skip
     period = round(1 / project.test_item_rate) if project.test_item_rate > 0 else 0
     if period and (len(labelled) + len(answered) + 1) % period == 0:
-        gold = GoldItem.objects.filter(project=project).exclude(pk__in=answered).order_by("?").select_related(
+        gold = GoldItem.objects.filter(project=project).exclude(pk__in=answered | skipped_gold).order_by("?").select_related(
             "simple_sentence", "complex_sentence"
         ).first()
         if gold is not None:
-            pair = DocumentPair.objects.get(simple_document_id=gold.simple_sentence.document_id, complex_document_id=gold.complex_sentence.document_id)
-            return _item("gold", gold.pk, pair, gold.simple_sentence, gold.complex_sentence, None)
+            return _gold_item(project, gold)
     candidate = candidate_queue(project, annotator, order).select_related("pair", "simple_sentence", "complex_sentence").first()
     if candidate is None:
         return None
-    return _item("candidate", candidate.pk, candidate.pair, candidate.simple_sentence, candidate.complex_sentence, None)
+    return _item("candidate", candidate.pk, candidate.pair, candidate.simple_sentence, candidate.complex_sentence, candidate)
 
 
-def _item(kind: str, item_id: int, pair: DocumentPair, simple: Sentence, complex_: Sentence, previous: int | None) -> QueueItem:
-    return QueueItem(kind, item_id, pair, simple, complex_, _context(simple), _context(complex_), previous)
+def queue_item_get(project: AnnotationProject, annotator: AbstractBaseUser, ref: str) -> QueueItem | None:
+    """The item ``ref`` names (``candidate-ID`` or ``gold-ID``), if it is one this annotator may be served; else None."""
+    kind, _, raw_id = ref.partition("-")
+    if not raw_id.isdigit():
+        return None
+    if kind == "gold":
+        gold = GoldItem.objects.filter(project=project, pk=int(raw_id)).select_related("simple_sentence", "complex_sentence").first()
+        return _gold_item(project, gold) if gold is not None else None
+    if kind != "candidate":
+        return None
+    pairs = Assignment.objects.filter(project=project, annotator=annotator).values("pair")
+    candidate = (
+        CandidateAlignment.objects.filter(pk=int(raw_id), run_id=project.suggestion_run_id, pair__in=pairs)
+        .select_related("pair", "simple_sentence", "complex_sentence").first()
+    )  # fmt: skip
+    if candidate is None:
+        return None
+    return _item("candidate", candidate.pk, candidate.pair, candidate.simple_sentence, candidate.complex_sentence, candidate)
+
+
+def _gold_item(project: AnnotationProject, gold: GoldItem) -> QueueItem:
+    """A test item dressed as a candidate: with the suggestion run's candidate for it when the run has one."""
+    pair = DocumentPair.objects.get(simple_document_id=gold.simple_sentence.document_id, complex_document_id=gold.complex_sentence.document_id)
+    suggestion = CandidateAlignment.objects.filter(
+        run_id=project.suggestion_run_id, simple_sentence_id=gold.simple_sentence_id, complex_sentence_id=gold.complex_sentence_id
+    ).first()
+    return _item("gold", gold.pk, pair, gold.simple_sentence, gold.complex_sentence, suggestion)
+
+
+def _item(kind: str, item_id: int, pair: DocumentPair, simple: Sentence, complex_: Sentence, suggestion: CandidateAlignment | None) -> QueueItem:
+    return QueueItem(kind, item_id, pair, simple, complex_, _context(simple), _context(complex_), None, suggestion)
+
+
+def _sentences_of(project: AnnotationProject, kind: str, item_id: int) -> tuple[DocumentPair, int, int]:
+    """The document pair and (simple, complex) sentence ids of a queue item; ValueError naming it when it is none."""
+    if kind == "gold":
+        gold = GoldItem.objects.filter(project=project, pk=item_id).select_related("simple_sentence", "complex_sentence").first()
+        if gold is None:
+            raise ValueError(f"no test item {item_id} in project {project.name!r}")
+        item = _gold_item(project, gold)
+        return item.pair, gold.simple_sentence_id, gold.complex_sentence_id
+    if kind != "candidate":
+        raise ValueError(f"unknown queue item kind {kind!r}")
+    candidate = CandidateAlignment.objects.filter(pk=item_id, run_id=project.suggestion_run_id).select_related("pair").first()
+    if candidate is None:
+        raise ValueError(f"no candidate {item_id} among the project's suggestions")
+    return candidate.pair, candidate.simple_sentence_id, candidate.complex_sentence_id
+
+
+def queue_skip(*, project: AnnotationProject, annotator: AbstractBaseUser, kind: str, item_id: int) -> ItemEvent:
+    """Skip a queue item (key s): an item event; the item leaves the queue until an undo takes the skip back."""
+    pair, simple_id, complex_id = _sentences_of(project, kind, item_id)
+    if kind == "gold":
+        _require_answering_role(project, annotator)
+    return services.item_event_record(
+        project=project, annotator=annotator, pair=pair, kind=ItemEvent.Kind.SKIP, simple_sentence_id=simple_id,
+        complex_sentence_id=complex_id, test_item=kind == "gold",
+    )
 
 
 def queue_answer(
@@ -147,8 +245,9 @@ def _require_answering_role(project: AnnotationProject, user: AbstractBaseUser) 
         raise PermissionError(f"{user} is {role or 'not a member'} in project {project.name!r}; only annotators and managers answer test items")
 
 
-def queue_undo(*, project: AnnotationProject, annotator: AbstractBaseUser) -> str:
-    """Undo the annotator's latest queue action (label event or gold answer); says what was undone."""
+def queue_undo(*, project: AnnotationProject, annotator: AbstractBaseUser) -> QueueUndo:
+    """Undo the annotator's latest queue action (label event, gold answer or skip): what was undone, and
+    the item it brought back, so the page can show it again."""
     with transaction.atomic():
         undone = set(LabelEvent.objects.filter(project=project, annotator=annotator, undoes__isnull=False).values_list("undoes_id", flat=True))
         event = (
@@ -156,13 +255,32 @@ def queue_undo(*, project: AnnotationProject, annotator: AbstractBaseUser) -> st
             .exclude(source=LabelEvent.Source.ADJUDICATION).exclude(pk__in=undone).order_by("-pk").first()
         )
         answer = GoldAnswer.objects.filter(gold_item__project=project, annotator=annotator).order_by("-pk").first()
-        if answer is not None and answer.label and (event is None or answer.created_at > event.created_at):
+        skip = _skipped(project, annotator).order_by("-pk").first()
+        if answer is not None and not answer.label:
+            answer = None  # already withdrawn
+        latest = max((x for x in (event, answer, skip) if x is not None), key=lambda x: x.created_at, default=None)
+        if latest is None:
+            return QueueUndo("nothing to undo")
+        if latest is answer:
             GoldAnswer.objects.create(gold_item=answer.gold_item, annotator=annotator, label="")
-            return "the last answer was withdrawn"
-        if event is None:
-            return "nothing to undo"
+            return QueueUndo("the last answer was withdrawn", f"gold-{answer.gold_item_id}")
+        if latest is skip:
+            services.item_skip_undo(skip=skip)
+            return QueueUndo("the last skip was undone", _ref_of(project, skip.simple_sentence_id, skip.complex_sentence_id))
         services.label_undo(project=project, annotator=annotator, pair=event.pair)
-        return "the last label was undone"
+        return QueueUndo("the last label was undone", _ref_of(project, event.simple_sentence_id, event.complex_sentence_id))
+
+
+def _ref_of(project: AnnotationProject, simple_id: int, complex_id: int) -> str | None:
+    """The queue item of a sentence pair: its test item, else the suggestion run's candidate, else None."""
+    gold_id = GoldItem.objects.filter(project=project, simple_sentence_id=simple_id, complex_sentence_id=complex_id).values_list("pk", flat=True).first()
+    if gold_id is not None:
+        return f"gold-{gold_id}"
+    candidate_id = (
+        CandidateAlignment.objects.filter(run_id=project.suggestion_run_id, simple_sentence_id=simple_id, complex_sentence_id=complex_id)
+        .values_list("pk", flat=True).first()
+    )  # fmt: skip
+    return f"candidate-{candidate_id}" if candidate_id is not None else None
 
 
 @dataclass

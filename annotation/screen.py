@@ -167,11 +167,13 @@ def _blocks(document_id: int) -> list[ParagraphBlock]:
 def candidates_by_simple(
     run: AlignmentRun | None, pair: DocumentPair, labels: dict[tuple[int, int], LabelEvent]
 ) -> dict[int, list[dict[str, Any]]]:
-    """simple sentence id -> complex sentences to judge, in document order.
+    """simple sentence id -> complex sentences to judge, in the order ``h``/``l`` walk them.
 
     Each entry: ``complex`` (sentence id), ``predicted`` (the run's label, or None for a
     pair the annotator linked that the aligner never proposed), ``score`` (primary
     measure) and ``marginal`` (CRF marginal), both None without a suggestion.
+    See :func:`candidate_order` for the order; the first entry is the best suggestion when
+    the sentence has one, which is what ``j`` focuses.
     """
     by_simple: dict[int, dict[int, dict[str, Any]]] = {}
     if run is not None:
@@ -187,7 +189,61 @@ def candidates_by_simple(
             complex_id, {"complex": complex_id, "predicted": None, "score": None, "marginal": None}
         )
     order = dict(Sentence.objects.filter(document_id=pair.complex_document_id).values_list("pk", "index"))
-    return {simple_id: sorted(entries.values(), key=lambda entry: order.get(entry["complex"], 0)) for simple_id, entries in by_simple.items()}
+    return {simple_id: sorted(entries.values(), key=lambda entry: candidate_order(entry, order)) for simple_id, entries in by_simple.items()}
+
+
+SUGGESTED_LABELS = ("aligned", "partial")
+
+
+def candidate_order(entry: dict[str, Any], document_index: dict[int, int]) -> tuple:
+    """Sort key: the aligner's suggestions (aligned or partial) by score, best first; then its
+    near misses (predicted not aligned) by score; then pairs it never proposed, in document order.
+
+    So the first entry is the suggestion to accept, and a candidate the aligner rejected is
+    never the one a quick ``j a`` labels.
+    """
+    position = document_index.get(entry["complex"], 0)
+    if entry["predicted"] in SUGGESTED_LABELS:
+        return (0, -entry["score"], position)
+    if entry["predicted"] is not None:
+        return (1, -entry["score"], position)
+    return (2, 0.0, position)
+
+
+@dataclass(frozen=True)
+class ItemNotes:
+    """The annotator's skip, flag and comments on a document pair (from :class:`ItemEvent` rows)."""
+
+    flagged: bool
+    skipped_at: str  # ISO time of the latest skip, or ""
+    comments: list[dict[str, str]]  # {"text", "at"}, oldest first
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"flagged": self.flagged, "skipped_at": self.skipped_at, "comments": self.comments}
+
+
+def item_notes(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> ItemNotes:
+    """What the screen shows of the annotator's item events on the whole pair (queue-item events excluded)."""
+    from annotation.models import ItemEvent
+
+    flagged, skipped_at, comments = False, "", []
+    events = ItemEvent.objects.filter(project=project, annotator=annotator, pair=pair, simple_sentence__isnull=True)
+    for kind, text, created_at in events.order_by("pk").values_list("kind", "text", "created_at"):
+        if kind in (ItemEvent.Kind.FLAG, ItemEvent.Kind.UNFLAG):
+            flagged = kind == ItemEvent.Kind.FLAG
+        elif kind == ItemEvent.Kind.SKIP:
+            skipped_at = created_at.isoformat()
+        elif kind == ItemEvent.Kind.COMMENT:
+            comments.append({"text": text, "at": created_at.isoformat()})
+    return ItemNotes(flagged=flagged, skipped_at=skipped_at, comments=comments)
+
+
+def next_assignment_after(assignment: Assignment) -> Assignment | None:
+    """The annotator's next unfinished pair in the project after this one (wrapping round), for skip."""
+    others = Assignment.objects.filter(project=assignment.project_id, annotator=assignment.annotator_id, completed_at__isnull=True).exclude(
+        pk=assignment.pk
+    )
+    return others.filter(pair_id__gt=assignment.pair_id).order_by("pair_id").first() or others.order_by("pair_id").first()
 
 
 def labels_payload(labels: dict[tuple[int, int], LabelEvent]) -> dict[str, dict[str, Any]]:
@@ -237,6 +293,7 @@ def screen_build(*, project: AnnotationProject, assignment: Assignment) -> Annot
         "candidates": {str(simple_id): entries for simple_id, entries in candidates_by_simple(run, pair, labels).items()},
         "labels": labels_payload(labels),
         "progress": progress.as_dict(),
+        "notes": item_notes(project, assignment.annotator, pair).as_dict(),
     }
     return AnnotateScreen(project=project, assignment=assignment, pair=pair, rows=rows, progress=progress, suggestion_note=note, payload=payload)
 

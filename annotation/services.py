@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from alignment.models import AlignmentRun, Corpus, DocumentPair, Sentence
-from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
+from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, ItemEvent, LabelEvent, ProjectMembership
 from annotation.selectors import project_name_refusal
 
 LABELS = {LabelEvent.Label.ALIGNED, LabelEvent.Label.PARTIAL, LabelEvent.Label.NOT_ALIGNED, LabelEvent.Label.NONE}
@@ -350,6 +350,60 @@ def assignment_complete(*, project: AnnotationProject, annotator: AbstractBaseUs
             assignment.completed_at = timezone.now()
             assignment.save(update_fields=["completed_at"])
     return assignment
+
+
+ITEM_EVENT_KINDS = (ItemEvent.Kind.SKIP, ItemEvent.Kind.FLAG, ItemEvent.Kind.UNFLAG, ItemEvent.Kind.COMMENT)
+
+
+def item_event_record(
+    *,
+    project: AnnotationProject,
+    annotator: AbstractBaseUser,
+    pair: DocumentPair,
+    kind: str,
+    text: str = "",
+    simple_sentence_id: int | None = None,
+    complex_sentence_id: int | None = None,
+    test_item: bool = False,
+) -> ItemEvent:
+    """Append a skip, flag, unflag or comment by the annotator on ``pair`` (or one sentence pair of it).
+
+    Raises ValueError naming the field for an unknown kind, an empty or over-long comment or
+    sentences outside the pair, and PermissionError when the pair is not assigned to the annotator.
+    A ``test_item`` (a gold item served in queue mode, whose pair may be nobody's assignment) needs
+    no assignment: the sentence pair must be one of the project's gold items, and the caller
+    checks the role, as for answering it.
+    """
+    if kind not in ITEM_EVENT_KINDS:
+        raise ValueError(f"kind: unknown item event {kind!r}; kinds: {', '.join(ITEM_EVENT_KINDS)}")
+    text = text.strip() if kind == ItemEvent.Kind.COMMENT else ""
+    if kind == ItemEvent.Kind.COMMENT and not text:
+        raise ValueError("text: the comment is empty; write something or cancel")
+    if len(text) > ITEM_COMMENT_MAX_CHARS:
+        raise ValueError(f"text: the comment has {len(text)} characters; at most {ITEM_COMMENT_MAX_CHARS} are kept")
+    if (simple_sentence_id is None) != (complex_sentence_id is None):
+        raise ValueError("simple_sentence_id, complex_sentence_id: give both sentences of the item or neither")
+    if simple_sentence_id is not None:
+        _check_sentences(pair, simple_sentence_id, complex_sentence_id)
+    with transaction.atomic():
+        if not test_item:
+            _locked_assignment(project, annotator, pair)
+        elif not project.gold_items.filter(simple_sentence_id=simple_sentence_id, complex_sentence_id=complex_sentence_id).exists():
+            raise ValueError(f"sentences {simple_sentence_id}~{complex_sentence_id} are not a test item of project {project.name!r}")
+        return ItemEvent.objects.create(
+            project=project, pair=pair, annotator=annotator, kind=kind, text=text,
+            simple_sentence_id=simple_sentence_id, complex_sentence_id=complex_sentence_id,
+        )
+
+
+def item_skip_undo(*, skip: ItemEvent) -> ItemEvent:
+    """Take back a skip by appending an undo event naming it (the skip itself stays in the history)."""
+    if skip.kind != ItemEvent.Kind.SKIP:
+        raise ValueError(f"item event {skip.pk} is a {skip.kind}, not a skip")
+    return ItemEvent.objects.create(
+        project_id=skip.project_id, pair_id=skip.pair_id, annotator_id=skip.annotator_id, kind=ItemEvent.Kind.UNDO,
+        simple_sentence_id=skip.simple_sentence_id, complex_sentence_id=skip.complex_sentence_id, undoes=skip,
+    )
 
 
 def _label_name(event: LabelEvent | None) -> str:

@@ -1,5 +1,6 @@
-/* Annotation screen: select a simple sentence, pick a complex candidate, label the pair with
- * the keyboard or the buttons. Every action is saved at once with fetch(); actions are sent one
+/* Annotation screen: select a simple sentence (its best suggestion is focused with it), walk or
+ * jump to a complex candidate, label the pair with the keyboard or the buttons; skip, flag or
+ * comment on the document pair. Every action is saved at once with fetch(); actions are sent one
  * at a time in order (each label write names the event it replaces, so two tabs are detected),
  * network failures are retried with backoff and stay listed until saved, refusals are shown.
  * State comes from the JSON in #annotate-data; the word diff is an htmx fragment of the page. */
@@ -15,8 +16,9 @@
 
   const state = {
     simpleIds: data.simple, // simple sentence ids in document order
-    candidates: data.candidates, // simple id -> [{complex, predicted, score, marginal}] in document order
+    candidates: data.candidates, // simple id -> [{complex, predicted, score, marginal}]: suggestions by score, near misses, the rest
     labels: data.labels, // "simple:complex" -> {label, event}
+    notes: data.notes, // {flagged, skipped_at, comments: [{text, at}]}: the annotator's item events on the pair
     simpleIndex: -1,
     complexId: null, // the current candidate
     selectedAt: performance.now(), // when the current pair was selected (or last labelled): seconds_spent
@@ -26,6 +28,7 @@
     retryTimer: null,
     diffRequest: 0,
     nextActionId: 1,
+    leaveTo: null, // where a skip goes once every action is saved
   };
 
   const $ = (id) => document.getElementById(id);
@@ -46,13 +49,28 @@
   const currentSimple = () => (state.simpleIndex >= 0 ? state.simpleIds[state.simpleIndex] : null);
   const candidatesOf = (simpleId) => state.candidates[simpleId] || [];
 
+  const SUGGESTED = ["aligned", "partial"];
+  // The server's order (screen.candidate_order): suggestions by score, near misses by score, then unproposed in document order.
+  function orderKey(c) {
+    const position = Number(number(complexEl(c.complex)));
+    if (SUGGESTED.includes(c.predicted)) return [0, -c.score, position];
+    if (c.predicted) return [1, -c.score, position];
+    return [2, 0, position];
+  }
+
   function ensureCandidate(simpleId, complexId) {
-    // A pair the aligner never proposed joins the list in document order, so h/l reach it.
+    // A pair the aligner never proposed joins the list after the aligner's candidates, so h/l reach it.
     const list = (state.candidates[simpleId] = candidatesOf(simpleId));
     if (list.some((c) => c.complex === complexId)) return;
     list.push({ complex: complexId, predicted: null, score: null, marginal: null });
-    list.sort((a, b) => Number(number(complexEl(a.complex))) - Number(number(complexEl(b.complex))));
+    list.sort((a, b) => {
+      const [x, y] = [orderKey(a), orderKey(b)];
+      return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
+    });
   }
+
+  // The suggestion j focuses: the best-scored candidate the aligner predicted aligned or partial, or none.
+  const bestSuggestion = (simpleId) => candidatesOf(simpleId).find((c) => SUGGESTED.includes(c.predicted)) || null;
 
   function element(tag, className, text) {
     const el = document.createElement(tag);
@@ -120,8 +138,10 @@
     }
     const list = candidatesOf(simpleId);
     if (state.complexId === null) {
-      line(`Simple #${number(simpleEl(simpleId))} selected.`, "pair-title");
-      line(list.length ? `${list.length} candidate${list.length > 1 ? "s" : ""}: press l (or click one) to pick the first.` : "No suggestion: click the complex sentence(s) it comes from.", "muted small");
+      line(`Simple #${number(simpleEl(simpleId))} selected: no suggestion.`, "pair-title");
+      line(list.length
+        ? `The aligner proposed nothing for it (${list.length} near miss${list.length > 1 ? "es" : ""}: l walks them). g links any complex sentence.`
+        : "No suggestion: press g to link a complex sentence by number or words, or click it.", "muted small");
       return;
     }
     const position = list.findIndex((c) => c.complex === state.complexId) + 1;
@@ -144,10 +164,13 @@
   function selectSimple(index) {
     if (!state.simpleIds.length) return;
     state.simpleIndex = Math.max(0, Math.min(state.simpleIds.length - 1, index));
-    state.complexId = null;
-    render();
     const simpleId = currentSimple();
-    const first = candidatesOf(simpleId)[0];
+    const best = bestSuggestion(simpleId);
+    state.complexId = best ? best.complex : null; // focused with the sentence: j then a accepts it
+    state.selectedAt = performance.now();
+    clearHint();
+    render();
+    const first = best || candidatesOf(simpleId)[0];
     if (first) reveal(complexEl(first.complex));
     reveal(simpleEl(simpleId));
     loadDiff();
@@ -159,6 +182,7 @@
     ensureCandidate(simpleId, complexId);
     state.complexId = complexId;
     state.selectedAt = performance.now();
+    clearHint();
     render();
     reveal(complexEl(complexId));
     loadDiff();
@@ -193,6 +217,11 @@
 
   // ----- saving -----------------------------------------------------------------------------
 
+  function clearHint() {
+    // A hint answered a key press; once the annotator moves on it would only mislead.
+    if ($("save-status").dataset.state === "hint" && !state.queue.length && !state.refused.length) setStatus("idle", "All saved ✓");
+  }
+
   function setStatus(kind, text) {
     const el = $("save-status");
     el.dataset.state = kind;
@@ -201,6 +230,7 @@
 
   function describe(action) {
     if (action.kind === "undo") return "undo";
+    if (action.kind === "item") return ITEM_NAMES[action.itemKind];
     return `simple #${number(simpleEl(action.simple))} ~ complex #${number(complexEl(action.complex))} → ${LABEL_NAMES[action.label]}`;
   }
 
@@ -238,14 +268,31 @@
 
   function labelAction(label) {
     const simpleId = currentSimple();
-    if (simpleId === null || state.complexId === null) return setStatus("hint", "Pick a pair first: a simple sentence (j) and a candidate (l or click).");
+    if (simpleId === null) return setStatus("hint", "Pick a pair first: a simple sentence (j), then a candidate (l, g or click).");
+    if (state.complexId === null) return setStatus("hint", `Simple #${number(simpleEl(simpleId))} has no suggestion: pick a complex sentence (l, g or click) first.`);
     const seconds = (performance.now() - state.selectedAt) / 1000;
     state.selectedAt = performance.now(); // the next change of this item counts its own time
     enqueue({ kind: "label", simple: simpleId, complex: state.complexId, label, seconds });
   }
 
+  function acceptSuggestion() {
+    const candidate = candidatesOf(currentSimple()).find((c) => c.complex === state.complexId);
+    if (!candidate || !candidate.predicted) return setStatus("hint", "The current pair has no suggestion to accept: label it with a, p or n.");
+    labelAction(candidate.predicted);
+  }
+
+  const ITEM_NAMES = { skip: "skip this pair", flag: "flag this pair", unflag: "remove the flag", comment: "comment" };
+
+  function itemAction(itemKind, text) {
+    enqueue({ kind: "item", itemKind, text: text || "" });
+  }
+
   function requestBody(action) {
     const body = new URLSearchParams();
+    if (action.kind === "item") {
+      body.set("kind", action.itemKind);
+      body.set("text", action.text);
+    }
     if (action.kind === "label") {
       const current = state.labels[key(action.simple, action.complex)];
       body.set("simple_sentence_id", action.simple);
@@ -269,7 +316,8 @@
     let response = null;
     let payload = null;
     try {
-      response = await fetch(action.kind === "undo" ? root.dataset.undoUrl : root.dataset.labelUrl, {
+      const url = { undo: root.dataset.undoUrl, label: root.dataset.labelUrl, item: root.dataset.itemUrl }[action.kind];
+      response = await fetch(url, {
         method: "POST",
         body: requestBody(action),
         headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" },
@@ -291,9 +339,11 @@
     }
     renderPending();
     if (state.queue.length) pump();
+    else if (state.leaveTo) window.location.assign(state.leaveTo);
   }
 
   function applySaved(action, payload) {
+    if (action.kind === "item") return applyItemSaved(action, payload);
     if (payload.progress) updateProgress(payload.progress);
     if (action.kind === "undo" && !payload.undone) return setStatus("hint", payload.message);
     state.labels[key(payload.simple, payload.complex)] = { label: payload.label, event: payload.event };
@@ -314,9 +364,28 @@
     }
   }
 
+  function applyItemSaved(action, payload) {
+    state.notes = payload.notes;
+    renderNotes();
+    if (action.itemKind === "skip" && payload.next_url) {
+      setStatus("saved", "Skipped ✓ opening your next pair…");
+      state.leaveTo = payload.next_url; // pump() leaves once nothing is left unsaved
+      return;
+    }
+    setStatus("saved", `Saved ✓ ${describe(action)}`);
+  }
+
+  const renderNotes = () => window.itemNotes.render(state.notes);
+
+  function openJumpList() {
+    const simpleId = currentSimple();
+    if (simpleId === null) return setStatus("hint", "Select a simple sentence first (j or click), then g links a complex sentence to it.");
+    window.jumpList.open(selectCandidate, `Link simple #${number(simpleEl(simpleId))} to complex sentence…`);
+  }
+
   function refuse(action, status, payload) {
     action.status = "refused";
-    if (status === 409 && payload.current) {
+    if (status === 409 && payload.current && action.kind === "label") {
       // Another tab wrote first: show its label, so the next key press builds on it.
       state.labels[key(action.simple, action.complex)] = payload.current;
       render();
@@ -360,10 +429,16 @@
     "prev-candidate": () => moveCandidate(-1),
     undo: () => enqueue({ kind: "undo" }),
     help: () => toggleHelp(),
+    accept: () => acceptSuggestion(),
+    jump: () => openJumpList(),
+    skip: () => itemAction("skip"),
+    flag: () => itemAction(state.notes.flagged ? "unflag" : "flag"),
+    comment: () => window.itemNotes.openComment((text) => itemAction("comment", text)),
   };
   const KEYS = {
     a: () => labelAction("aligned"), p: () => labelAction("partial"), n: () => labelAction("not_aligned"),
-    j: ACTIONS["next-simple"], k: ACTIONS["prev-simple"], l: ACTIONS["next-candidate"], h: ACTIONS["prev-candidate"],
+    Enter: ACTIONS.accept, j: ACTIONS["next-simple"], k: ACTIONS["prev-simple"], l: ACTIONS["next-candidate"],
+    h: ACTIONS["prev-candidate"], g: ACTIONS.jump, s: ACTIONS.skip, f: ACTIONS.flag, c: ACTIONS.comment,
     u: ACTIONS.undo, "?": ACTIONS.help,
   };
 
@@ -371,6 +446,7 @@
     const target = event.target;
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (target.closest && target.closest("input, textarea, select, [contenteditable]")) return;
+    if (event.key === "Enter" && target.closest && target.closest("button, a, summary")) return; // Enter presses the focused button
     if (event.key === "Escape") return toggleHelp(false);
     if (!$("help").hidden && event.key !== "?") return;
     const handler = KEYS[event.key];
@@ -378,6 +454,7 @@
     event.preventDefault();
     handler();
   });
+
 
   document.addEventListener("click", (event) => {
     const button = event.target.closest("[data-action]");
@@ -396,4 +473,5 @@
   });
 
   render();
+  renderNotes();
 })();

@@ -241,3 +241,82 @@ def test_paragraph_correction_replaces_the_aligners_paragraphs_on_the_annotators
     assert ParagraphCorrection.objects.count() == 1
     screen_html = client.get(reverse("annotation:annotate_pair", args=[project.pk, pair.pk])).content.decode()
     assert 'id="paragraphs-step"' in screen_html
+
+
+def test_candidates_come_in_the_order_j_and_l_walk_them_best_suggestion_first(anna, project, pair, suggestion_run):
+    payload = _payload(anna.get(_url("annotate_pair", project, pair)))
+    checked = 0
+    for simple_id, entries in payload["candidates"].items():
+        rows = {c.complex_sentence_id: c for c in CandidateAlignment.objects.filter(run=suggestion_run, simple_sentence_id=int(simple_id))}
+        kinds = [0 if entry["predicted"] in ("aligned", "partial") else 1 for entry in entries]
+        assert kinds == sorted(kinds), "the aligner's suggestions come before its near misses"
+        for kind in (0, 1):
+            scores = [entry["score"] for entry, k in zip(entries, kinds) if k == kind]
+            assert scores == sorted(scores, reverse=True), "each group is in score order, best first"
+        suggested = [c for c in rows.values() if c.label in ("aligned", "partial")]
+        if suggested:
+            assert entries[0]["complex"] == max(suggested, key=lambda c: c.score).complex_sentence_id
+            checked += 1
+    assert checked == 2  # simple #1 and #2 have a suggestion; the others only near misses
+    # Simple #2: its suggestion (complex #2), then the near misses by score (#4 at 0.128 before #3 at 0.095), not in document order.
+    second = [entry["complex"] for entry in payload["candidates"][str(_sentence(pair, "simple", 1))]]
+    assert second == [_sentence(pair, "complex", 1), _sentence(pair, "complex", 3), _sentence(pair, "complex", 2)]
+
+
+def _item_event(client, project, pair, kind: str, text: str = ""):
+    return client.post(_url("item_event_save", project, pair), {"kind": kind, "text": text})
+
+
+def test_comment_flag_and_unflag_are_stored_as_events_and_shown_on_the_screen(anna, project, pair, annotator):
+    from annotation.models import ItemEvent
+
+    answer = _item_event(anna, project, pair, "comment", "  Paragraph 2 of the simple text is missing.  ")
+    assert answer.status_code == 200
+    assert answer.json()["notes"]["comments"][0]["text"] == "Paragraph 2 of the simple text is missing."
+    assert _item_event(anna, project, pair, "flag").json()["notes"]["flagged"] is True
+    notes = _payload(anna.get(_url("annotate_pair", project, pair)))["notes"]
+    assert notes["flagged"] is True and [c["text"] for c in notes["comments"]] == ["Paragraph 2 of the simple text is missing."]
+    assert _item_event(anna, project, pair, "unflag").json()["notes"]["flagged"] is False
+    assert _payload(anna.get(_url("annotate_pair", project, pair)))["notes"]["flagged"] is False
+    assert list(ItemEvent.objects.filter(annotator=annotator).values_list("kind", flat=True)) == ["comment", "flag", "unflag"]
+
+
+def test_skip_is_stored_and_answers_where_to_go_next(anna, project, pair, annotator):
+    from annotation.models import ItemEvent
+
+    answer = _item_event(anna, project, pair, "skip").json()
+    assert answer["next_url"] == reverse("annotation:project_detail", args=[project.pk])  # the annotator's only pair
+    assert ItemEvent.objects.get(annotator=annotator).kind == "skip"
+    assert _payload(anna.get(_url("annotate_pair", project, pair)))["notes"]["skipped_at"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "message"),
+    [
+        ("comment", "x" * 2001, "text: the comment has 2001 characters; at most 2000 are kept"),
+        ("comment", "   ", "text: the comment is empty"),
+        ("delete", "", "kind: unknown item event 'delete'"),
+        ("undo", "", "kind: unknown item event 'undo'"),
+    ],
+)
+def test_bad_item_events_are_refused_with_a_clear_400_and_nothing_is_stored(anna, project, pair, kind, text, message):
+    from annotation.models import ItemEvent
+
+    answer = _item_event(anna, project, pair, kind, text)
+    assert answer.status_code == 400 and message in answer.json()["error"]
+    assert not ItemEvent.objects.exists()
+
+
+def test_outsiders_cannot_skip_flag_or_comment(client, outsider, project, pair):
+    from annotation.models import ItemEvent
+
+    client.force_login(outsider)
+    assert _item_event(client, project, pair, "flag").status_code == 404
+    assert not ItemEvent.objects.exists()
+
+
+def test_a_comment_of_exactly_the_limit_is_kept_whole(anna, project, pair):
+    from annotation.models import ITEM_COMMENT_MAX_CHARS, ItemEvent
+
+    assert _item_event(anna, project, pair, "comment", "y" * ITEM_COMMENT_MAX_CHARS).status_code == 200
+    assert len(ItemEvent.objects.get().text) == ITEM_COMMENT_MAX_CHARS

@@ -44,8 +44,74 @@ def test_answering_moves_on_and_undo_brings_the_item_back(setup):
     queue.queue_answer(project=project, annotator=anna, kind="candidate", item_id=first.item_id, label="aligned", seconds_spent=2.5)
     assert queue.queue_next(project, anna).item_id != first.item_id
     assert LabelEvent.objects.get().seconds_spent == 2.5
-    assert queue.queue_undo(project=project, annotator=anna) == "the last label was undone"
+    left = queue.queue_left(project, anna)
+    assert queue.queue_undo(project=project, annotator=anna) == queue.QueueUndo("the last label was undone", first.ref)
     assert LabelEvent.objects.count() == 2  # the undo is an event too
+    assert queue.queue_left(project, anna) == left + 1  # back in the queue
+    assert queue.queue_next(project, anna).item_id == first.item_id  # and first again in uncertainty order
+
+
+def test_skip_takes_the_item_out_of_the_queue_and_undo_brings_it_back(setup):
+    project, anna, run = setup
+    first = queue.queue_next(project, anna)
+    left = queue.queue_left(project, anna)
+    assert left == CandidateAlignment.objects.filter(run=run).count()
+    event = queue.queue_skip(project=project, annotator=anna, kind="candidate", item_id=first.item_id)
+    assert (event.kind, event.simple_sentence_id, event.complex_sentence_id) == ("skip", first.simple.pk, first.complex.pk)
+    assert queue.queue_next(project, anna).item_id != first.item_id
+    assert queue.queue_left(project, anna) == left - 1
+    assert not LabelEvent.objects.exists()  # a skip is not a label
+    assert queue.queue_undo(project=project, annotator=anna) == queue.QueueUndo("the last skip was undone", first.ref)
+    assert queue.queue_left(project, anna) == left
+    assert queue.queue_next(project, anna).item_id == first.item_id
+    assert queue.queue_undo(project=project, annotator=anna).message == "nothing to undo"
+
+
+def test_queue_card_shows_the_article_the_suggestion_with_its_score_and_what_is_left(client, setup):
+    project, anna, run = setup
+    client.force_login(anna)
+    page = client.get(reverse("annotation:project_queue", args=[project.pk]))
+    item, html = page.context["item"], page.content.decode()
+    candidate = CandidateAlignment.objects.get(pk=item.item_id)
+    assert candidate.pair.complex_document.title in html
+    assert f"aligner: {candidate.get_label_display()}" in html and f"score <strong>{candidate.score:.3f}</strong>" in html
+    assert f"<strong>{CandidateAlignment.objects.filter(run=run).count()}</strong> left" in html
+    assert 'id="help"' in html and 'data-key="s"' in html
+
+
+def test_queue_undo_redirects_to_the_item_it_brought_back_and_shows_it(client, setup):
+    project, anna, run = setup
+    client.force_login(anna)
+    url = reverse("annotation:project_queue", args=[project.pk])
+    first = client.get(url).context["item"]
+    client.post(url + "?order=uncertainty", {"kind": "candidate", "item_id": first.item_id, "action": "skip"})
+    assert client.get(url).context["item"].item_id != first.item_id
+    answer = client.post(url + "?order=disagreement", {"action": "undo"})
+    assert answer.status_code == 302 and answer["Location"] == f"{url}?order=disagreement&item={first.ref}"
+    shown = client.get(answer["Location"])
+    assert shown.context["item"].item_id == first.item_id and "The last skip was undone." in shown.content.decode()
+
+
+def test_a_bad_skip_is_refused_with_a_message_and_nothing_stored(client, setup):
+    from annotation.models import ItemEvent
+
+    project, anna, run = setup
+    client.force_login(anna)
+    url = reverse("annotation:project_queue", args=[project.pk])
+    page = client.post(url, {"kind": "candidate", "item_id": "abc", "action": "skip"}, follow=True)
+    assert "item_id: &#x27;abc&#x27; is not a queue item id" in page.content.decode()
+    page = client.post(url, {"kind": "candidate", "item_id": "999999", "action": "skip"}, follow=True)
+    assert "no candidate 999999" in page.content.decode()
+    assert not ItemEvent.objects.exists()
+
+
+def test_an_unknown_or_foreign_item_in_the_address_falls_back_to_the_next_item(client, setup):
+    project, anna, run = setup
+    client.force_login(anna)
+    url = reverse("annotation:project_queue", args=[project.pk])
+    expected = client.get(url).context["item"].item_id
+    for ref in ("candidate-999999", "gold-999999", "nonsense", "candidate-"):
+        assert client.get(f"{url}?item={ref}").context["item"].item_id == expected
 
 
 def test_every_nth_item_is_a_gold_test_item_and_accuracy_flags_careless_annotators(setup):

@@ -62,6 +62,11 @@ def _screen_url(live_server, project, pair) -> str:
     return f"{live_server.url}/annotate/projects/{project.pk}/pairs/{pair.pk}/"
 
 
+def _best_suggestion(run, simple_id: int) -> CandidateAlignment:
+    """What j focuses: the simple sentence's best-scored candidate that the aligner predicted aligned or partial."""
+    return CandidateAlignment.objects.filter(run=run, simple_sentence_id=simple_id, label__in=["aligned", "partial"]).order_by("-score").first()
+
+
 def _latest(simple_id: int, complex_id: int) -> LabelEvent | None:
     return LabelEvent.objects.filter(simple_sentence_id=simple_id, complex_sentence_id=complex_id).order_by("-pk").first()
 
@@ -72,15 +77,14 @@ def test_annotator_labels_with_the_keyboard_undoes_links_an_unproposed_pair_and_
     project, pair, run = annotation_setup
     simple = list(pair.simple_document.sentences.order_by("index"))
     complex_ = list(pair.complex_document.sentences.order_by("index"))
-    first_candidate = CandidateAlignment.objects.filter(run=run, simple_sentence=simple[0]).order_by("complex_sentence__index").first()
+    first_candidate = _best_suggestion(run, simple[0].pk)
     _login(page, live_server, "anna", "anna-pass-123")
     page.goto(_screen_url(live_server, project, pair))
     page.evaluate("window.__sameDocument = true")  # gone if the page reloads
 
-    page.keyboard.press("j")
+    page.keyboard.press("j")  # selects the first simple sentence and focuses its best suggestion
     expect(page.locator(f"#s-{simple[0].pk}")).to_have_class(re.compile(r"\bselected\b"))
     expect(page.locator("#annotate .complex-sentence.candidate")).not_to_have_count(0)
-    page.keyboard.press("l")
     current = page.locator(f"#c-{first_candidate.complex_sentence_id}")
     expect(current).to_have_class(re.compile(r"\bcurrent\b"))
     expect(page.locator("#diff h2")).to_contain_text(f"Simple #1 ~ complex #{first_candidate.complex_sentence.index + 1}")
@@ -115,7 +119,7 @@ def test_annotator_labels_with_the_keyboard_undoes_links_an_unproposed_pair_and_
 
     page.keyboard.press("?")
     expect(page.locator("#help")).to_be_visible()
-    expect(page.locator("#help")).to_contain_text("undo your last change")
+    expect(page.locator("#help")).to_contain_text("undo your last label change")
     page.keyboard.press("Escape")
     expect(page.locator("#help")).to_be_hidden()
     page.get_by_role("button", name="Mark this pair done").click()
@@ -141,14 +145,13 @@ def test_annotator_labels_with_the_keyboard_undoes_links_an_unproposed_pair_and_
 
 def test_a_failed_save_is_retried_and_a_second_tab_conflict_is_shown(page: Page, live_server, annotation_setup):
     project, pair, run = annotation_setup
-    first_candidate = CandidateAlignment.objects.filter(run=run, simple_sentence__index=0, pair=pair).order_by("complex_sentence__index").first()
+    first_candidate = _best_suggestion(run, pair.simple_document.sentences.get(index=0).pk)
     _login(page, live_server, "anna", "anna-pass-123")
     url = _screen_url(live_server, project, pair)
     page.goto(url)
     label_url = re.compile(r"/label/$")
     page.route(label_url, lambda route: route.abort())  # the network is down
     page.keyboard.press("j")
-    page.keyboard.press("l")
     page.keyboard.press("a")
     expect(page.locator("#save-status")).to_contain_text("Save failed — retrying")
     expect(page.locator("#pending")).to_contain_text("→ aligned")
@@ -161,7 +164,6 @@ def test_a_failed_save_is_retried_and_a_second_tab_conflict_is_shown(page: Page,
     other_tab = page.context.new_page()
     other_tab.goto(url)
     other_tab.keyboard.press("j")
-    other_tab.keyboard.press("l")
     other_tab.keyboard.press("n")
     expect(other_tab.locator("#save-status")).to_contain_text("Saved")
 
