@@ -41,7 +41,7 @@ class ItemState:
         if self.adjudication is not None:
             return "adjudicated"
         if self.agreed is not None:
-            return "agreed"
+            return "agreed" if len(self.labels) > 1 else "one annotator"
         return "disagreement" if self.disagreement else "waiting for annotators"
 
 

@@ -6,11 +6,14 @@ from annotation.training import views as training_views
 app_name = "annotation"
 
 urlpatterns = [
+    path("tasks/", views.task_list, name="task_list"),
     path("projects/", views.project_list, name="project_list"),
     path("mining/<int:job_id>/send/", views.mined_pairs_send, name="mined_pairs_send"),
     path("projects/new/", views.project_create, name="project_create"),
     path("projects/<int:project_id>/", views.project_detail, name="project_detail"),
     path("projects/<int:project_id>/members/", views.project_members, name="project_members"),
+    path("projects/<int:project_id>/members/search/", views.project_member_search, name="project_member_search"),
+    path("projects/<int:project_id>/members/invite/", views.project_member_invite, name="project_member_invite"),
     path("projects/<int:project_id>/assign/", views.project_assign, name="project_assign"),
     path("projects/<int:project_id>/queue/", views.project_queue, name="project_queue"),
     path("projects/<int:project_id>/gold-items/", views.project_gold_items, name="project_gold_items"),
@@ -29,5 +32,6 @@ urlpatterns = [
     path("projects/<int:project_id>/pairs/<int:pair_id>/", annotate_views.annotate_pair, name="annotate_pair"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/label/", annotate_views.label_save, name="label_save"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/undo/", annotate_views.label_undo, name="label_undo"),
+    path("projects/<int:project_id>/pairs/<int:pair_id>/item-event/", annotate_views.item_event_save, name="item_event_save"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/done/", annotate_views.assignment_done, name="assignment_done"),
 ]

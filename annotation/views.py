@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import selectors, services
+from annotation import members, selectors, services, worklist
 from annotation.agreement import LABELS
 from annotation.agreement_data import project_agreement
 from annotation import queue as queue_mode
 from annotation.review import pair_item_states, pair_verified, reviewer_changes
-from annotation.forms import MemberForm, ProjectCreateForm
+from annotation.forms import InviteForm, MemberForm, MemberSearchForm, ProjectCreateForm
 from annotation.models import ProjectMembership
 
 
@@ -28,6 +29,18 @@ def _manager_project(request: HttpRequest, project_id: int):
 def project_list(request: HttpRequest) -> HttpResponse:
     rows = [(project, project.role) for project in selectors.projects_with_role(request.user).select_related("corpus")]
     return render(request, "annotation/project_list.html", {"rows": rows, "may_create": selectors.corpora_for_projects(request.user).exists()})
+
+
+def task_list(request: HttpRequest) -> HttpResponse:
+    """The pairs assigned to me, in every project, filtered by state and project."""
+    tasks = worklist.tasks_for(request.user)
+    state, project_id = request.GET.get("state", ""), request.GET.get("project", "")
+    projects = {task.assignment.project_id: task.assignment.project for task in tasks}
+    counts = {name: sum(1 for task in tasks if task.state == name) for name in worklist.STATES}
+    shown = [t for t in tasks if (not state or t.state == state) and (not project_id or str(t.assignment.project_id) == project_id)]
+    context = {"tasks": shown, "all_count": len(tasks), "counts": counts, "state": state if state in counts else "",
+               "projects": list(projects.values()), "project_id": project_id}
+    return render(request, "annotation/task_list.html", context)
 
 
 @require_http_methods(["GET", "POST"])
@@ -56,6 +69,9 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     if role == ProjectMembership.Role.ANNOTATOR:
         progress = [row for row in progress if row["assignment"].annotator_id == request.user.pk]
     touched, total = sum(r["touched"] for r in progress), sum(r["total"] for r in progress)
+    shortfall = members.overlap_shortfall(project) if role != ProjectMembership.Role.ANNOTATOR else None
+    if shortfall:
+        total += shortfall["missing_sentences"]  # progress against the overlap, not only the assignments made
     context = {
         "project": project,
         "role": role,
@@ -64,6 +80,8 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "members": project.memberships.select_related("user").order_by("role", "user__username"),
         "pairs": project.pairs.select_related("complex_document", "simple_document"),
         "member_form": MemberForm(),
+        "shortfall": shortfall,
+        "label_times": members.label_times(project, annotator=request.user if role == ProjectMembership.Role.ANNOTATOR else None),
         "verified_pairs": _verified_pair_ids(project),
         "reviewer_changes": reviewer_changes(project, request.user) if role == ProjectMembership.Role.ANNOTATOR else [],
         "accuracy": queue_mode.annotator_accuracy(project) if role != ProjectMembership.Role.ANNOTATOR else [],
@@ -85,6 +103,34 @@ def project_members(request: HttpRequest, project_id: int) -> HttpResponse:
 
 
 @require_POST
+def project_member_invite(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Create an annotator's account; the manager passes on a link where its owner chooses a password."""
+    project = _manager_project(request, project_id)
+    form = InviteForm(request.POST, project=project)
+    if not form.is_valid():
+        messages.error(request, "Account not created: " + "; ".join(" ".join(errors) for errors in form.errors.values()))
+        return redirect("annotation:project_detail", project_id=project.pk)
+    user = form.invitee or members.annotator_account_create(
+        project=project, username=form.cleaned_data["username"], email=form.cleaned_data["email"]
+    )
+    link = request.build_absolute_uri(members.invite_path(user))
+    hours = settings.PASSWORD_RESET_TIMEOUT // 3600
+    valid = f"{hours // 24} days" if hours >= 48 else f"{hours} hours"
+    messages.success(request, f"{user.get_username()} is an annotator of this project. Send them this link to choose a password "
+                              f"(it works once, for {valid}): {link}")
+    return redirect("annotation:project_detail", project_id=project.pk)
+
+
+@require_GET
+def project_member_search(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Usernames starting with what the member form's box holds, as ``<option>`` elements for the member form's datalist (htmx)."""
+    project = _manager_project(request, project_id)
+    form = MemberSearchForm(request.GET)
+    users = members.member_candidates(form.cleaned_data["username"]) if form.is_valid() else []
+    return render(request, "annotation/project_detail.html#member-options", {"project": project, "candidates": users})
+
+
+@require_POST
 def project_assign(request: HttpRequest, project_id: int) -> HttpResponse:
     project = _manager_project(request, project_id)
     try:
@@ -93,7 +139,17 @@ def project_assign(request: HttpRequest, project_id: int) -> HttpResponse:
         messages.error(request, str(error))
     else:
         messages.success(request, f"{created} new assignment{'s' if created != 1 else ''}.")
+        shortfall = members.overlap_shortfall(project)
+        if shortfall["short_pairs"]:
+            messages.warning(request, _shortfall_text(project, shortfall))
     return redirect("annotation:project_detail", project_id=project.pk)
+
+
+def _shortfall_text(project, shortfall: dict) -> str:
+    annotators = shortfall["annotators"]
+    return (f"{shortfall['short_pairs']} pair{'s' if shortfall['short_pairs'] != 1 else ''} still "
+            f"{'have' if shortfall['short_pairs'] != 1 else 'has'} fewer than {project.overlap} annotators: the project has "
+            f"{annotators} annotator{'s' if annotators != 1 else ''}. Add annotators, then assign again.")
 
 
 def project_agreement_view(request: HttpRequest, project_id: int) -> HttpResponse:
@@ -137,18 +193,40 @@ def pair_review(request: HttpRequest, project_id: int, pair_id: int) -> HttpResp
 
 @require_POST
 def pair_adjudicate(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
+    """Set the final label of one sentence pair; from htmx, answers that table row and the count of open ones."""
     project = _manager_project(request, project_id)
     pair = get_object_or_404(project.pairs.all(), pk=pair_id)
+    show = "all" if request.POST.get("show") == "all" else "open"
+    back = f"{reverse('annotation:pair_review', args=[project.pk, pair.pk])}?show={show}"
     try:
         previous = int(request.POST["expected_previous"]) if request.POST.get("expected_previous") else None
+        simple_id, complex_id = int(request.POST.get("simple_sentence_id", "")), int(request.POST.get("complex_sentence_id", ""))
+    except ValueError as exc:
+        messages.error(request, f"Not saved: {exc}")
+        return redirect(back)
+    error = ""
+    try:
         services.adjudicate(
-            project=project, reviewer=request.user, pair=pair, simple_sentence_id=int(request.POST.get("simple_sentence_id", "")),
-            complex_sentence_id=int(request.POST.get("complex_sentence_id", "")), label=request.POST.get("label", ""),
-            expected_previous=previous,
+            project=project, reviewer=request.user, pair=pair, simple_sentence_id=simple_id,
+            complex_sentence_id=complex_id, label=request.POST.get("label", ""), expected_previous=previous,
         )
-    except (ValueError, services.LabelConflict) as error:
-        messages.error(request, f"Not saved: {error}")
-    return redirect(f"{reverse('annotation:pair_review', args=[project.pk, pair.pk])}?show={request.POST.get('show', 'open')}")
+    except (ValueError, services.LabelConflict) as exc:
+        error = str(exc)
+    if not request.htmx:
+        if error:
+            messages.error(request, f"Not saved: {error}")
+        return redirect(back)
+    states = pair_item_states(project, pair)
+    state = next((s for s in states if (s.simple.pk, s.complex.pk) == (simple_id, complex_id)), None)
+    if state is None:  # a sentence pair nobody labelled: nothing to show in its place
+        return HttpResponse("")
+    context = {
+        "project": project, "pair": pair, "state": state, "labels": LABELS, "show": show, "error": error, "oob": True,
+        "open_count": sum(1 for s in states if s.final is None), "total": len(states),
+    }
+    row = render(request, "annotation/pair_review.html#review-row", context).content
+    lead = render(request, "annotation/pair_review.html#review-lead", context).content
+    return HttpResponse(row + lead)
 
 
 @require_POST
@@ -175,35 +253,55 @@ def project_gold_items(request: HttpRequest, project_id: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def project_queue(request: HttpRequest, project_id: int) -> HttpResponse:
-    """Queue mode: one candidate pair at a time with its context; a POST records the answer and shows the next."""
+    """Queue mode: one candidate pair at a time with its context; a POST records the answer (or skip) and shows
+    the next; an undo shows the item it brought back (``?item=``)."""
     project, role = selectors.project_get_for_user(request.user, project_id)
     order = request.GET.get("order", "uncertainty")
     if order not in queue_mode.ORDERS:
         messages.error(request, f"unknown queue order {order!r}; showing uncertainty order")
         order = "uncertainty"
+    queue_url = f"{reverse('annotation:project_queue', args=[project.pk])}?order={order}"
     if request.method == "POST":
         try:
             if request.POST.get("action") == "undo":
-                messages.info(request, queue_mode.queue_undo(project=project, annotator=request.user).capitalize() + ".")
+                undone = queue_mode.queue_undo(project=project, annotator=request.user)
+                messages.info(request, undone.message.capitalize() + ".")
+                return redirect(f"{queue_url}&item={undone.item_ref}" if undone.item_ref else queue_url)
+            if request.POST.get("action") == "skip":
+                queue_mode.queue_skip(
+                    project=project, annotator=request.user, kind=request.POST.get("kind", ""),
+                    item_id=_queue_item_id(request.POST.get("item_id")),
+                )
             else:
                 seconds = services.seconds_spent_parse(request.POST.get("seconds_spent"))
                 queue_mode.queue_answer(
                     project=project, annotator=request.user, kind=request.POST.get("kind", ""),
-                    item_id=int(request.POST.get("item_id") or 0), label=request.POST.get("label", ""), seconds_spent=seconds,
+                    item_id=_queue_item_id(request.POST.get("item_id")), label=request.POST.get("label", ""), seconds_spent=seconds,
                 )
         except PermissionError as error:  # as on the annotation screen: a write the role does not allow is a 403
             raise PermissionDenied(str(error)) from None
         except (ValueError, services.LabelConflict) as error:
             messages.error(request, f"Not saved: {error}")
-        return redirect(f"{reverse('annotation:project_queue', args=[project.pk])}?order={order}")
-    item = queue_mode.queue_next(project, request.user, order)
+        return redirect(queue_url)
+    shown = queue_mode.queue_item_get(project, request.user, request.GET["item"]) if request.GET.get("item") else None
+    item = shown or queue_mode.queue_next(project, request.user, order)
     diff = None
     if item is not None:
         from alignment.inspection import word_diff
 
         diff = word_diff(item.complex.text, item.simple.text)
-    context = {"project": project, "role": role, "item": item, "order": order, "orders": queue_mode.ORDERS, "diff": diff}
+    context = {
+        "project": project, "role": role, "item": item, "order": order, "orders": queue_mode.ORDERS, "diff": diff,
+        "left": queue_mode.queue_left(project, request.user),
+    }  # fmt: skip
     return render(request, "annotation/queue.html", context)
+
+
+def _queue_item_id(raw: str | None) -> int:
+    text = (raw or "").strip()
+    if not text.isdigit():
+        raise ValueError(f"item_id: {text!r} is not a queue item id (a whole number)")
+    return int(text)
 
 
 @require_http_methods(["GET", "POST"])

@@ -1,8 +1,10 @@
-"""Template helpers for the agreement dashboard: look up dict entries and format undefined measures."""
+"""Template helpers for the agreement and review pages: dict look-ups, undefined measures, label names."""
 
 from __future__ import annotations
 
 from django import template
+
+from annotation.models import LabelEvent
 
 register = template.Library()
 
@@ -16,3 +18,12 @@ def get_item(mapping, key):
 def measure(value) -> str:
     """A kappa/alpha/F1 with three decimals, or an en dash when undefined."""
     return "–" if value is None else f"{value:.3f}"
+
+
+@register.filter
+def label_name(value: str) -> str:
+    """A stored label as people read it: ``not_aligned`` -> "not aligned"."""
+    try:
+        return str(LabelEvent.Label(value).label).lower()
+    except ValueError:
+        return value

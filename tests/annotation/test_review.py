@@ -84,3 +84,28 @@ def test_stale_adjudication_is_refused_and_annotators_cannot_review(client, team
     client.force_login(anna)
     assert client.get(reverse("annotation:pair_review", args=[project.pk, pair.pk])).status_code == 403
     assert client.post(reverse("annotation:pair_verify", args=[project.pk, pair.pk])).status_code == 403
+
+
+def test_a_decision_from_htmx_answers_its_row_and_the_open_count_with_human_labels(client, team, owner):
+    project, anna, ben, pair, simple, complex_ = team
+    client.force_login(owner)
+    url = reverse("annotation:pair_adjudicate", args=[project.pk, pair.pk])
+    fields = {"simple_sentence_id": simple[1].pk, "complex_sentence_id": complex_[0].pk, "label": "not_aligned", "expected_previous": ""}
+    response = client.post(url, fields, HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 200 and html.lstrip().startswith(f'<tr class="review-adjudicated" id="review-{simple[1].pk}-{complex_[0].pk}"')
+    assert '<span class="badge badge-not_aligned">not aligned</span>' in html and ">not_aligned<" not in html
+    assert 'id="review-lead" hx-swap-oob="true">1 of 3 labelled sentence pairs still need a decision' in html
+    stale = client.post(url, {**fields, "label": "partial"}, HTTP_HX_REQUEST="true").content.decode()  # expected_previous is stale
+    assert 'role="alert">Not saved: another reviewer set this pair to not aligned meanwhile' in stale
+    assert LabelEvent.objects.filter(source="adjudication").count() == 1
+
+
+def test_a_pair_only_one_annotator_labelled_is_not_called_agreed(tram_corpus, owner, annotator):
+    from tests.annotation.conftest import tram_project
+
+    project, pair, simple, complex_ = tram_project(tram_corpus, owner, [annotator], "Single")
+    services.label_record(project=project, annotator=annotator, pair=pair, simple_sentence_id=simple[0], complex_sentence_id=complex_[0],
+                          label="aligned", expected_previous=None)
+    (state,) = pair_item_states(project, pair)
+    assert (state.status, state.final) == ("one annotator", "aligned")

@@ -1,10 +1,11 @@
-"""Account pages: the API tokens page (login and logout are Django's views, in webapp/urls.py)."""
+"""Account pages: the API tokens page, the invite link's password page (login and logout are Django's views, in webapp/urls.py)."""
 
 from __future__ import annotations
 
 from django.urls import path
 
 from webapp.accounts import views
+from webapp.accounts.invites import InviteAcceptView
 
 app_name = "accounts"
 
@@ -13,4 +14,5 @@ urlpatterns = [
     path("tokens/new/", views.api_token_create, name="api_token_create"),
     path("tokens/<int:token_id>/revoke/", views.api_token_revoke, name="api_token_revoke"),
     path("tokens/revoke-all/", views.api_tokens_revoke_all, name="api_tokens_revoke_all"),
+    path("invite/<uidb64>/<token>/", InviteAcceptView.as_view(), name="invite_accept"),
 ]
