@@ -390,7 +390,8 @@ def run_train(args: argparse.Namespace) -> str:
     try:
         report = train_aligner(
             train_pairs, aligner=aligner, training=training, seed=args.seed, progress=say, dev_pairs=dev_pairs,
-            on_epoch=lambda e: say(f"epoch {e.epoch}/{e.epochs}: log-likelihood {e.log_likelihood:.3f}"
+            on_epoch=lambda e: say(f"epoch {e.epoch}/{e.epochs}: "
+                                   + ("before training" if e.log_likelihood is None else f"log-likelihood {e.log_likelihood:.3f}")
                                    + (f", dev group F1 {e.dev.group_task1.f1:.3f}" if e.dev else "")),
         )  # fmt: skip
     except ValueError as error:

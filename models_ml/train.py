@@ -133,9 +133,9 @@ class TrainingReport:
 class EpochReport:
     """Passed to ``on_epoch`` after every epoch: what a progress bar or a job row shows."""
 
-    epoch: int
+    epoch: int  # 0: the weights training starts from, scored on dev before the first epoch
     epochs: int
-    log_likelihood: float
+    log_likelihood: float | None  # None for epoch 0 (no training step yet)
     dev: EvaluationReport | None
     best_epoch: int | None
 
@@ -241,8 +241,10 @@ class _EarlyStopping:
         self.since_best = 0
         scratch = TrainingReport([], 0.0, 0.0, pairs=len(dev_pairs), pairs_used=0, blocks=0)
         self.dev_examples = [e for pair, sim in zip(dev_pairs, dev_matrices) for e in _pair_examples(pair, sim, aligner, scratch)]
-        if dev_pairs:
-            self._score(0)
+        if dev_pairs:  # the starting weights compete too: "kept epoch 0" means no epoch of training beat them
+            dev = self._score(0)
+            if on_epoch is not None:
+                on_epoch(EpochReport(0, training.epochs, None, dev, report.best_epoch))
 
     def _score(self, epoch: int) -> EvaluationReport:
         """Dev group F1, ties broken by the dev log-likelihood (tiny dev sets tie often)."""

@@ -96,11 +96,14 @@ def _epoch_hook(job_id: int, entries: list[dict]):
     """Per-epoch hook of the CRF; ``entries`` is the job's progress so far (one writer: rewritten whole each epoch)."""
 
     def on_epoch(report: EpochReport) -> None:
-        entry = {"model": "CRF", "epoch": report.epoch, "epochs": report.epochs, "log_likelihood": round(report.log_likelihood, 4)}
+        entry = {"model": "CRF", "epoch": report.epoch, "epochs": report.epochs}
+        if report.log_likelihood is not None:  # None: epoch 0, the starting weights before any training
+            entry["log_likelihood"] = round(report.log_likelihood, 4)
         if report.dev is not None:
             entry |= {"dev_group_f1": round(report.dev.group_task1.f1, 4), "dev_pair_f1": round(report.dev.sentence_task1.f1, 4)}
         entry["best_epoch"] = report.best_epoch
-        _record(job_id, entries, entry, f"training the CRF: epoch {report.epoch} of {report.epochs}")
+        stage = f"training the CRF: epoch {report.epoch} of {report.epochs}" if report.epoch else "training the CRF: scoring the starting weights"
+        _record(job_id, entries, entry, stage)
 
     return on_epoch
 

@@ -109,8 +109,9 @@ def test_a_training_job_registers_a_version_with_metrics_progress_and_checksum(g
     version = job.version
     assert version.number == 1 and version.snapshot_id == job.snapshot_id and version.created_by == owner
     assert Path(version.path) == model_dir / f"project-{project.pk}" / "v1" and Path(version.path, "crf.pt").is_file()
-    assert [entry["epoch"] for entry in job.progress] == list(range(1, len(job.progress) + 1))
+    assert [entry["epoch"] for entry in job.progress] == list(range(len(job.progress)))  # 0: the starting weights on dev
     assert all("dev_group_f1" in entry for entry in job.progress)
+    assert "log_likelihood" not in job.progress[0] and all("log_likelihood" in entry for entry in job.progress[1:])
     for split in ("dev", "test"):
         for level in ("sentence", "group"):
             assert set(version.metrics[split][level]) == {"task1", "task2"}
@@ -145,7 +146,7 @@ def test_a_cancelled_job_leaves_no_version_and_no_files(gold_project, owner, mod
 
     monkeypatch.setattr(training, "_epoch_hook", cancelling_hook)
     job = training.training_job_execute(job_id=job.pk, build_measure=run_measure, device="cpu")
-    assert job.status == TrainingJob.Status.CANCELLED and len(job.progress) == 2
+    assert job.status == TrainingJob.Status.CANCELLED and [entry["epoch"] for entry in job.progress] == [0, 1, 2]
     assert not ModelVersion.objects.exists()
     assert not list((model_dir / f"project-{project.pk}").glob("*")) if (model_dir / f"project-{project.pk}").exists() else True
 

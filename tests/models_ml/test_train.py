@@ -307,7 +307,8 @@ def test_early_stopping_keeps_the_best_dev_epoch_and_reports_every_epoch() -> No
     assert report.dev_f1[0] == 0.0  # epoch 0: the untrained calibration links nothing
     assert report.best_epoch is not None and report.dev_f1[report.best_epoch] == max(report.dev_f1) == 1.0
     assert report.stopped_early and len(report.log_likelihoods) == report.best_epoch + 2 < 30
-    assert [e.epoch for e in seen] == list(range(1, len(report.log_likelihoods) + 1))
+    assert [e.epoch for e in seen] == list(range(len(report.log_likelihoods) + 1))  # epoch 0: the starting weights
+    assert seen[0].log_likelihood is None and all(e.log_likelihood is not None for e in seen[1:])
     assert all(e.dev is not None for e in seen) and seen[-1].best_epoch == report.best_epoch
     assert group_f1(aligner, pairs[3:]) == 1.0  # the restored weights are the best epoch's
 

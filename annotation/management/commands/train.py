@@ -55,7 +55,10 @@ class Command(BaseCommand):
         job = training.training_job_execute(job_id=job.pk, build_measure=run_measure, device=settings.ENCODER_DEVICE)
         for entry in job.progress:
             dev = f", dev group F1 {entry['dev_group_f1']:.3f}" if "dev_group_f1" in entry else ""
-            self.stdout.write(f"epoch {entry['epoch']}/{entry['epochs']}: log-likelihood {entry['log_likelihood']:.3f}{dev}")
+            if "log_likelihood" in entry:
+                self.stdout.write(f"epoch {entry['epoch']}/{entry['epochs']}: log-likelihood {entry['log_likelihood']:.3f}{dev}")
+            else:  # epoch 0: the starting weights, scored before any training
+                self.stdout.write(f"epoch 0/{entry['epochs']}: before training{dev}")
         if job.status != TrainingJob.Status.SUCCEEDED:
             raise CommandError(f"training job {job.pk} {job.status}: {job.error}")
         version = job.version
