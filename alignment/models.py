@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import F, Q
 from pgvector.django import VectorField
 
-from webapp.jobs.models import Job
+from alignment.jobs.models import Job
 
 
 class Corpus(models.Model):

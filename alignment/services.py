@@ -23,8 +23,8 @@ from psycopg.types import TypeInfo
 
 from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun, Encoder, Sentence, SentenceEmbedding
 from models_ml.encoders import SentenceEncoder
-from webapp.jobs.enqueue import enqueue_on_commit
-from webapp.jobs.models import Pickup, error_text
+from alignment.jobs.enqueue import enqueue_on_commit
+from alignment.jobs.models import Pickup, error_text
 
 logger = logging.getLogger(__name__)
 
@@ -292,7 +292,7 @@ async def stalled_jobs_retry_async(app, *, seconds_since_heartbeat: float = STAL
     """Put back to the queue every job whose worker stopped sending heartbeats (killed, crashed, lost).
 
     Safe because our tasks are idempotent: the requeued task finds its row still "running" and
-    :meth:`webapp.jobs.models.Job.pickup` resumes it, restarts it cleanly or, after JOB_MAX_ATTEMPTS,
+    :meth:`alignment.jobs.models.Job.pickup` resumes it, restarts it cleanly or, after JOB_MAX_ATTEMPTS,
     fails it with a reason. Returns how many jobs were requeued.
     """
     stalled = list(await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=seconds_since_heartbeat))

@@ -7,21 +7,13 @@ from procrastinate.contrib.django import app
 
 from alignment import services
 from alignment.aligning import service as aligning
+from alignment.aligning.measures import app_encoder, run_measure
 from alignment.importing.jobs import IMPORT_TASK, import_job_execute
 from alignment.importing.models import ImportJob
 from alignment.mining.models import MiningJob, MiningShard
 from alignment.mining.service import mining_job_prepare, mining_shard_execute
 from alignment.models import AlignmentRun, EmbeddingRun
-from models_ml.encoders import load_sentence_encoder
-from webapp.jobs.wrapper import job_task
-
-
-def app_encoder(name: str):
-    """The encoder ``name`` as the settings run it: device, backend (torch / ONNX / OpenVINO), threads, export cache."""
-    return load_sentence_encoder(
-        name, device=settings.ENCODER_DEVICE, allow_download=settings.ENCODER_ALLOW_DOWNLOAD, backend=settings.ENCODER_BACKEND,
-        cache_dir=str(settings.ENCODER_CACHE_DIR), threads=settings.ENCODER_THREADS,
-    )  # fmt: skip
+from alignment.jobs.wrapper import job_task
 
 
 @job_task(queue="embedding", name="alignment.embed_corpus", model=EmbeddingRun, id_arg="run_id")
@@ -40,26 +32,6 @@ def embed_corpus(*, run_id: int) -> None:
 async def retry_stalled_jobs(context, timestamp: int) -> None:
     """Requeue jobs whose worker died (no heartbeat); resumable tasks continue where they stopped."""
     await services.stalled_jobs_retry_async(context.app, seconds_since_heartbeat=settings.STALLED_JOB_SECONDS)
-
-
-def run_measure(name: str, aligner, *, cross_encoder_dir: str = "") -> object:
-    """Measures for alignment runs: lexical ones need nothing, the others share the configured encoder.
-
-    cross_encoder_dir: the run's own fine-tuned pair classifier (a model version's), else CROSS_ENCODER_MODEL_DIR.
-    """
-    from models_ml.aligner import LEARNED, LEXICAL_MEASURES
-    from models_ml.similarity import build_measure
-
-    if name == LEARNED:  # the aligner's own pair scorer (its parameters are in its config), vectors from the encoder below
-        scorer = aligner.measure
-        if aligner.uses_encoder and scorer.encoder is None:
-            scorer.encoder = app_encoder(aligner.config.encoder)
-        return scorer
-    if name in LEXICAL_MEASURES:
-        return build_measure(name)
-    if name == "cross_encoder":
-        return build_measure(name, device=settings.ENCODER_DEVICE, model_dir=cross_encoder_dir or settings.CROSS_ENCODER_MODEL_DIR)
-    return build_measure(name, encoder=app_encoder(aligner.config.encoder))
 
 
 @job_task(queue="alignment", name="alignment.align_pairs", model=AlignmentRun, id_arg="run_id")

@@ -32,7 +32,7 @@ from alignment.aligning.service import alignment_run_create, alignment_run_execu
 from alignment.importing.readers import ImportOptions  # noqa: E402
 from alignment.importing.service import corpus_import_files  # noqa: E402
 from alignment.services import corpus_get_or_create  # noqa: E402
-from alignment.tasks import run_measure  # noqa: E402
+from alignment.aligning.measures import run_measure  # noqa: E402
 from webapp.accounts.services import api_token_create  # noqa: E402
 
 

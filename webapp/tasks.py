@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from webapp.jobs.wrapper import job_task
+from alignment.jobs.wrapper import job_task
 from webapp.webhooks.delivery import webhook_delivery_step
 
 

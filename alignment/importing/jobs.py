@@ -28,8 +28,8 @@ from alignment.importing.workflow import (
     import_target_check,
 )
 from alignment.models import Corpus
-from webapp.jobs.enqueue import enqueue_on_commit
-from webapp.jobs.models import Pickup, error_text
+from alignment.jobs.enqueue import enqueue_on_commit
+from alignment.jobs.models import Pickup, error_text
 
 IMPORT_TASK = "alignment.import_files"
 

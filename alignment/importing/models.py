@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from webapp.jobs.models import Job
+from alignment.jobs.models import Job
 
 
 class ImportJob(Job):

@@ -17,7 +17,7 @@ from django.contrib.postgres.search import SearchVector
 from django.db import models
 from pgvector.django import VectorField
 
-from webapp.jobs.models import Job
+from alignment.jobs.models import Job
 
 
 class DocumentEmbedding(models.Model):

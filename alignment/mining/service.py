@@ -36,8 +36,8 @@ from alignment.mining.muss_service import (
     pairs_shards_create,
 )
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
-from webapp.jobs.enqueue import enqueue_on_commit
-from webapp.jobs.models import Pickup, error_text
+from alignment.jobs.enqueue import enqueue_on_commit
+from alignment.jobs.models import Pickup, error_text
 from models_ml.lha import LHAConfig, align_sentences, unigram_overlap
 
 SHARD_DOCUMENTS = 50

@@ -14,7 +14,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import models
 
-from webapp.jobs.models import Job
+from alignment.jobs.models import Job
 
 
 def export_root() -> Path:

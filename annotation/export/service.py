@@ -37,8 +37,8 @@ from annotation.export.writers import (
 )
 from annotation.models import AnnotationProject
 from models_ml.splits import DEFAULT_FRACTIONS, SPLITS, assign_splits
-from webapp.jobs.enqueue import enqueue_on_commit
-from webapp.jobs.models import Pickup, error_text
+from alignment.jobs.enqueue import enqueue_on_commit
+from alignment.jobs.models import Pickup, error_text
 
 EXPORT_TASK = "annotation.export_dataset"
 ARCHIVE = "export.zip"

@@ -1,4 +1,4 @@
-"""The shared job base (webapp.jobs.models.Job): one status set, attempts, heartbeat and timestamps on every job row."""
+"""The shared job base (alignment.jobs.models.Job): one status set, attempts, heartbeat and timestamps on every job row."""
 
 from django.db import migrations, models
 

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import models
 
 from alignment.models import AlignmentRun
-from webapp.jobs.models import Job
+from alignment.jobs.models import Job
 
 
 class TrainingSnapshot(models.Model):

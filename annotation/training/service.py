@@ -37,8 +37,8 @@ from models_ml.aligner import LEARNED
 from models_ml.checkpoint import CHECKSUMS, sha256
 from models_ml.cross_encoder import save_pair_classifier
 from models_ml.train import EpochReport, TrainingConfig, train_aligner
-from webapp.jobs.enqueue import enqueue_on_commit
-from webapp.jobs.models import Pickup, error_text
+from alignment.jobs.enqueue import enqueue_on_commit
+from alignment.jobs.models import Pickup, error_text
 
 TRAIN_TASK = "annotation.train_model"
 BASES = ("active", "untrained")

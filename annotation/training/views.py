@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from alignment.tasks import run_measure
+from alignment.aligning.measures import run_measure
 from annotation import selectors
 from annotation.models import (
     ModelActivation,

@@ -10,7 +10,7 @@ from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.models import AlignedPair, CandidateAlignment, Document, DocumentPair, Paragraph
 from alignment.services import corpus_get_or_create
-from alignment.tasks import run_measure
+from alignment.aligning.measures import run_measure
 from tests.alignment.conftest import synthetic_sentences
 
 LEXICAL = ["tfidf_cosine", "char3_tfidf_cosine", "jaccard"]

@@ -14,7 +14,7 @@ from django.db import connection
 from procrastinate.contrib.django import app
 from procrastinate.contrib.django.models import ProcrastinateJob
 
-import alignment.tasks
+import alignment.aligning.measures
 from alignment import services
 from alignment.models import EmbeddingRun, Sentence, SentenceEmbedding
 from models_ml.encoders import load_sentence_encoder
@@ -69,7 +69,7 @@ def test_failed_job_keeps_finished_batches_and_retry_embeds_only_the_rest(big_co
     corpus = big_corpus(40)
     settings.EMBEDDING_BATCH_SIZE = 8
     failing = FailingAfterBatches(fail_on=3)
-    monkeypatch.setattr(alignment.tasks, "load_sentence_encoder", lambda name, **kw: failing)
+    monkeypatch.setattr(alignment.aligning.measures, "load_sentence_encoder", lambda name, **kw: failing)
 
     run = services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
     run_worker()
@@ -81,7 +81,7 @@ def test_failed_job_keeps_finished_batches_and_retry_embeds_only_the_rest(big_co
     assert stored == set(failing.encoded) and len(stored) == 16
 
     recording = FailingAfterBatches(fail_on=-1)
-    monkeypatch.setattr(alignment.tasks, "load_sentence_encoder", lambda name, **kw: recording)
+    monkeypatch.setattr(alignment.aligning.measures, "load_sentence_encoder", lambda name, **kw: recording)
     services.embedding_run_retry(run=run)
     run_worker()
     run.refresh_from_db()

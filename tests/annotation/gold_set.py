@@ -15,7 +15,7 @@ from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair
 from alignment.services import corpus_get_or_create
-from alignment.tasks import run_measure
+from alignment.aligning.measures import run_measure
 from annotation import services
 from annotation.models import AnnotationProject
 

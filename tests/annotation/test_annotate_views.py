@@ -11,14 +11,14 @@ from django.urls import reverse
 
 import alignment.aligning.service as aligning
 from alignment.models import AlignmentRun, CandidateAlignment, ParagraphAlignment
-from alignment.tasks import run_measure
+from alignment.aligning.measures import run_measure
 from annotation import screen, services
 from annotation.models import Assignment, LabelEvent
 
 
 @pytest.fixture
 def suggestion_run(tram_corpus, monkeypatch):
-    monkeypatch.setattr("webapp.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
     run = aligning.alignment_run_create(
         corpus=tram_corpus,
         aligner_config={"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "newsela"},

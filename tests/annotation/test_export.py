@@ -24,7 +24,7 @@ SPLITS = ("train", "dev", "test")
 
 @pytest.fixture(autouse=True)
 def export_dir(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr("webapp.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
     with override_settings(EXPORT_DIR=tmp_path / "exports"):
         yield tmp_path / "exports"
 

@@ -9,7 +9,7 @@ from django.test import override_settings
 
 from alignment.aligning import service as aligning
 from alignment.models import AlignmentRun, CandidateAlignment
-from alignment.tasks import run_measure
+from alignment.aligning.measures import run_measure
 from annotation import services
 from annotation.models import (
     AnnotationProject,
@@ -30,7 +30,7 @@ from tests.annotation.gold_set import build_gold_project
 
 @pytest.fixture(autouse=True)
 def model_dir(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr("webapp.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
     with override_settings(MODEL_DIR=tmp_path / "models"):
         yield tmp_path / "models"
 

@@ -13,7 +13,7 @@ from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair
 from alignment.services import corpus_get_or_create
-from alignment.tasks import run_measure
+from alignment.aligning.measures import run_measure
 from annotation import services
 from annotation.models import Assignment, LabelEvent
 
@@ -35,7 +35,7 @@ def annotation_setup(transactional_db, owner, monkeypatch):
     corpus, _ = corpus_get_or_create(name="Bees", language="en", owner=owner)
     files = [("Bees-adv.txt", ADV.encode()), ("Bees-ele.txt", ELE.encode())]
     assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
-    monkeypatch.setattr("webapp.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
     run = aligning.alignment_run_create(
         corpus=corpus,
         aligner_config={"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "newsela"},

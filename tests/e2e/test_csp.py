@@ -13,7 +13,7 @@ from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.models import AlignmentRun, DocumentPair
 from alignment.services import corpus_get_or_create
-from alignment.tasks import run_measure
+from alignment.aligning.measures import run_measure
 from annotation import services
 from annotation.models import LabelEvent
 from tests.e2e.test_annotate_in_browser import ADV, ELE

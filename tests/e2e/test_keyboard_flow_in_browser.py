@@ -14,7 +14,7 @@ from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair
 from alignment.services import corpus_get_or_create
-from alignment.tasks import run_measure
+from alignment.aligning.measures import run_measure
 from annotation import services
 from annotation.models import ItemEvent, LabelEvent
 from tests.e2e.test_annotate_in_browser import _login, _screen_url
@@ -76,7 +76,7 @@ def twenty_sentence_pair(transactional_db, owner, monkeypatch):
     corpus, _ = corpus_get_or_create(name="News", language="en", owner=owner)
     files = [("News-adv.txt", _presplit(COMPLEX)), ("News-ele.txt", _presplit(SIMPLE))]
     assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
-    monkeypatch.setattr("webapp.jobs.enqueue.defer", lambda *args, **kwargs: None)  # the run executes in-process below
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # the run executes in-process below
     run = aligning.alignment_run_create(
         corpus=corpus,
         aligner_config={"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "newsela"},

@@ -22,7 +22,7 @@ from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.mining.models import MiningJob
 from alignment.models import CandidateAlignment, DocumentPair
-from alignment.tasks import run_measure
+from alignment.aligning.measures import run_measure
 from annotation import services as annotation_services
 from annotation.export.models import ExportJob
 from annotation.models import LabelEvent

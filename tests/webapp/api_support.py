@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from alignment.aligning.service import alignment_run_create, alignment_run_execute
 from alignment.models import AlignmentRun, Corpus, DocumentPair, Sentence
-from alignment.tasks import run_measure
+from alignment.aligning.measures import run_measure
 from annotation import services
 from annotation.models import AnnotationProject
 from webapp.accounts.services import api_token_create

@@ -20,7 +20,7 @@ EXPORTS = "projects/{project}/exports/"
 def gold_world(api_world, settings, tmp_path, monkeypatch):
     """The tram pair verified as gold: both annotators agree on one item. Export jobs are queued by hand below."""
     settings.EXPORT_DIR = tmp_path / "exports"
-    monkeypatch.setattr("webapp.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
     for persona in ("anna", "ben"):
         services.label_record(
             project=api_world.project, annotator=api_world.users[persona], pair=api_world.pair,

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from alignment.tasks import run_measure
+from alignment.aligning.measures import run_measure
 from annotation import services
 from annotation.models import AnnotationProject, ModelActivation, ModelVersion, TrainingSnapshot
 from annotation.training import service as training
@@ -59,7 +59,7 @@ def test_a_version_whose_files_are_gone_is_refused_with_the_path(api_world, regi
 
 def test_promotion_through_the_api_activates_a_trained_version_and_realigns(owner, settings, tmp_path, monkeypatch):
     settings.MODEL_DIR = tmp_path / "models"
-    monkeypatch.setattr("webapp.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
     project, annotator = build_gold_project(owner)
     job = training.training_job_create(project=project, created_by=owner, epochs=15, lr=0.1)
     version = training.training_job_execute(job_id=job.pk, build_measure=run_measure, device="cpu").version

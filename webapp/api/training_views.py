@@ -51,7 +51,7 @@ class ModelVersionViewSet(ProjectScopedViewSet, mixins.ListModelMixin, mixins.Re
     )  # fmt: skip
     @action(detail=True, methods=["post"])
     def promote(self, request: Request, project_id: str, pk: str | None = None) -> Response:
-        from alignment.tasks import run_measure
+        from alignment.aligning.measures import run_measure
 
         self.require_manager()
         version = self.get_object()

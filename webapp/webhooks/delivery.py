@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from webapp.jobs.enqueue import defer
+from alignment.jobs.enqueue import defer
 from webapp.webhooks import outbound
 from webapp.webhooks.models import WebhookAttempt, WebhookDelivery
 from webapp.webhooks.signing import (

@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import models
 
-from webapp.jobs.models import Job, JobStatus
+from alignment.jobs.models import Job, JobStatus
 
 EVENTS: dict[str, str] = {
     "label.created": "a label is given to a sentence pair",

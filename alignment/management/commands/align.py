@@ -87,7 +87,7 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
 
     def _execute(self, run: AlignmentRun) -> None:
-        from alignment.tasks import run_measure
+        from alignment.aligning.measures import run_measure
 
         try:
             run = aligning.alignment_run_execute(run_id=run.pk, build_measure=run_measure, device=settings.ENCODER_DEVICE)

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from alignment.tasks import run_measure
+from alignment.aligning.measures import run_measure
 from annotation.models import AnnotationProject, TrainingJob
 from annotation.training import registry
 from annotation.training import service as training

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import transaction
 
-from webapp.jobs.models import Job
+from alignment.jobs.models import Job
 
 
 def defer(task_name: str, job: Job | None = None, *, options: dict | None = None, **task_kwargs: Any) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 from django.db import close_old_connections
 from procrastinate.contrib.django import app
 
-from webapp.jobs.models import Job, error_text
+from alignment.jobs.models import Job, error_text
 
 
 def job_task(

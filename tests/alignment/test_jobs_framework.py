@@ -14,9 +14,9 @@ from annotation.export import service as export
 from annotation.export.models import ExportJob
 from annotation.training.models import TrainingJob
 from tests.annotation.gold_set import build_gold_project
-from webapp.jobs.enqueue import enqueue_on_commit
-from webapp.jobs.models import JobStatus, Pickup
-from webapp.jobs.wrapper import job_task
+from alignment.jobs.enqueue import enqueue_on_commit
+from alignment.jobs.models import JobStatus, Pickup
+from alignment.jobs.wrapper import job_task
 from webapp.webhooks.models import WebhookDelivery
 
 pytestmark = pytest.mark.django_db
@@ -128,7 +128,7 @@ def test_the_task_wrapper_marks_the_job_failed_with_the_reason(run) -> None:
 
 @pytest.fixture
 def export_dir(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr("webapp.jobs.enqueue.defer", lambda *args, **kwargs: None)  # runs in-process below, no worker
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # runs in-process below, no worker
     with override_settings(EXPORT_DIR=tmp_path / "exports"):
         yield tmp_path / "exports"
 
