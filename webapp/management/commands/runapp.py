@@ -10,6 +10,7 @@ cleanly.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -49,7 +50,7 @@ def gunicorn_command(bind: str) -> list[str]:
         "--threads", str(max(1, threads)),
         "--timeout", str(envint("WEB_TIMEOUT", 120)),  # a large corpus upload is parsed in the request
         "--graceful-timeout", "15",  # runapp waits 20 s before killing
-        "--access-logfile", "-" if envbool("WEB_ACCESS_LOG", False) else "/dev/null",
+        *(["--access-logfile", "-"] if envbool("WEB_ACCESS_LOG", False) else []),  # none by default: it costs every request
         "--error-logfile", "-",
         "--no-control-socket",  # one fixed socket path per user: a second server (tests, a bench) would clash
     ]
@@ -96,10 +97,8 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         try:
             while all(child.poll() is None for child in children):
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     children[0].wait(timeout=1)
-                except subprocess.TimeoutExpired:
-                    pass
         finally:
             stop(None, None)
             for child in children:
