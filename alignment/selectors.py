@@ -92,7 +92,7 @@ def alignment_runs_recent(corpus: Corpus, limit: int = 5) -> list[AlignmentRun]:
 
 def alignment_run_pairs(run: AlignmentRun) -> QuerySet[DocumentPair]:
     """The run's pairs with whether (and how fast) each is done: ``done_seconds`` is None while pending."""
-    from django.db.models import FilteredRelation, F
+    from django.db.models import F, FilteredRelation
 
     return (
         run.pairs.annotate(done=FilteredRelation("aligned_pairs", condition=Q(aligned_pairs__run=run)))

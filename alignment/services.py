@@ -21,10 +21,10 @@ from django.db.models import Exists, F, OuterRef, Q
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
-from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun, Encoder, Sentence, SentenceEmbedding
-from models_ml.encoders import SentenceEncoder
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
+from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun, Encoder, Sentence, SentenceEmbedding
+from models_ml.encoders import SentenceEncoder
 
 logger = logging.getLogger(__name__)
 

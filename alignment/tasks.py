@@ -10,10 +10,10 @@ from alignment.aligning import service as aligning
 from alignment.aligning.measures import app_encoder, run_measure
 from alignment.importing.jobs import IMPORT_TASK, import_job_execute
 from alignment.importing.models import ImportJob
+from alignment.jobs.wrapper import job_task
 from alignment.mining.models import MiningJob, MiningShard
 from alignment.mining.service import mining_job_prepare, mining_shard_execute
 from alignment.models import AlignmentRun, EmbeddingRun
-from alignment.jobs.wrapper import job_task
 
 
 @job_task(queue="embedding", name="alignment.embed_corpus", model=EmbeddingRun, id_arg="run_id")

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 from alignment.models import CandidateAlignment, DocumentPair
 from annotation.agreement import (
+    PRF,
     SCOPE_ALL_PAIRS,
     SCOPE_SHOWN,
     AgreementReport,
-    PRF,
     agreement_report,
     aligner_alignment_prf,
     pairwise_alignment_prf,

@@ -87,7 +87,7 @@ def label_times(project: AnnotationProject, *, annotator: AbstractBaseUser | Non
         WHERE {" AND ".join(where)}
         GROUP BY ROLLUP (u.username)
         ORDER BY u.username NULLS LAST
-    """  # noqa: S608 (table names and WHERE clauses are fixed strings; values go as parameters)
+    """  # table names and WHERE clauses are fixed strings; values go as parameters
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = [LabelTime(name, count, median, mean, hours) for name, count, median, mean, hours in cursor.fetchall()]

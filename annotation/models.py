@@ -293,13 +293,6 @@ class ParagraphCorrection(models.Model):
         super().save(*args, **kwargs)
 
 
-# Retraining lives in its own module; importing it here registers its models with this app.
-from annotation.training.models import (  # noqa: F401
-    ModelActivation,
-    ModelVersion,
-    TrainingJob,
-    TrainingSnapshot,
-)
-
-# Exports live in their own module; importing it here registers their models with this app.
-from annotation.export.models import ExportJob  # noqa: E402, F401
+# Exports and retraining live in their own modules; importing them here registers their models with this app.
+from annotation.export.models import ExportJob  # noqa: E402, F401 - registers these models with this app
+from annotation.training.models import ModelActivation, ModelVersion, TrainingJob, TrainingSnapshot  # noqa: E402, F401 - as above

@@ -301,7 +301,7 @@ def annotator_accuracy(project: AnnotationProject) -> list[Accuracy]:
     from django.contrib.auth import get_user_model
 
     totals: dict[int, list[int]] = {}
-    for (gold_id, user_id), answer in _latest_gold_answers(project).items():
+    for (_gold_id, user_id), answer in _latest_gold_answers(project).items():
         if answer.label:
             counts = totals.setdefault(user_id, [0, 0])
             counts[0] += 1

@@ -5,11 +5,11 @@ from __future__ import annotations
 from django.conf import settings
 
 from alignment.aligning.measures import run_measure
+from alignment.jobs.wrapper import job_task
 from annotation.export.models import ExportJob
 from annotation.export.service import export_job_execute
 from annotation.training.models import TrainingJob
 from annotation.training.service import training_job_execute
-from alignment.jobs.wrapper import job_task
 
 
 @job_task(queue="training", name="annotation.train_model", model=TrainingJob)

@@ -11,12 +11,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import members, selectors, services, worklist
+from annotation import queue as queue_mode
 from annotation.agreement import LABELS
 from annotation.agreement_data import project_agreement
-from annotation import queue as queue_mode
-from annotation.review import pair_item_states, pair_verified, reviewer_changes
 from annotation.forms import InviteForm, MemberForm, MemberSearchForm, ProjectCreateForm
 from annotation.models import ProjectMembership
+from annotation.review import pair_item_states, pair_verified, reviewer_changes
 
 
 def _manager_project(request: HttpRequest, project_id: int):

@@ -25,15 +25,15 @@ from _django import bench_owner, setup_django
 os.environ.setdefault("DEBUG", "0")  # DEBUG keeps a log of every SQL query; production does not
 setup_django()
 
-from django.db import connection  # noqa: E402
-from django.test import Client  # noqa: E402
+from django.db import connection
+from django.test import Client
 
-from alignment.aligning.service import alignment_run_create, alignment_run_execute  # noqa: E402
-from alignment.importing.readers import ImportOptions  # noqa: E402
-from alignment.importing.service import corpus_import_files  # noqa: E402
-from alignment.services import corpus_get_or_create  # noqa: E402
-from alignment.aligning.measures import run_measure  # noqa: E402
-from webapp.accounts.services import api_token_create  # noqa: E402
+from alignment.aligning.measures import run_measure
+from alignment.aligning.service import alignment_run_create, alignment_run_execute
+from alignment.importing.readers import ImportOptions
+from alignment.importing.service import corpus_import_files
+from alignment.services import corpus_get_or_create
+from webapp.accounts.services import api_token_create
 
 
 def _sentences(count: int, seed: int) -> list[str]:

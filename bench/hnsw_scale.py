@@ -62,8 +62,8 @@ import numpy as np
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import setup_django  # noqa: E402
-from _synthetic import MINILM_PARTICIPATION_RATIO, SyntheticCollection  # noqa: E402
+from _django import setup_django
+from _synthetic import MINILM_PARTICIPATION_RATIO, SyntheticCollection
 
 TOP_K = 10
 TABLE = "bench_vectors"
@@ -439,7 +439,7 @@ def main() -> None:
         print(f"- build-time growth, m={m0}/ef_c={ef0}: {probe_rows:,} rows {probe_build['seconds']:.1f} s -> "
               f"{config.vectors:,} rows {first['seconds']:.1f} s, i.e. time ~ N^{exponent:.2f}")
     raw_bytes = 4 * config.dim
-    for (m, ef_construction), b in builds:
+    for (m, _ef_construction), b in builds:
         per_vector = (table_bytes + b["index_bytes"]) / config.vectors
         for target in (10**8, 10**9):
             hours = b["seconds"] * (target / config.vectors) ** max(exponent, 1.0) / 3600

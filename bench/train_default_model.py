@@ -21,8 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._deplain import SHIPPABLE_LICENCES, load_corpus, score_learned, train_learned
-from models_ml.checkpoint import DEFAULT_MODEL_DIR
-from models_ml.checkpoint import write_checksums
+from models_ml.checkpoint import DEFAULT_MODEL_DIR, write_checksums
 
 
 def main() -> None:

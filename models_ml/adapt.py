@@ -65,7 +65,7 @@ def adapt_aligner(
     if not held_out:
         dev_index = train_index
     pick = lambda indices: [labelled[int(k)] for k in indices]  # noqa: E731 - two uses, one line
-    pick_features = lambda indices: None if features is None else [features[int(k)] for k in indices]  # noqa: E731
+    pick_features = lambda indices: None if features is None else [features[int(k)] for k in indices]  # noqa: E731 - as pick
     tuned = start.copy()
     report = train_aligner(
         pick(train_index), aligner=tuned, training=training or TrainingConfig(), seed=seed,

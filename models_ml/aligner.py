@@ -55,6 +55,7 @@ from models_ml.crf import CRFConfig, NeuralCRF, states_to_groups
 from models_ml.crf_pruned import decode_pruned
 from models_ml.encoders import DEFAULT_ENCODER
 from models_ml.io import AlignmentGroup
+from models_ml.pair_scorer import LOGIT_CLIP, LearnedPairScorer, ScorerParameters
 from models_ml.paragraphs import (
     NewselaParagraphConfig,
     ParagraphGroup,
@@ -63,7 +64,6 @@ from models_ml.paragraphs import (
     align_paragraphs_wikipedia,
     sentence_pair_mask,
 )
-from models_ml.pair_scorer import LOGIT_CLIP, LearnedPairScorer, ScorerParameters
 from models_ml.similarity import MEASURE_BUILDERS, SimilarityMeasure, build_measure
 
 __all__ = ["Aligner", "AlignerConfig", "AlignmentResult", "BlockPlan", "learned_config"]
@@ -155,7 +155,7 @@ class AlignerConfig:
     def from_dict(cls, data: dict[str, Any]) -> AlignerConfig:
         """Inverse of :meth:`to_dict`; missing keys keep their defaults, unknown keys raise ValueError."""
         if not isinstance(data, dict):
-            raise ValueError(f"aligner config must be a JSON object, got {type(data).__name__}")  # noqa: TRY004 - bad config content, not a bad argument
+            raise ValueError(f"aligner config must be a JSON object, got {type(data).__name__}")  # bad config content, not a bad argument
         nested = {"newsela": NewselaParagraphConfig, "wikipedia": WikipediaParagraphConfig, "crf": CRFConfig}
         values: dict[str, Any] = {}
         known = {f.name for f in fields(cls)}
@@ -182,7 +182,7 @@ def learned_config(**overrides: Any) -> AlignerConfig:
 
 def _nested_from_dict(config_class: type, value: Any, key: str) -> Any:
     if not isinstance(value, dict):
-        raise ValueError(f"aligner config key {key!r} must be an object, got {type(value).__name__}")  # noqa: TRY004 - as above
+        raise ValueError(f"aligner config key {key!r} must be an object, got {type(value).__name__}")  # as above
     known = {f.name for f in fields(config_class)}
     for name in value:
         if name not in known:
@@ -429,7 +429,7 @@ class Aligner:
         try:
             state = torch.load(crf_path, map_location="cpu", weights_only=True)
             aligner.crf.load_state_dict(state)
-        except Exception as error:  # noqa: BLE001 - any unpickling or shape error means a bad file
+        except Exception as error:  # any unpickling or shape error means a bad file
             raise ValueError(f"{crf_path}: not a CRF state_dict for this config ({error})") from None
         aligner.crf.to(aligner.device).eval()
         return aligner

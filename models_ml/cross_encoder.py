@@ -82,7 +82,7 @@ class CrossEncoderConfig:
     def from_dict(cls, data: Any) -> CrossEncoderConfig:
         """Inverse of ``dataclasses.asdict``; unknown keys raise ValueError."""
         if not isinstance(data, dict):
-            raise ValueError(f"cross-encoder config must be a JSON object, got {type(data).__name__}")  # noqa: TRY004 - bad content
+            raise ValueError(f"cross-encoder config must be a JSON object, got {type(data).__name__}")  # bad content
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -307,7 +307,7 @@ def _label_indices(examples: Sequence[PairExample]) -> list[int]:
             raise ValueError(f"example {number} must be (simple, complex, label), got {example!r:.80}")
         simple, complex_sentence, label = example
         if not isinstance(simple, str) or not isinstance(complex_sentence, str):
-            raise ValueError(f"example {number}: simple and complex must be strings")  # noqa: TRY004 - bad content
+            raise ValueError(f"example {number}: simple and complex must be strings")  # bad content
         if label not in LABEL_INDEX:
             raise ValueError(f"example {number} has label {label!r}; labels must be one of {LABELS}")
         indices.append(LABEL_INDEX[label])
@@ -457,6 +457,6 @@ def load_pair_classifier(directory: str | Path, *, device: str) -> PairClassifie
     weights_path = directory / "pair_classifier.pt"
     try:
         model.load_state_dict(torch.load(weights_path, map_location="cpu", weights_only=True))
-    except Exception as error:  # noqa: BLE001 - any unpickling or shape error means a bad file
+    except Exception as error:  # any unpickling or shape error means a bad file
         raise ValueError(f"{weights_path}: not a pair-classifier state_dict for this config ({error})") from None
     return model.to(device).eval()

@@ -444,7 +444,7 @@ def read_groups_jsonl(path: str | Path) -> list[AlignmentGroup]:
             except json.JSONDecodeError as error:
                 raise ValueError(f"{where}: not valid JSON ({error.msg})") from None
             if not isinstance(record, dict):
-                raise ValueError(f"{where}: expected a JSON object")  # noqa: TRY004 - bad file content, not a bad argument
+                raise ValueError(f"{where}: expected a JSON object")  # bad file content, not a bad argument
             missing = [key for key in ("complex", "simple", "label") if key not in record]
             if missing:
                 raise ValueError(f"{where}: missing key(s) {', '.join(missing)}")
@@ -453,7 +453,7 @@ def read_groups_jsonl(path: str | Path) -> list[AlignmentGroup]:
                 raise ValueError(f"{where}: score must be a number, got {score!r}")
             for key in ("complex", "simple"):
                 if not isinstance(record[key], list):
-                    raise ValueError(f"{where}: {key} must be a list of sentence indices")  # noqa: TRY004 - as above
+                    raise ValueError(f"{where}: {key} must be a list of sentence indices")  # as above
             try:
                 groups.append(
                     AlignmentGroup(

@@ -55,7 +55,7 @@ class ScorerParameters:
     def from_dict(cls, data: Any) -> ScorerParameters:
         """Inverse of :meth:`to_dict`; ValueError naming what is wrong."""
         if not isinstance(data, dict):
-            raise ValueError(f"scorer parameters must be an object, got {type(data).__name__}")  # noqa: TRY004 - bad config content
+            raise ValueError(f"scorer parameters must be an object, got {type(data).__name__}")  # bad config content
         missing = [key for key in ("features", "mean", "scale", "weights", "bias") if key not in data]
         if missing:
             raise ValueError(f"scorer parameters lack {', '.join(missing)}")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the app and its test tools into .venv, make sure Chromium is there, run the whole test suite.
+# Install the app and its test tools into .venv, make sure Chromium is there, lint, run the whole test suite.
 set -euo pipefail
 . "$(dirname "$0")/_venv.sh" requirements-dev.txt
 if [ ! -x /usr/bin/chromium ]; then
@@ -7,4 +7,7 @@ if [ ! -x /usr/bin/chromium ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+echo "Lint (ruff) and layering contracts (import-linter), configured in pyproject.toml..."
+.venv/bin/ruff check --quiet .
+.venv/bin/lint-imports --no-cache >/dev/null || .venv/bin/lint-imports --no-cache
 exec .venv/bin/python -m pytest "$@"

@@ -2,5 +2,5 @@
 
 from __future__ import annotations
 
-from webapp.accounts.models import ApiToken  # noqa: F401
-from webapp.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery  # noqa: F401
+from webapp.accounts.models import ApiToken  # noqa: F401 - registers these models with this app
+from webapp.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery  # noqa: F401 - registers these models with this app

@@ -19,6 +19,8 @@ from alignment.aligning.scoring import (
     SideSentences,
     pack_matrices,
 )
+from alignment.jobs.enqueue import enqueue_on_commit
+from alignment.jobs.models import Pickup, error_text
 from alignment.models import (
     AlignedPair,
     AlignmentRun,
@@ -30,8 +32,6 @@ from alignment.models import (
     SentenceEmbedding,
 )
 from alignment.signals import run_finished, run_succeeded
-from alignment.jobs.enqueue import enqueue_on_commit
-from alignment.jobs.models import Pickup, error_text
 from models_ml.aligner import LEARNED, MODEL_FILES, Aligner, AlignerConfig
 from models_ml.checkpoint import CHECKSUMS, read_json, sha256, verify_checksums
 from models_ml.cross_encoder import MODEL_FILES as CLASSIFIER_FILES

@@ -27,9 +27,9 @@ from alignment.importing.workflow import (
     import_corpus_remove_if_empty,
     import_target_check,
 )
-from alignment.models import Corpus
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
+from alignment.models import Corpus
 
 IMPORT_TASK = "alignment.import_files"
 

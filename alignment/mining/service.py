@@ -26,6 +26,8 @@ from django.db.models import Count, F
 from django.db.models.functions import Cast
 from pgvector.django import CosineDistance, VectorField
 
+from alignment.jobs.enqueue import enqueue_on_commit
+from alignment.jobs.models import Pickup, error_text
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
 from alignment.mining.muss_service import (
     SHARD_SEQUENCES,
@@ -36,8 +38,6 @@ from alignment.mining.muss_service import (
     pairs_shards_create,
 )
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
-from alignment.jobs.enqueue import enqueue_on_commit
-from alignment.jobs.models import Pickup, error_text
 from models_ml.lha import LHAConfig, align_sentences, unigram_overlap
 
 SHARD_DOCUMENTS = 50

@@ -64,7 +64,7 @@ class AgreementCounts:
         rated = {name: label for name, label in labels.items() if label}
         for name, label in rated.items():
             if not isinstance(name, str):
-                raise ValueError(f"annotator names must be strings, got {name!r}")  # noqa: TRY004 - as validate_ratings
+                raise ValueError(f"annotator names must be strings, got {name!r}")  # as validate_ratings
             if label not in _CODE:
                 raise ValueError(
                     f"annotator {name!r} gave item {item!r} the unknown label {label!r}; expected one of {', '.join(LABELS)}"

@@ -18,6 +18,8 @@ from pathlib import Path
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from alignment.jobs.enqueue import enqueue_on_commit
+from alignment.jobs.models import Pickup, error_text
 from annotation.export import simplification
 from annotation.export.card import CardStatistics, render_card
 from annotation.export.models import ExportJob, export_root
@@ -37,8 +39,6 @@ from annotation.export.writers import (
 )
 from annotation.models import AnnotationProject
 from models_ml.splits import DEFAULT_FRACTIONS, SPLITS, assign_splits
-from alignment.jobs.enqueue import enqueue_on_commit
-from alignment.jobs.models import Pickup, error_text
 
 EXPORT_TASK = "annotation.export_dataset"
 ARCHIVE = "export.zip"
@@ -62,7 +62,7 @@ def export_options_clean(
     if unknown:
         raise ValueError(f"formats: unknown format(s) {', '.join(map(repr, unknown))}; formats: {', '.join(FORMATS)}")
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed: must be an integer, got {seed!r}")  # noqa: TRY004 - callers show ValueErrors as messages
+        raise ValueError(f"seed: must be an integer, got {seed!r}")  # callers show ValueErrors as messages
     fractions = dict(DEFAULT_FRACTIONS if fractions is None else fractions)
     if set(fractions) != set(SPLITS):
         raise ValueError(f"fractions: give exactly {', '.join(SPLITS)}, got {', '.join(sorted(fractions)) or 'none'}")

@@ -14,8 +14,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from alignment.models import AlignmentRun
 from alignment.jobs.models import Job
+from alignment.models import AlignmentRun
 
 
 class TrainingSnapshot(models.Model):

@@ -19,6 +19,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max
 
+from alignment.jobs.enqueue import enqueue_on_commit
+from alignment.jobs.models import Pickup, error_text
 from annotation.models import AnnotationProject
 from annotation.training.models import ModelVersion, TrainingJob
 from annotation.training.registry import (
@@ -37,8 +39,6 @@ from models_ml.aligner import LEARNED
 from models_ml.checkpoint import CHECKSUMS, sha256
 from models_ml.cross_encoder import save_pair_classifier
 from models_ml.train import EpochReport, TrainingConfig, train_aligner
-from alignment.jobs.enqueue import enqueue_on_commit
-from alignment.jobs.models import Pickup, error_text
 
 TRAIN_TASK = "annotation.train_model"
 BASES = ("active", "untrained")

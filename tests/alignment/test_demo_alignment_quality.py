@@ -11,9 +11,9 @@ import re
 import pytest
 from django.conf import settings
 
+from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_create, alignment_run_execute
 from alignment.models import CandidateAlignment, DocumentPair
-from alignment.aligning.measures import run_measure
 from models_ml.evaluate import evaluate_pairs
 from models_ml.io import AlignmentGroup
 from webapp.demo import DEMO_CORPUS_DIR, demo_corpus_import

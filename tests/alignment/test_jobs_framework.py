@@ -9,14 +9,14 @@ from django.db import transaction
 from django.test import override_settings
 from procrastinate.contrib.django.models import ProcrastinateJob
 
+from alignment.jobs.enqueue import enqueue_on_commit
+from alignment.jobs.models import JobStatus, Pickup
+from alignment.jobs.wrapper import job_task
 from alignment.models import AlignmentRun, EmbeddingRun
 from annotation.export import service as export
 from annotation.export.models import ExportJob
 from annotation.training.models import TrainingJob
 from tests.annotation.gold_set import build_gold_project
-from alignment.jobs.enqueue import enqueue_on_commit
-from alignment.jobs.models import JobStatus, Pickup
-from alignment.jobs.wrapper import job_task
 from webapp.webhooks.models import WebhookDelivery
 
 pytestmark = pytest.mark.django_db
@@ -189,7 +189,7 @@ def test_the_job_card_shows_attempts_restart_and_the_reason(owner, export_dir) -
     html = render_to_string(
         "jobs/_card.html", {"job": job, "project": project, "id_prefix": "export-", "title": "Export", "body": "annotation/export_job_body.html"}
     )
-    assert 'id="export-%d"' % job.pk in html and "status-failed" in html and "hx-trigger" not in html  # finished: no polling
+    assert f'id="export-{job.pk}"' in html and "status-failed" in html and "hx-trigger" not in html  # finished: no polling
     assert "export · queued" in html and "attempt 3 (a worker stopped; the job started again)" in html
     assert "the worker running this job stopped (attempt 3 of 3)" in html and "Traceback" not in html
 

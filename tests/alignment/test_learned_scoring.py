@@ -11,7 +11,7 @@ from models_ml.pair_scorer import ScorerParameters
 
 
 class RefusingEncoder:
-    def encode(self, sentences, **options):  # noqa: ANN001, ANN003, ANN201 - a test double
+    def encode(self, sentences, **options):  # a test double
         raise AssertionError("the stored vectors should have been used")
 
 

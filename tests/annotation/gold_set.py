@@ -11,11 +11,11 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 
 from alignment.aligning import service as aligning
+from alignment.aligning.measures import run_measure
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair
 from alignment.services import corpus_get_or_create
-from alignment.aligning.measures import run_measure
 from annotation import services
 from annotation.models import AnnotationProject
 

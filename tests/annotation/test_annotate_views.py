@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 import alignment.aligning.service as aligning
-from alignment.models import AlignmentRun, CandidateAlignment, ParagraphAlignment
 from alignment.aligning.measures import run_measure
+from alignment.models import AlignmentRun, CandidateAlignment, ParagraphAlignment
 from annotation import screen, services
 from annotation.models import Assignment, LabelEvent
 

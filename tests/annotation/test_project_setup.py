@@ -115,7 +115,7 @@ def test_the_run_list_holds_the_chosen_corpus_runs_only(client, owner, tram_corp
     theirs = AlignmentRun.objects.create(corpus=other, status="succeeded")
     client.force_login(owner)
     url = reverse("annotation:project_create")
-    runs = lambda page: set(map(int, re.findall(r'<option value="(\d+)">#', page)))  # noqa: E731
+    runs = lambda page: set(map(int, re.findall(r'<option value="(\d+)">#', page)))  # noqa: E731 - a one-line reader
     assert runs(client.get(url).content.decode()) == set()
     assert runs(client.get(url, {"corpus": tram_corpus.pk}).content.decode()) == {mine.pk}
     assert runs(client.get(url, {"corpus": other.pk}).content.decode()) == {theirs.pk}
@@ -137,7 +137,7 @@ def test_time_per_label_per_annotator_and_for_the_project(client, owner, tram_co
     assert (rows["anna"].labels, rows["anna"].median_seconds, rows["anna"].mean_seconds) == (3, 4.0, 12.0)
     assert (rows[None].labels, rows[None].median_seconds) == (4, 5.0)
     assert rows[None].total_hours == pytest.approx(42 / 3600)
-    times = lambda: re.search(r'id="label-times">(.*?)</section>', _detail(client, project), re.S).group(1)  # noqa: E731
+    times = lambda: re.search(r'id="label-times">(.*?)</section>', _detail(client, project), re.S).group(1)  # noqa: E731 - as runs
     client.force_login(owner)
     assert "<strong>whole project</strong>" in times() and ">ben</td>" in times()
     client.force_login(annotator)  # an annotator sees their own figure only

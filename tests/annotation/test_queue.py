@@ -6,9 +6,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
+from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_create, alignment_run_execute
 from alignment.models import CandidateAlignment, DocumentPair
-from alignment.aligning.measures import run_measure
 from annotation import queue, services
 from annotation.models import GoldAnswer, GoldItem, LabelEvent
 

@@ -8,8 +8,8 @@ import pytest
 from django.test import override_settings
 
 from alignment.aligning import service as aligning
-from alignment.models import AlignmentRun, CandidateAlignment
 from alignment.aligning.measures import run_measure
+from alignment.models import AlignmentRun, CandidateAlignment
 from annotation import services
 from annotation.models import (
     AnnotationProject,

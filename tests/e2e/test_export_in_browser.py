@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import json
 import threading
+from pathlib import Path
 
 import pytest
 from django.test import override_settings
@@ -74,7 +75,7 @@ def test_webhook_export_download_and_signed_delivery(page: Page, live_server, go
     expect(card).to_contain_text("Succeeded", timeout=10_000)  # htmx polling swaps the finished card in
     with page.expect_download() as download:
         card.get_by_role("link", name="train.tsv", exact=False).first.click()
-    rows = [line.split("\t") for line in open(download.value.path(), encoding="utf-8").read().splitlines() if line]
+    rows = [line.split("\t") for line in Path(download.value.path()).read_text(encoding="utf-8").splitlines() if line]
     assert rows and {row[0] for row in rows} <= {"aligned", "partialAligned", "notAligned"}
     assert "aligned" in {row[0] for row in rows}
     verified_pairs = DocumentPair.objects.filter(corpus=project.corpus, verifications__verified=True).distinct().count()

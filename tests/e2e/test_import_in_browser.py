@@ -9,14 +9,13 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from alignment.importing.models import ImportJob
-from tests.alignment.conftest import run_worker  # noqa: F401 (the fixture: a real worker in this process)
 from tests.conftest import SAMPLE_ADV, SAMPLE_ELE
 from tests.e2e.test_annotate_in_browser import _login
 
 SCREENSHOTS = Path(os.environ.get("SCREENSHOT_DIR", "/tmp/screenshots"))
 
 
-def test_an_upload_is_imported_in_the_background_and_the_job_page_shows_the_report(page: Page, live_server, owner, run_worker):  # noqa: F811
+def test_an_upload_is_imported_in_the_background_and_the_job_page_shows_the_report(page: Page, live_server, owner, run_worker):
     _login(page, live_server, "owner", "owner-pass-123")
     page.goto(live_server.url + "/corpora/import/")
     page.get_by_label("Corpus name").fill("Browser upload")

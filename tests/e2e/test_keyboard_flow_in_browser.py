@@ -10,11 +10,11 @@ from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
 import alignment.aligning.service as aligning
+from alignment.aligning.measures import run_measure
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair
 from alignment.services import corpus_get_or_create
-from alignment.aligning.measures import run_measure
 from annotation import services
 from annotation.models import ItemEvent, LabelEvent
 from tests.e2e.test_annotate_in_browser import _login, _screen_url

@@ -10,11 +10,10 @@ from playwright.sync_api import Page, expect
 from alignment.models import CandidateAlignment
 from annotation.models import ItemEvent, LabelEvent
 from tests.e2e.test_annotate_in_browser import _login
-from tests.e2e.test_keyboard_flow_in_browser import twenty_sentence_pair  # noqa: F401  (fixture)
 
 
 @pytest.fixture
-def queue_project(twenty_sentence_pair):  # noqa: F811
+def queue_project(twenty_sentence_pair):
     project, pair, run = twenty_sentence_pair
     project.test_item_rate = 0.0  # candidates only: the test knows what comes next
     project.save()

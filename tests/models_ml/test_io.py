@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 import csv
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np

@@ -94,7 +94,7 @@ def test_a_scorer_with_vectors_needs_them() -> None:
 def test_learned_aligner_trains_saves_loads_and_aligns_splits(tmp_path: Path) -> None:
     aligner = Aligner(learned_config(device="cpu", scorer_embedding=False), seed=0)
     with pytest.raises(ValueError, match="not trained yet"):
-        aligner.measure  # noqa: B018 - the property raises
+        aligner.measure  # noqa: B018 - reading the property is the test: it raises
     train_aligner(PAIRS[:4], aligner=aligner, training=TrainingConfig(epochs=3), seed=0, dev_pairs=PAIRS[4:])
     assert aligner.config.scorer is not None and not aligner.uses_encoder
     report = evaluate_aligner(aligner, PAIRS[4:])

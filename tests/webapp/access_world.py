@@ -17,12 +17,12 @@ from django.db import connection
 
 from alignment import services as alignment_services
 from alignment.aligning import service as aligning
+from alignment.aligning.measures import run_measure
 from alignment.importing.models import ImportJob
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.mining.models import MiningJob
 from alignment.models import CandidateAlignment, DocumentPair
-from alignment.aligning.measures import run_measure
 from annotation import services as annotation_services
 from annotation.export.models import ExportJob
 from annotation.models import LabelEvent
@@ -135,5 +135,5 @@ def database_fingerprint() -> str:
     """One digest of every row of the app's tables (and the job queue, tokens, users): any write changes it."""
     parts = [f"(SELECT count(*) || ':' || coalesce(sum(hashtextextended(t::text, 0)), 0) FROM {table} t)" for table in _app_tables()]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT " + " || ',' || ".join(parts))  # noqa: S608 (table names from the app registry)
+        cursor.execute("SELECT " + " || ',' || ".join(parts))  # table names from the app registry
         return cursor.fetchone()[0]

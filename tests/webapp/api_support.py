@@ -14,9 +14,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
+from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_create, alignment_run_execute
 from alignment.models import AlignmentRun, Corpus, DocumentPair, Sentence
-from alignment.aligning.measures import run_measure
 from annotation import services
 from annotation.models import AnnotationProject
 from webapp.accounts.services import api_token_create

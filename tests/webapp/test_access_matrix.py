@@ -293,10 +293,9 @@ def _cases() -> list:
 @pytest.fixture(scope="module")
 def world(django_db_setup, django_db_blocker, tmp_path_factory) -> World:
     """Built once, in a transaction rolled back after the module; each test's ``db`` savepoint undoes its own writes."""
-    with django_db_blocker.unblock(), override_settings(EXPORT_DIR=tmp_path_factory.mktemp("matrix-exports")):
-        with transaction.atomic():
-            yield world_build()
-            transaction.set_rollback(True)
+    with django_db_blocker.unblock(), override_settings(EXPORT_DIR=tmp_path_factory.mktemp("matrix-exports")), transaction.atomic():
+        yield world_build()
+        transaction.set_rollback(True)
 
 
 def parameter_kind(route: Route, parameter: str) -> str:

@@ -14,8 +14,8 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.cache import cache
-from django.core.management import CommandError, call_command
 from django.core.exceptions import ValidationError
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import RequestFactory
 from django.utils import timezone

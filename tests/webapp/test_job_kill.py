@@ -33,7 +33,6 @@ from annotation.export import service as export
 from annotation.export.models import ExportJob
 from annotation.training import service as training
 from annotation.training.models import ModelVersion, TrainingJob
-from tests.alignment.conftest import big_corpus, python_executable, run_worker, worker_subprocess_env  # noqa: F401
 from tests.alignment.test_alignment_runs import LEXICAL, STORIES, TFIDF_CONFIG
 from tests.alignment.test_mining import PARAPHRASES
 from tests.annotation.gold_set import build_gold_project
@@ -54,7 +53,7 @@ def state(tmp_path: Path, settings) -> Path:
 
 
 @pytest.fixture
-def killed_worker(worker_subprocess_env, python_executable, state, run_worker):  # noqa: F811
+def killed_worker(worker_subprocess_env, python_executable, state, run_worker):
     """Start a real worker, SIGKILL it once ``mid_job()`` is true, requeue the stalled job, run a second worker."""
 
     def run(mid_job: Callable[[], bool], *, second_worker: Callable[[], None] | None = None, **env: str) -> None:

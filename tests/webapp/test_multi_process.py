@@ -66,7 +66,7 @@ class Deployment:
         return result.stdout
 
     def start(self, name: str, command: list[str]) -> subprocess.Popen:
-        log = open(self.root / f"{name}.log", "w")
+        log = open(self.root / f"{name}.log", "w")  # noqa: SIM115 - the server writes to it for its whole life; closed when the test process ends
         process = subprocess.Popen(command, cwd=REPO_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         self.processes[name] = process
         return process
@@ -176,7 +176,7 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
     worker_ids = []
     for index in (1, 2):
         deployed.start(f"worker-{index}", [sys.executable, "manage.py", "procrastinate", "worker"])
-        deployed.wait_for(f"worker {index} to register", lambda: len(deployed.sql("SELECT id FROM procrastinate_workers")) == index)
+        deployed.wait_for(f"worker {index} to register", lambda index=index: len(deployed.sql("SELECT id FROM procrastinate_workers")) == index)
         worker_ids.append(max(row[0] for row in deployed.sql("SELECT id FROM procrastinate_workers")))
 
     def web_ready() -> bool:

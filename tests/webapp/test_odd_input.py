@@ -6,7 +6,6 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation.models import AnnotationProject
-from tests.webapp.api_support import api_world, fast_password_hashing  # noqa: F401  (fixtures)
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -36,7 +35,7 @@ def test_json_nested_below_the_parser_limit_but_past_ours_is_refused(api_world):
     ("escaped", "message"), [("\\ud800", "lone surrogate \\ud800"), ("a\\u0000b", "NUL character")]
 )
 def test_unstorable_strings_in_a_json_body_are_a_400_naming_the_field(api_world, escaped, message):
-    response = _post_raw(api_world, '{"name": "Odd ' + escaped + '", "corpus": %d, "guidelines": "ok"}' % api_world.corpus.pk)
+    response = _post_raw(api_world, '{"name": "Odd ' + escaped + f'", "corpus": {api_world.corpus.pk}, "guidelines": "ok"}}')
     assert response.status_code == 400, response.content
     detail = response.json()["detail"]
     assert message in detail and "name" in detail

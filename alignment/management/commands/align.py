@@ -91,7 +91,7 @@ class Command(BaseCommand):
 
         try:
             run = aligning.alignment_run_execute(run_id=run.pk, build_measure=run_measure, device=settings.ENCODER_DEVICE)
-        except Exception as error:  # noqa: BLE001 - the run records it; the command reports it
+        except Exception as error:  # the run records it; the command reports it
             raise CommandError(f"run {run.pk} failed: {type(error).__name__}: {error}") from None
         counts = ", ".join(f"{label} {count}" for label, count in sorted(run.label_counts.items()))
         rate = f"{run.pairs_per_second:.2f} pairs/s" if run.pairs_per_second else "no pairs"
