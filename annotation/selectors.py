@@ -6,6 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import OuterRef, QuerySet, Subquery, Value
 from django.http import Http404
 
+from alignment.selectors import corpora_visible_to
 from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
 
 
@@ -78,6 +79,11 @@ def corpora_for_projects(user: AbstractBaseUser):
     from alignment.models import Corpus
 
     return Corpus.objects.all() if user.is_staff else Corpus.objects.filter(owner=user)
+
+
+def corpus_visible(user, project: AnnotationProject) -> bool:
+    """Whether ``user`` may open the project's corpus and its runs (a project role alone does not grant it)."""
+    return corpora_visible_to(user).filter(pk=project.corpus_id).exists()
 
 
 def project_progress(project: AnnotationProject) -> list[dict]:

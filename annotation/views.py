@@ -81,6 +81,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "pairs": project.pairs.select_related("complex_document", "simple_document"),
         "member_form": MemberForm(),
         "shortfall": shortfall,
+        "corpus_visible": selectors.corpus_visible(request.user, project),
         "label_times": members.label_times(project, annotator=request.user if role == ProjectMembership.Role.ANNOTATOR else None),
         "verified_pairs": _verified_pair_ids(project),
         "reviewer_changes": reviewer_changes(project, request.user) if role == ProjectMembership.Role.ANNOTATOR else [],

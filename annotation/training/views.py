@@ -73,6 +73,7 @@ def project_models(request: HttpRequest, project_id: int) -> HttpResponse:
     form = TrainForm()
     context = {
         "project": project, "role": role, "form": form, "preview": _preview(project),
+        "corpus_visible": selectors.corpus_visible(request.user, project),
         "jobs": TrainingJob.objects.filter(project=project).select_related("version", "created_by")[:10],
         "rows": version_rows(project), "promote_form": PromoteForm(),
         "activations": ModelActivation.objects.filter(project=project).select_related("version", "previous", "by")[:10],

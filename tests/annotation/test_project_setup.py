@@ -142,3 +142,17 @@ def test_time_per_label_per_annotator_and_for_the_project(client, owner, tram_co
     assert "<strong>whole project</strong>" in times() and ">ben</td>" in times()
     client.force_login(annotator)  # an annotator sees their own figure only
     assert ">anna</td>" in times() and ">ben</td>" not in times() and "whole project" not in times()
+
+
+def test_no_link_on_the_project_page_leads_to_a_page_the_member_may_not_open(client, owner, project, annotator, tram_corpus):
+    project.suggestion_run = AlignmentRun.objects.create(corpus=tram_corpus, status="succeeded")
+    project.save()
+    corpus_url = reverse("alignment:corpus_detail", args=[tram_corpus.pk])
+    run_url = reverse("alignment:alignment_run_detail", args=[project.suggestion_run_id])
+    client.force_login(annotator)  # the corpus is the owner's and not shared: the annotator cannot open it
+    sources = re.search(r'id="project-sources">(.*?)</span>', _detail(client, project), re.S).group(1)
+    assert f"run #{project.suggestion_run_id}" in sources and "href" not in sources
+    assert client.get(corpus_url).status_code == 404 and client.get(run_url).status_code == 404
+    client.force_login(owner)
+    sources = re.search(r'id="project-sources">(.*?)</span>', _detail(client, project), re.S).group(1)
+    assert f'href="{corpus_url}"' in sources and f'href="{run_url}"' in sources
