@@ -18,10 +18,14 @@ document pair) and marked it done, and verifies every pair; then it runs the exp
 A streaming export keeps the tracemalloc peak far below the size of its files as the project
 grows. PostgreSQL's own memory is not in these figures, nor is Arrow's (the buffered Parquet rows).
 
-Measured (embedded PostgreSQL, 12 x 12 sentences, 1 annotator, every format, a 2-core machine):
-    labels 23,000 (1,000 pairs): 16.4 s (1,400 labels/s), 57 MB of files, peak alloc 2.9 MB, RSS 477 -> 510 MB
-    labels 100,004 (4,348 pairs): 71.6 s (1,397 labels/s), 252 MB of files, peak alloc 3.9 MB, RSS 498 -> 514 MB
-Memory is bounded: the writers hold one document pair (plus at most ROW_GROUP_ROWS Parquet rows per split, kept
+Measured (embedded PostgreSQL, 12 x 12 sentences, 1 annotator, every format, a 2-core machine shared with other work):
+    labels 23,000 (1,000 pairs): 5.4 s (4,227 labels/s), 57 MB of files, peak alloc 4.8 MB, RSS 476 -> 514 MB
+    labels 100,004 (4,348 pairs): 25.0 s (3,993 labels/s), 252 MB of files, peak alloc 5.5 MB, RSS 503 -> 516 MB
+    (another run, under more load: 100,004 labels 37.5 s, peak alloc 5.3 MB)
+Before issue 17 (about 7 queries per document pair, BLEU and GLEU each tokenizing both sides): 23,000 labels 16.4 s,
+100,004 labels 71.6 s (59.5 s on a quiet machine). Old and new code one after the other in one process on the same
+100k project, so under the same load: 104.1 s -> 23.4 s, byte-identical files.
+Memory is bounded: selection reads a page of PAGE_PAIRS document pairs at a time; the writers hold one document pair (plus at most ROW_GROUP_ROWS Parquet rows per split, kept
 as Arrow record batches); the dataset card keeps running counts (agreement from per-annotator-pair confusion
 matrices and coincidence sums, see annotation/export/agreement_counts.py) and has PostgreSQL count the unique
 sentences (a temporary table of digests); sacrebleu's tokenizer caches are emptied after each pair. What still

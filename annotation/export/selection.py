@@ -14,7 +14,9 @@ plus adjudications and the optional majority):
 A pair is *complete* when it is verified or holds imported gold: its sentence pairs nobody
 linked are then known to be not aligned, which the Wiki-Manual TSV writes out as notAligned
 rows. Items are streamed per document pair in primary-key order, sorted by sentence index,
-so memory holds one pair at a time and every export of the same state comes out the same.
+so every export of the same state comes out the same. The rows behind them are read a page
+of PAGE_PAIRS document pairs at a time, a fixed number of queries per page (issue 17: seven
+queries per pair were most of an export's time), so memory holds one page, not the project.
 """
 
 from __future__ import annotations
@@ -26,8 +28,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 
 from alignment.models import CandidateAlignment, DocumentPair, Sentence
-from annotation.models import AnnotationProject, LabelEvent, PairVerification
-from annotation.review import pair_item_states
+from annotation.models import AnnotationProject, Assignment, LabelEvent, PairVerification
 from annotation.selectors import latest_label_events
 
 STATUSES = ("verified", "adjudicated", "imported", "majority")
@@ -70,6 +71,7 @@ class PairExport:
     complete: bool
     verification: dict | None
     items: list[ExportItem] = field(default_factory=list)
+    flat_rows: dict[str, list[dict]] = field(default_factory=dict, init=False, repr=False, compare=False)  # writers' cache, by split
 
 
 def _iso(moment) -> str:
@@ -97,32 +99,97 @@ def candidate_pair_ids(project: AnnotationProject, *, include_majority: bool) ->
     return sorted(chosen & pair_ids)
 
 
-def _sentences(*document_ids: int) -> list[list[SentenceRow]]:
-    """The sentences of each document, by index (one query for all of them)."""
-    by_document: dict[int, list[SentenceRow]] = {document_id: [] for document_id in document_ids}
-    rows = Sentence.objects.filter(document_id__in=document_ids).order_by("document_id", "index").values_list(
-        "document_id", "pk", "index", "paragraph__index", "index_in_paragraph", "text"
-    )
-    for document_id, pk, index, paragraph, in_paragraph, text in rows:
-        by_document[document_id].append(SentenceRow(pk, index, paragraph, in_paragraph, clean_text(text)))
-    return [by_document[document_id] for document_id in document_ids]
+@dataclass(frozen=True)
+class _Adjudication:
+    pk: int
+    annotator: str
+    new_label: str
+    created_at: object
 
 
-def _aligner(project: AnnotationProject, pair_id: int) -> dict[tuple[int, int], dict]:
-    run = project.suggestion_run
-    if run is None:
-        return {}
-    rows = CandidateAlignment.objects.filter(run=run, pair_id=pair_id).values_list(
-        "simple_sentence_id", "complex_sentence_id", "scores", "score", "crf_marginal", "label", "group_index"
-    )
-    return {
-        (simple_id, complex_id): {
-            "run_id": run.pk, "model_version": run.model_version, "measure": run.primary_measure,
-            "scores": {name: scores[name] for name in sorted(scores)}, "score": score, "crf_marginal": marginal,
+@dataclass
+class _PairRows:
+    """What one document pair's export needs, read for a whole page of pairs at once (see :class:`_Page`)."""
+
+    pair_id: int
+    simple_document_id: int
+    complex_document_id: int
+    simple_article: str
+    simple_level: str
+    complex_article: str
+    complex_level: str
+    events: list[tuple] = field(default_factory=list)  # latest own events: pk, annotator id, username, simple, complex, label, source, at
+    adjudications: dict[tuple[int, int], _Adjudication] = field(default_factory=dict)  # the latest per sentence pair
+    assignments: list[tuple[int, str, bool]] = field(default_factory=list)  # annotator id, username, completed
+    candidates: dict[tuple[int, int], tuple] = field(default_factory=dict)  # the suggestion run's row per sentence pair
+
+
+class _Page:
+    """A page of document pairs with everything their exports need, in a fixed number of queries (not per pair).
+
+    The queries are the per-pair ones of :func:`annotation.review.pair_item_states` and the
+    export's own, each filtered by ``pair_id IN (page)`` and split by pair here: the latest own
+    events (:func:`~annotation.selectors.latest_label_events`), the latest adjudication per
+    sentence pair, the assignments, the sentences of both documents, the suggestion run's
+    candidates and the latest verification.
+    """
+
+    def __init__(self, project: AnnotationProject, pair_ids: list[int]) -> None:
+        name = get_user_model().USERNAME_FIELD
+        self.pairs: dict[int, _PairRows] = {
+            row[0]: _PairRows(*row)
+            for row in DocumentPair.objects.filter(pk__in=pair_ids).values_list(
+                "pk", "simple_document_id", "complex_document_id", "simple_document__external_id", "simple_document__level",
+                "complex_document__external_id", "complex_document__level",
+            )
+        }  # fmt: skip
+        self.verifications: dict[int, tuple] = {
+            row[0]: row[1:]
+            for row in PairVerification.objects.filter(project=project, pair_id__in=pair_ids)
+            .order_by("pair_id", "-pk").distinct("pair_id").values_list("pair_id", "verified", f"by__{name}", "created_at", "note")
+        }  # fmt: skip
+        for pair_id, *event in latest_label_events(project, pair_id__in=pair_ids).values_list(
+            "pair_id", "pk", "annotator_id", "annotator__username", "simple_sentence_id", "complex_sentence_id", "new_label", "source",
+            "created_at",
+        ):  # fmt: skip
+            self.pairs[pair_id].events.append(tuple(event))
+        adjudications = (
+            LabelEvent.objects.filter(project=project, pair_id__in=pair_ids, source=LabelEvent.Source.ADJUDICATION)
+            .order_by("pair_id", "simple_sentence_id", "complex_sentence_id", "-pk")
+            .distinct("pair_id", "simple_sentence_id", "complex_sentence_id")
+            .values_list("pair_id", "simple_sentence_id", "complex_sentence_id", "pk", f"annotator__{name}", "new_label", "created_at")
+        )
+        for pair_id, simple_id, complex_id, *adjudication in adjudications:
+            self.pairs[pair_id].adjudications[(simple_id, complex_id)] = _Adjudication(*adjudication)
+        for pair_id, annotator_id, username, completed_at in (
+            Assignment.objects.filter(project=project, pair_id__in=pair_ids).order_by("pair_id", "annotator_id")
+            .values_list("pair_id", "annotator_id", f"annotator__{name}", "completed_at")
+        ):  # fmt: skip
+            self.pairs[pair_id].assignments.append((annotator_id, username, completed_at is not None))
+        self.sentences: dict[int, list[SentenceRow]] = {}
+        documents = [document for rows in self.pairs.values() for document in (rows.simple_document_id, rows.complex_document_id)]
+        for document_id, pk, index, paragraph, in_paragraph, text in (
+            Sentence.objects.filter(document_id__in=documents).order_by("document_id", "index")
+            .values_list("document_id", "pk", "index", "paragraph__index", "index_in_paragraph", "text")
+        ):  # fmt: skip
+            self.sentences.setdefault(document_id, []).append(SentenceRow(pk, index, paragraph, in_paragraph, clean_text(text)))
+        run = project.suggestion_run
+        self.run = None if run is None else {"run_id": run.pk, "model_version": run.model_version, "measure": run.primary_measure}
+        if run is not None:
+            for pair_id, simple_id, complex_id, *candidate in CandidateAlignment.objects.filter(run=run, pair_id__in=pair_ids).order_by(
+                "pk"
+            ).values_list("pair_id", "simple_sentence_id", "complex_sentence_id", "scores", "score", "crf_marginal", "label", "group_index"):
+                self.pairs[pair_id].candidates[(simple_id, complex_id)] = tuple(candidate)
+
+    def aligner(self, rows: _PairRows, key: tuple[int, int]) -> dict | None:
+        candidate = rows.candidates.get(key)
+        if candidate is None or self.run is None:
+            return None
+        scores, score, marginal, label, group = candidate
+        return {
+            **self.run, "scores": {name: scores[name] for name in sorted(scores)}, "score": score, "crf_marginal": marginal,
             "predicted_label": label, "group_index": group,
-        }
-        for simple_id, complex_id, scores, score, marginal, label, group in rows
-    }  # fmt: skip
+        }  # fmt: skip
 
 
 def _majority(labels: dict[str, str | None]) -> str | None:
@@ -133,102 +200,98 @@ def _majority(labels: dict[str, str | None]) -> str | None:
     return label if 2 * count > len(labels) else None
 
 
-def _latest_verifications(project: AnnotationProject, pair_ids: list[int]) -> dict[int, PairVerification]:
-    """Each pair's latest verification row (verified or withdrawn), one query for a page of pairs."""
-    rows = (
-        PairVerification.objects.filter(project=project, pair_id__in=pair_ids).select_related("by").order_by("pair_id", "-pk").distinct("pair_id")
-    )
-    return {row.pair_id: row for row in rows}
+def _item_labels(project: AnnotationProject, rows: _PairRows, flagged: set[int]) -> dict[tuple[int, int], dict[str, str | None]]:
+    """The labelled sentence pairs of the pair and each assigned annotator's label, as
+    :func:`annotation.review.pair_item_states` gives them (tests/annotation/test_export_identical.py compares the two)."""
+    assignments = rows.assignments
+    if project.exclude_flagged:
+        assignments = [assignment for assignment in assignments if assignment[0] not in flagged]
+    own: dict[tuple[int, int], dict[int, str]] = {}  # item -> annotator id -> current label
+    for _, annotator_id, _, simple_id, complex_id, label, _, _ in rows.events:
+        own.setdefault((simple_id, complex_id), {})[annotator_id] = label
+    items = {key for key, by in own.items() if any(by.values())} | set(rows.adjudications)
+    result = {}
+    for key in items:
+        current = own.get(key, {})
+        labels: dict[str, str | None] = {}
+        for annotator_id, username, completed in assignments:
+            label = current.get(annotator_id, "")
+            labels[username] = label or ("not_aligned" if completed else None)
+        result[key] = labels
+    return result
 
 
-def _usernames(user_ids: set[int]) -> dict[int, str]:
-    if not user_ids:
-        return {}
-    return {user.pk: user.get_username() for user in get_user_model().objects.filter(pk__in=user_ids)}
+def _agreed(project: AnnotationProject, labels: dict[str, str | None]) -> str | None:
+    given = list(labels.values())
+    return given[0] if given and None not in given and len(set(given)) == 1 and not project.adjudicate_all else None
 
 
-def pair_export(
-    project: AnnotationProject, pair: DocumentPair, *, include_majority: bool, flagged: set[int],
-    verifications: dict[int, PairVerification] | None = None,
-) -> PairExport | None:
-    """One document pair's exported items with provenance; None when it holds none.
-
-    ``verifications`` (pair id -> latest verification row, from :func:`_latest_verifications`)
-    saves a query per pair when streaming; without it the pair's row is read here.
-    """
-    if verifications is None:
-        verifications = _latest_verifications(project, [pair.pk])
-    verification = verifications.get(pair.pk)
-    verified = verification is not None and verification.verified
+def _pair_export(project: AnnotationProject, page: _Page, rows: _PairRows, *, include_majority: bool, flagged: set[int]) -> PairExport | None:
+    """One document pair's exported items with provenance, from its page's rows; None when it holds none."""
+    verification = page.verifications.get(rows.pair_id)
+    verified = verification is not None and verification[0]
     events: dict[tuple[int, int], list[dict]] = {}
-    for pk, annotator_id, username, simple_id, complex_id, label, source, created_at in (
-        latest_label_events(project, pair=pair).values_list(
-            "pk", "annotator_id", "annotator__username", "simple_sentence_id", "complex_sentence_id", "new_label", "source", "created_at"
-        )
-    ):  # fmt: skip
+    for pk, annotator_id, username, simple_id, complex_id, label, source, created_at in rows.events:
         events.setdefault((simple_id, complex_id), []).append({
             "annotator": username, "annotator_id": annotator_id, "label": label, "source": source, "event_id": pk,
             "at": _iso(created_at), "flagged": annotator_id in flagged,
         })  # fmt: skip
-    states = pair_item_states(project, pair, flagged=flagged)
     imported_pair = any(e["source"] == LabelEvent.Source.IMPORT and e["label"] for group in events.values() for e in group)
-    simple_sentences, complex_sentences = _sentences(pair.simple_document_id, pair.complex_document_id)
+    simple_sentences = page.sentences.get(rows.simple_document_id, [])
+    complex_sentences = page.sentences.get(rows.complex_document_id, [])
     simple_rows = {row.pk: row for row in simple_sentences}
     complex_rows = {row.pk: row for row in complex_sentences}
-    aligner = _aligner(project, pair.pk)
-    adjudicators = _usernames({state.adjudication.annotator_id for state in states if state.adjudication is not None})
     result = PairExport(
-        pair_id=pair.pk, complex_article=pair.complex_document.external_id, complex_level=pair.complex_document.level,
-        simple_article=pair.simple_document.external_id, simple_level=pair.simple_document.level,
+        pair_id=rows.pair_id, complex_article=rows.complex_article, complex_level=rows.complex_level,
+        simple_article=rows.simple_article, simple_level=rows.simple_level,
         complex_sentences=complex_sentences, simple_sentences=simple_sentences, complete=verified or imported_pair,
-        verification={"by": verification.by.get_username(), "at": _iso(verification.created_at), "note": verification.note}
-        if verified else None,
+        verification={"by": verification[1], "at": _iso(verification[2]), "note": verification[3]} if verified else None,
     )  # fmt: skip
-    for state in states:
-        key = (state.simple.pk, state.complex.pk)
+    for key, labels in _item_labels(project, rows, flagged).items():
+        adjudication = rows.adjudications.get(key)
         item_events = sorted(events.get(key, []), key=lambda e: e["event_id"])
         imported = [(e["event_id"], e["label"]) for e in item_events if e["source"] == LabelEvent.Source.IMPORT and e["label"]]
         if verified:
-            label, status = state.final, "verified"
-        elif state.adjudication is not None:
-            label, status = state.adjudication.new_label, "adjudicated"
+            label, status = adjudication.new_label if adjudication is not None else _agreed(project, labels), "verified"
+        elif adjudication is not None:
+            label, status = adjudication.new_label, "adjudicated"
         elif imported:
             label, status = max(imported)[1], "imported"
         elif include_majority:
-            label, status = _majority(state.labels), "majority"
+            label, status = _majority(labels), "majority"
         else:
             label = None
         if not label:
             continue
-        adjudication = state.adjudication
         result.items.append(ExportItem(
             simple=simple_rows[key[0]], complex=complex_rows[key[1]], label=label, status=status,
-            annotations=item_events, labels=dict(sorted(state.labels.items())),
+            annotations=item_events, labels=dict(sorted(labels.items())),
             adjudication={
-                "by": adjudicators[adjudication.annotator_id], "label": adjudication.new_label,
-                "event_id": adjudication.pk, "at": _iso(adjudication.created_at),
+                "by": adjudication.annotator, "label": adjudication.new_label, "event_id": adjudication.pk,
+                "at": _iso(adjudication.created_at),
             } if adjudication is not None else None,
-            aligner=aligner.get(key),
+            aligner=page.aligner(rows, key),
         ))  # fmt: skip
     result.items.sort(key=lambda item: (item.simple.index, item.complex.index))
     return result if result.items else None
 
 
+PAGE_PAIRS = 100  # document pairs read per page of queries: bounds memory, and makes the query count ~7 per page, not per pair
+
+
 def pair_exports(
     project: AnnotationProject, pair_ids: list[int], *, include_majority: bool
 ) -> Iterator[tuple[int, PairExport | None]]:
-    """Stream (pair id, :func:`pair_export`) over ``pair_ids`` in that order (None for a pair without items)."""
+    """Stream (pair id, the pair's exported items, or None for a pair without items) over ``pair_ids`` in that order.
+
+    Reads a page of PAGE_PAIRS pairs at a time, each page in a fixed number of queries: memory holds
+    one page, never the whole project.
+    """
     from annotation.queue import flagged_annotator_ids
 
     flagged = flagged_annotator_ids(project) if project.exclude_flagged else set()
-    for start in range(0, len(pair_ids), 200):  # a page of pair rows at a time, never the whole project
-        chunk = pair_ids[start : start + 200]
-        pairs = DocumentPair.objects.filter(pk__in=chunk).select_related("complex_document", "simple_document").defer(
-            "complex_document__raw_text", "simple_document__raw_text"
-        )
-        by_pk = {pair.pk: pair for pair in pairs}
-        verifications = _latest_verifications(project, chunk)
+    for start in range(0, len(pair_ids), PAGE_PAIRS):
+        chunk = pair_ids[start : start + PAGE_PAIRS]
+        page = _Page(project, chunk)
         for pair_id in chunk:
-            yield pair_id, pair_export(
-                project, by_pk[pair_id], include_majority=include_majority, flagged=flagged, verifications=verifications
-            )
+            yield pair_id, _pair_export(project, page, page.pairs[pair_id], include_majority=include_majority, flagged=flagged)

@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU
+from sacrebleu.metrics.helpers import extract_all_word_ngrams
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
 
@@ -30,8 +31,9 @@ from models_ml.io import AlignmentGroup, connected_groups
 
 PHENOMENA = ("rephrasing", "copying", "splitting", "merging", "fusion", "deletion")
 METRICS = ("bleu", "gleu")
-_TOKENIZE = Tokenizer13a()
 _BLEU = BLEU(effective_order=True)  # sentence-level BLEU, as sacrebleu.sentence_bleu
+_TOKENIZE = _BLEU.tokenizer  # a Tokenizer13a; BLEU's own instance, so its cache (per instance) serves GLEU too
+_ORDER = 4  # n-gram orders 1..4, for BLEU (sacrebleu's default) and GLEU
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,35 @@ def sentence_gleu(hypothesis: str, reference: str, *, max_order: int = 4) -> flo
     return 100.0 * min(matches / hypothesis_total, matches / reference_total)
 
 
+def sentence_scores(hypothesis: str, reference: str) -> tuple[float, float]:
+    """(:func:`sentence_bleu`, :func:`sentence_gleu`) of the same sentences, exactly, for half the work.
+
+    Both tokenize with 13a and count the 1..4-grams of each side, so that is done once: BLEU's
+    statistics (sacrebleu's ``_compute_segment_statistics`` over ``extract_all_word_ngrams``, then
+    its public ``BLEU.compute_bleu``) and GLEU's sums are the same integers as computed apart.
+    BLEU strips trailing whitespace before tokenizing and GLEU does not; a side with trailing
+    whitespace (never, after :func:`~annotation.export.selection.clean_text`) takes the two
+    functions. tests/annotation/test_export_identical.py checks the two paths agree.
+    """
+    if hypothesis != hypothesis.rstrip() or reference != reference.rstrip() or _BLEU.lowercase or _BLEU.max_ngram_order != _ORDER:
+        return sentence_bleu(hypothesis, reference), sentence_gleu(hypothesis, reference)
+    hypothesis_grams, hypothesis_length = extract_all_word_ngrams(_TOKENIZE(hypothesis), 1, _ORDER)
+    reference_grams, reference_length = extract_all_word_ngrams(_TOKENIZE(reference), 1, _ORDER)
+    correct, total = [0] * _ORDER, [0] * _ORDER
+    for gram, count in hypothesis_grams.items():
+        total[len(gram) - 1] += count
+        if gram in reference_grams:
+            correct[len(gram) - 1] += min(count, reference_grams[gram])
+    bleu = _BLEU.compute_bleu(
+        correct, total, hypothesis_length, reference_length, smooth_method=_BLEU.smooth_method, smooth_value=_BLEU.smooth_value,
+        effective_order=_BLEU.effective_order, max_ngram_order=_BLEU.max_ngram_order,
+    ).score  # fmt: skip
+    matches, hypothesis_total, reference_total = sum(correct), sum(total), sum(reference_grams.values())
+    if not hypothesis_total or not reference_total:
+        return float(bleu), 0.0
+    return float(bleu), 100.0 * min(matches / hypothesis_total, matches / reference_total)
+
+
 def simplification_pairs(exported: PairExport, groups: list[AlignmentGroup] | None = None) -> list[SimplificationPair]:
     """Every group of the pair as a complex → simple pair, with its phenomenon and scores (no filtering)."""
     complex_text = {row.index: row.text for row in exported.complex_sentences}
@@ -100,11 +131,11 @@ def simplification_pairs(exported: PairExport, groups: list[AlignmentGroup] | No
         complex_side = " ".join(complex_text[i] for i in group.complex)
         simple_side = " ".join(simple_text[i] for i in group.simple)
         identical = clean_text(complex_side) == clean_text(simple_side)
+        bleu, gleu = sentence_scores(simple_side, complex_side)
         result.append(SimplificationPair(
             complex=complex_side, simple=simple_side, label=group.label,
             phenomenon=phenomenon(group, identical), complex_indices=group.complex, simple_indices=group.simple,
-            identical=identical, bleu=round(sentence_bleu(simple_side, complex_side), 4),
-            gleu=round(sentence_gleu(simple_side, complex_side), 4),
+            identical=identical, bleu=round(bleu, 4), gleu=round(gleu, 4),
         ))  # fmt: skip
     _forget_tokenizations()
     return result

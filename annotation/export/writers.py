@@ -41,6 +41,7 @@ FLAT_COLUMNS = (
     ("complex_sentence", pa.string()),
 )  # fmt: skip
 PARQUET_SCHEMA = pa.schema(list(FLAT_COLUMNS))
+_FLAT_NAMES = [name for name, _ in FLAT_COLUMNS]
 ROW_GROUP_ROWS = 10_000  # rows buffered per Parquet row group: bounds memory, and fixed so files are reproducible
 
 LevelNumber = Callable[[str], int]
@@ -62,6 +63,19 @@ def flat_row(exported: PairExport, item: ExportItem, split: str, level_number: L
         "simple_index": item.simple.index, "complex_index": item.complex.index,
         "simple_sentence": item.simple.text, "complex_sentence": item.complex.text,
     }  # fmt: skip
+
+
+def flat_rows(exported: PairExport, split: str, level_number: LevelNumber) -> list[dict]:
+    """The pair's :func:`flat_row` rows, computed once and shared by the CSV, JSONL and Parquet writers (read-only)."""
+    rows = exported.flat_rows.get(split)
+    if rows is None:
+        rows = exported.flat_rows[split] = [flat_row(exported, item, split, level_number) for item in exported.items]
+    return rows
+
+
+def _sentence_ids(article: str, level: int, rows: list[SentenceRow]) -> dict[int, str]:
+    """Sentence pk -> :func:`wiki_id`, once per sentence rather than once per row it appears in."""
+    return {row.pk: wiki_id(article, level, row) for row in rows}
 
 
 class _SplitWriter:
@@ -87,30 +101,27 @@ class _SplitWriter:
         for handle in self.handles.values():
             handle.close()
 
-    def flat(self, exported: PairExport, item: ExportItem, split: str) -> dict:
-        return flat_row(exported, item, split, self.level_number)
+    def flat(self, exported: PairExport, split: str) -> list[dict]:
+        return flat_rows(exported, split, self.level_number)
 
 
 class WikiManualWriter(_SplitWriter):
     folder, suffix = "wiki-manual", ".tsv"
 
     def write_pair(self, exported: PairExport, split: str) -> int:
-        handle = self.handles[split]
-        simple_level = self.level_number(exported.simple_level)
-        complex_level = self.level_number(exported.complex_level)
+        simple_ids = _sentence_ids(exported.simple_article, self.level_number(exported.simple_level), exported.simple_sentences)
+        complex_ids = _sentence_ids(exported.complex_article, self.level_number(exported.complex_level), exported.complex_sentences)
         if exported.complete:
             labels = {(item.simple.pk, item.complex.pk): item.label for item in exported.items}
             cells = ((s, c, labels.get((s.pk, c.pk), "not_aligned")) for s in exported.simple_sentences for c in exported.complex_sentences)
         else:
             cells = ((item.simple, item.complex, item.label) for item in exported.items)
-        rows = 0
-        for simple, complex_, label in cells:
-            handle.write(
-                f"{WIKI_LABELS[label]}\t{wiki_id(exported.simple_article, simple_level, simple)}\t"
-                f"{wiki_id(exported.complex_article, complex_level, complex_)}\t{simple.text}\t{complex_.text}\n"
-            )
-            rows += 1
-        return rows
+        lines = [
+            f"{WIKI_LABELS[label]}\t{simple_ids[simple.pk]}\t{complex_ids[complex_.pk]}\t{simple.text}\t{complex_.text}\n"
+            for simple, complex_, label in cells
+        ]
+        self.handles[split].write("".join(lines))
+        return len(lines)
 
 
 class CsvWriter(_SplitWriter):
@@ -118,13 +129,13 @@ class CsvWriter(_SplitWriter):
 
     def start(self, split: str) -> None:
         self.writers = getattr(self, "writers", {})
-        self.writers[split] = csv.DictWriter(self.handles[split], fieldnames=[name for name, _ in FLAT_COLUMNS], lineterminator="\n")
-        self.writers[split].writeheader()
+        self.writers[split] = csv.writer(self.handles[split], lineterminator="\n")
+        self.writers[split].writerow(_FLAT_NAMES)
 
     def write_pair(self, exported: PairExport, split: str) -> int:
-        for item in exported.items:
-            self.writers[split].writerow(self.flat(exported, item, split))
-        return len(exported.items)
+        rows = self.flat(exported, split)
+        self.writers[split].writerows([row[name] for name in _FLAT_NAMES] for row in rows)
+        return len(rows)
 
 
 def _json_line(record: dict) -> str:
@@ -136,9 +147,9 @@ class JsonlWriter(_SplitWriter):
 
     def write_pair(self, exported: PairExport, split: str) -> int:
         handle = self.handles[split]
-        for item in exported.items:
+        for item, flat in zip(exported.items, self.flat(exported, split), strict=True):
             handle.write(_json_line({
-                **self.flat(exported, item, split),
+                **flat,
                 "simple_sentence_pk": item.simple.pk, "complex_sentence_pk": item.complex.pk,
                 "annotations": item.annotations, "labels": item.labels, "adjudication": item.adjudication,
                 "verification": exported.verification, "aligner": item.aligner,
@@ -188,7 +199,7 @@ class ParquetSplitWriter:
     def write_pair(self, exported: PairExport, split: str) -> int:
         if not exported.items:
             return 0
-        rows = [flat_row(exported, item, split, self.level_number) for item in exported.items]
+        rows = flat_rows(exported, split, self.level_number)
         self.buffers[split].append(pa.RecordBatch.from_pylist(rows, schema=PARQUET_SCHEMA))
         self.buffered[split] += len(rows)
         while self.buffered[split] >= ROW_GROUP_ROWS:
