@@ -153,7 +153,12 @@ def inspect_params_parse(query: QueryDict) -> tuple[InspectState, list[str]]:
             errors.append(f"min_disagreement: {raw!r} is not a number (use e.g. 0.3)")
             min_disagreement = None
     state = InspectState(
-        run_id=run_id, measure=query.get("measure", ""), sort=sort, label=label, min_disagreement=min_disagreement, candidate_id=candidate_id
+        run_id=run_id,
+        measure=query.get("measure", ""),
+        sort=sort,
+        label=label,
+        min_disagreement=min_disagreement,
+        candidate_id=candidate_id,
     )
     return state, errors
 

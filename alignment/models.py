@@ -31,7 +31,7 @@ class Corpus(models.Model):
     level_order = models.JSONField(
         default=list,
         blank=True,
-        help_text="Levels from most complex to simplest, e.g. [\"adv\", \"int\", \"ele\"]. Decides which document of a pair is the complex one.",
+        help_text='Levels from most complex to simplest, e.g. ["adv", "int", "ele"]. Decides which document of a pair is the complex one.',
     )
     pairing = models.CharField(max_length=16, choices=Pairing.choices, default=Pairing.ALL)
     metadata = models.JSONField(default=dict, blank=True, help_text="Licence, source and similar facts for dataset cards.")
@@ -323,9 +323,7 @@ class CandidateAlignment(models.Model):
 
     class Meta:
         ordering = ["run", "pair", "simple_sentence__index", "complex_sentence__index"]
-        constraints = [
-            models.UniqueConstraint(fields=["run", "simple_sentence", "complex_sentence"], name="candidate_unique_per_run")
-        ]
+        constraints = [models.UniqueConstraint(fields=["run", "simple_sentence", "complex_sentence"], name="candidate_unique_per_run")]
         indexes = [models.Index(fields=["run", "pair", "label"]), models.Index(fields=["pair", "run"])]
 
     def __str__(self) -> str:

@@ -21,10 +21,14 @@ def corpora_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Corpu
 
 
 def corpus_list_with_counts(user: AbstractBaseUser) -> QuerySet[Corpus]:
-    return corpora_visible_to(user).annotate(
-        document_count=Count("documents", distinct=True),
-        pair_count=Count("pairs", distinct=True),
-    ).select_related("owner")
+    return (
+        corpora_visible_to(user)
+        .annotate(
+            document_count=Count("documents", distinct=True),
+            pair_count=Count("pairs", distinct=True),
+        )
+        .select_related("owner")
+    )
 
 
 def corpus_get_for_user(user: AbstractBaseUser, corpus_id: int) -> Corpus:
@@ -65,9 +69,7 @@ def corpus_names_for_import(user: AbstractBaseUser) -> list[str]:
 
 def pair_get_for_user(user: AbstractBaseUser, pair_id: int) -> DocumentPair:
     return get_object_or_404(
-        DocumentPair.objects.filter(corpus__in=corpora_visible_to(user)).select_related(
-            "corpus", "complex_document", "simple_document"
-        ),
+        DocumentPair.objects.filter(corpus__in=corpora_visible_to(user)).select_related("corpus", "complex_document", "simple_document"),
         pk=pair_id,
     )
 
@@ -144,8 +146,4 @@ def sentence_nearest(*, encoder: Encoder, vector, limit: int = 10, corpus: Corpu
     queryset = SentenceEmbedding.objects.filter(encoder=encoder)
     if corpus is not None:
         queryset = queryset.filter(sentence__document__corpus=corpus)
-    return (
-        queryset.annotate(distance=CosineDistance(typed, vector))
-        .order_by("distance")
-        .select_related("sentence")[:limit]
-    )
+    return queryset.annotate(distance=CosineDistance(typed, vector)).order_by("distance").select_related("sentence")[:limit]

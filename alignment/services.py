@@ -31,11 +31,19 @@ logger = logging.getLogger(__name__)
 # Known readability labels, most complex first. Numbers sort ascending, as in
 # Newsela, where level 0 is the original. A corpus can override with level_order.
 _KNOWN_LEVEL_RANK = {
-    "original": 0, "complex": 0, "orig": 0,
-    "advanced": 1, "adv": 1,
-    "intermediate": 2, "int": 2,
-    "elementary": 3, "ele": 3, "beginner": 4,
-    "simple": 5, "plain": 5, "easy": 5,
+    "original": 0,
+    "complex": 0,
+    "orig": 0,
+    "advanced": 1,
+    "adv": 1,
+    "intermediate": 2,
+    "int": 2,
+    "elementary": 3,
+    "ele": 3,
+    "beginner": 4,
+    "simple": 5,
+    "plain": 5,
+    "easy": 5,
 }
 
 

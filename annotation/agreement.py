@@ -104,8 +104,7 @@ class AgreementReport:
             stored = self.confusion_matrices[(b, a)]
             return [list(column) for column in zip(*stored)]
         raise ValueError(
-            f"no confusion matrix for annotators {a!r} and {b!r}; "
-            f"annotators in this report: {', '.join(self.annotators) or '(none)'}"
+            f"no confusion matrix for annotators {a!r} and {b!r}; annotators in this report: {', '.join(self.annotators) or '(none)'}"
         )
 
 
@@ -133,18 +132,14 @@ def validate_ratings(ratings: Ratings) -> None:
     label set; failing loudly beats silently computing agreement on garbage.
     """
     if not isinstance(ratings, Mapping):
-        raise ValueError(
-            f"ratings must map annotator name -> {{item: label}}, got {type(ratings).__name__}"
-        )
+        raise ValueError(f"ratings must map annotator name -> {{item: label}}, got {type(ratings).__name__}")
     for annotator, labels in ratings.items():
         if not isinstance(annotator, str):
             raise ValueError(f"annotator names must be strings, got {annotator!r}")
         _validate_labels(labels, owner=f"annotator {annotator!r}")
 
 
-def expand_to_all_pairs(
-    ratings: Ratings, universe: Iterable[Hashable], default: str = NOT_ALIGNED
-) -> dict[str, dict[Hashable, str]]:
+def expand_to_all_pairs(ratings: Ratings, universe: Iterable[Hashable], default: str = NOT_ALIGNED) -> dict[str, dict[Hashable, str]]:
     """The "all sentence pairs" view: every unrated item of ``universe`` gets ``default``.
 
     Only pass annotators who completed the document pair: for them an unshown
@@ -160,10 +155,7 @@ def expand_to_all_pairs(
     for annotator, labels in ratings.items():
         outside = [item for item in labels if item not in known_items]
         if outside:
-            raise ValueError(
-                f"annotator {annotator!r} rated item {outside[0]!r}, "
-                "which is not in the universe of sentence pairs"
-            )
+            raise ValueError(f"annotator {annotator!r} rated item {outside[0]!r}, which is not in the universe of sentence pairs")
         expanded[annotator] = {item: labels.get(item, default) for item in all_items}
     return expanded
 
@@ -202,17 +194,10 @@ def agreement_report(ratings: Ratings, *, scope: str) -> AgreementReport:
     if len(fleiss_annotators) < 2:
         fleiss_value, fleiss_reason = None, "undefined: needs at least 2 annotators with ratings"
     else:
-        fleiss_rows = [
-            [labels[name] for name in fleiss_annotators]
-            for labels in by_item.values()
-            if len(labels) == len(fleiss_annotators)
-        ]
+        fleiss_rows = [[labels[name] for name in fleiss_annotators] for labels in by_item.values() if len(labels) == len(fleiss_annotators)]
         fleiss_value, fleiss_reason = _fleiss_kappa(fleiss_rows, LABELS)
 
-    alpha_units = [
-        [labels.get(name) for labels in by_item.values() if len(labels) >= 2]
-        for name in annotators
-    ]
+    alpha_units = [[labels.get(name) for labels in by_item.values() if len(labels) >= 2] for name in annotators]
     alpha_value, alpha_reason = _krippendorff_alpha(alpha_units, LABELS)
 
     return AgreementReport(
@@ -228,17 +213,12 @@ def agreement_report(ratings: Ratings, *, scope: str) -> AgreementReport:
         fleiss_annotators=fleiss_annotators,
         krippendorff_alpha=alpha_value,
         krippendorff_undefined=alpha_reason,
-        label_counts={
-            name: {label: sum(1 for v in ratings[name].values() if v == label) for label in LABELS}
-            for name in annotators
-        },
+        label_counts={name: {label: sum(1 for v in ratings[name].values() if v == label) for label in LABELS} for name in annotators},
         confusion_matrices=confusion_matrices,
     )
 
 
-def alignment_prf(
-    reference: Mapping[Hashable, str], other: Mapping[Hashable, str], *, task: int = 1
-) -> PRF:
+def alignment_prf(reference: Mapping[Hashable, str], other: Mapping[Hashable, str], *, task: int = 1) -> PRF:
     """Precision / recall / F1 of ``other``'s links against ``reference``'s links.
 
     Agreement is measured on the *sets* of linked sentence pairs, as in
@@ -270,15 +250,10 @@ def pairwise_alignment_prf(ratings: Ratings, *, task: int = 1) -> dict[Annotator
     F1 is symmetric; precision and recall swap if the pair is read the other way.
     """
     validate_ratings(ratings)
-    return {
-        (a, b): alignment_prf(ratings[a], ratings[b], task=task)
-        for a, b in combinations(sorted(ratings), 2)
-    }
+    return {(a, b): alignment_prf(ratings[a], ratings[b], task=task) for a, b in combinations(sorted(ratings), 2)}
 
 
-def aligner_alignment_prf(
-    ratings: Ratings, aligner_labels: Mapping[Hashable, str], *, task: int = 1
-) -> dict[str, PRF]:
+def aligner_alignment_prf(ratings: Ratings, aligner_labels: Mapping[Hashable, str], *, task: int = 1) -> dict[str, PRF]:
     """Alignment P/R/F1 of the automatic aligner against each annotator.
 
     The annotator is the reference, so precision is the share of the
@@ -287,9 +262,7 @@ def aligner_alignment_prf(
     """
     validate_ratings(ratings)
     _validate_labels(aligner_labels, owner="aligner")
-    return {
-        name: alignment_prf(ratings[name], aligner_labels, task=task) for name in sorted(ratings)
-    }
+    return {name: alignment_prf(ratings[name], aligner_labels, task=task) for name in sorted(ratings)}
 
 
 def _validate_labels(labels: Mapping[Hashable, str], *, owner: str) -> None:
@@ -297,10 +270,7 @@ def _validate_labels(labels: Mapping[Hashable, str], *, owner: str) -> None:
         raise ValueError(f"{owner} labels must map item -> label, got {type(labels).__name__}")
     for item, label in labels.items():
         if label not in LABELS:
-            raise ValueError(
-                f"{owner} gave item {item!r} the unknown label {label!r}; "
-                f"expected one of {', '.join(LABELS)}"
-            )
+            raise ValueError(f"{owner} gave item {item!r} the unknown label {label!r}; expected one of {', '.join(LABELS)}")
 
 
 def _linked_labels(task: int) -> frozenset[str]:
@@ -309,9 +279,7 @@ def _linked_labels(task: int) -> frozenset[str]:
     return LINKED_LABELS_BY_TASK[task]
 
 
-def _ratings_by_item(
-    ratings: Ratings, annotators: tuple[str, ...]
-) -> dict[Hashable, dict[str, str]]:
+def _ratings_by_item(ratings: Ratings, annotators: tuple[str, ...]) -> dict[Hashable, dict[str, str]]:
     """Item -> {annotator: label}, in first-seen order (items need not be sortable)."""
     by_item: dict[Hashable, dict[str, str]] = {}
     for name in annotators:
@@ -350,9 +318,7 @@ def _confusion(labels_a: list[str], labels_b: list[str]) -> list[list[int]]:
     return [[int(count) for count in row] for row in matrix]
 
 
-def _fleiss_kappa(
-    rows: list[list[Hashable]], categories: tuple[Hashable, ...]
-) -> tuple[float | None, str | None]:
+def _fleiss_kappa(rows: list[list[Hashable]], categories: tuple[Hashable, ...]) -> tuple[float | None, str | None]:
     """Fleiss' kappa via statsmodels over complete rows (one label per rater per item).
 
     ``categories`` is a parameter rather than always ``LABELS`` so that the
@@ -372,9 +338,7 @@ def _fleiss_kappa(
     return defined, None if defined is not None else "undefined: statsmodels returned NaN"
 
 
-def _krippendorff_alpha(
-    units_by_rater: list[list[Hashable | None]], categories: tuple[Hashable, ...]
-) -> tuple[float | None, str | None]:
+def _krippendorff_alpha(units_by_rater: list[list[Hashable | None]], categories: tuple[Hashable, ...]) -> tuple[float | None, str | None]:
     """Nominal Krippendorff's alpha via ``krippendorff``; ``None`` entries are missing ratings.
 
     ``units_by_rater`` is the raters x units reliability matrix. Labels are

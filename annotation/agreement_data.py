@@ -40,9 +40,7 @@ class PairRatings:
 
 def _explicit_labels(project: AnnotationProject) -> dict[tuple[int, int], dict[Item, str]]:
     """(annotator id, pair id) -> item -> current non-empty label."""
-    latest = latest_label_events(project).values_list(
-        "annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "new_label"
-    )
+    latest = latest_label_events(project).values_list("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "new_label")
     labels: dict[tuple[int, int], dict[Item, str]] = {}
     for annotator_id, pair_id, simple_id, complex_id, label in latest:
         if label:
@@ -73,9 +71,7 @@ def project_ratings(project: AnnotationProject) -> list[PairRatings]:
             own = explicit.get((assignment.annotator_id, pair.pk), {})
             done = assignment.completed_at is not None
             ratings.shown[name] = {**{item: "not_aligned" for item in shown}, **own} if done else dict(own)
-            ratings.all_pairs[name] = (
-                {**{(s, c): "not_aligned" for s in simple_ids for c in complex_ids}, **own} if done else dict(own)
-            )
+            ratings.all_pairs[name] = {**{(s, c): "not_aligned" for s in simple_ids for c in complex_ids}, **own} if done else dict(own)
         result.append(ratings)
     return result
 
@@ -107,7 +103,6 @@ def project_agreement(project: AnnotationProject) -> ProjectAgreement:
         pairwise=pairwise_alignment_prf(shown),
         versus_aligner=aligner_alignment_prf(shown, aligner) if aligner else {},
         per_pair=[
-            (p.pair, agreement_report(p.shown, scope=SCOPE_SHOWN), agreement_report(p.all_pairs, scope=SCOPE_ALL_PAIRS))
-            for p in pairs
+            (p.pair, agreement_report(p.shown, scope=SCOPE_SHOWN), agreement_report(p.all_pairs, scope=SCOPE_ALL_PAIRS)) for p in pairs
         ],
     )

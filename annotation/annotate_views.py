@@ -49,8 +49,14 @@ def label_save(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
         expected = _optional_int_field(request.POST, "expected_previous")
         seconds = services.seconds_spent_parse(request.POST.get("seconds_spent"))
         event = services.label_record(
-            project=project, annotator=request.user, pair=assignment.pair, simple_sentence_id=simple_id,
-            complex_sentence_id=complex_id, label=request.POST.get("label", ""), expected_previous=expected, seconds_spent=seconds,
+            project=project,
+            annotator=request.user,
+            pair=assignment.pair,
+            simple_sentence_id=simple_id,
+            complex_sentence_id=complex_id,
+            label=request.POST.get("label", ""),
+            expected_previous=expected,
+            seconds_spent=seconds,
         )
     except services.LabelConflict as conflict:
         current = conflict.current
@@ -84,7 +90,10 @@ def item_event_save(request: HttpRequest, project_id: int, pair_id: int) -> Http
     project, assignment = _assignment_for(request, project_id, pair_id)
     try:
         event = services.item_event_record(
-            project=project, annotator=request.user, pair=assignment.pair, kind=request.POST.get("kind", ""),
+            project=project,
+            annotator=request.user,
+            pair=assignment.pair,
+            kind=request.POST.get("kind", ""),
             text=request.POST.get("text", ""),
         )
     except ValueError as error:
@@ -106,7 +115,9 @@ def assignment_done(request: HttpRequest, project_id: int, pair_id: int) -> Http
     project, assignment = _assignment_for(request, project_id, pair_id)
     assignment = services.assignment_complete(project=project, annotator=request.user, pair=assignment.pair)
     if request.htmx:
-        return render(request, "annotation/annotate_pair.html#done", {"project": project, "pair": assignment.pair, "assignment": assignment})
+        return render(
+            request, "annotation/annotate_pair.html#done", {"project": project, "pair": assignment.pair, "assignment": assignment}
+        )
     messages.success(request, "This pair is marked done.")
     return redirect("annotation:annotate_pair", project_id=project.pk, pair_id=assignment.pair_id)
 
@@ -115,8 +126,11 @@ def _event_state(event: LabelEvent, project: AnnotationProject, assignment: Assi
     """What the screen updates after a write: the sentence pair's label and event id, and the pair's progress."""
     progress = screen.pair_progress(project, event.annotator, assignment.pair)  # event.annotator is request.user: no query
     return {
-        "simple": event.simple_sentence_id, "complex": event.complex_sentence_id, "label": event.new_label,
-        "event": event.pk, "progress": progress.as_dict(),
+        "simple": event.simple_sentence_id,
+        "complex": event.complex_sentence_id,
+        "label": event.new_label,
+        "event": event.pk,
+        "progress": progress.as_dict(),
     }
 
 

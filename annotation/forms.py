@@ -15,7 +15,8 @@ class ProjectCreateForm(forms.Form):
     name = forms.CharField(max_length=200)
     corpus = forms.ModelChoiceField(queryset=Corpus.objects.none())
     suggestion_run = forms.ModelChoiceField(
-        queryset=AlignmentRun.objects.none(), required=False,
+        queryset=AlignmentRun.objects.none(),
+        required=False,
         error_messages={"invalid_choice": "that is not a finished alignment run of the chosen corpus"},
         help_text="Runs of the chosen corpus. Its candidates are shown to annotators as suggestions. Default: the corpus's latest finished run.",
     )
@@ -27,14 +28,20 @@ class ProjectCreateForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["corpus"].queryset = corpora
         # Choosing a corpus reloads the run list with that corpus's runs (htmx picks the field out of this page).
-        self.fields["corpus"].widget.attrs.update({
-            "hx-get": reverse("annotation:project_create"), "hx-target": "#field-suggestion_run",
-            "hx-select": "#field-suggestion_run", "hx-swap": "outerHTML",
-        })
+        self.fields["corpus"].widget.attrs.update(
+            {
+                "hx-get": reverse("annotation:project_create"),
+                "hx-target": "#field-suggestion_run",
+                "hx-select": "#field-suggestion_run",
+                "hx-swap": "outerHTML",
+            }
+        )
         self.fields["suggestion_run"].queryset = AlignmentRun.objects.filter(
             corpus__in=corpora.filter(pk=self._chosen_corpus_id()), status=AlignmentRun.Status.SUCCEEDED
         ).order_by("-created_at")
-        self.fields["suggestion_run"].label_from_instance = lambda run: f"#{run.pk} · {run.primary_measure} · {run.created_at:%Y-%m-%d %H:%M}"
+        self.fields["suggestion_run"].label_from_instance = lambda run: (
+            f"#{run.pk} · {run.primary_measure} · {run.created_at:%Y-%m-%d %H:%M}"
+        )
 
     def _chosen_corpus_id(self) -> int | None:
         raw = self.data.get("corpus") if self.is_bound else self.initial.get("corpus")
@@ -73,9 +80,10 @@ class InviteForm(forms.Form):
         user = get_user_model().objects.filter(username__iexact=username).first()
         if user is None:
             return username
-        still_invited = not user.has_usable_password() and ProjectMembership.objects.filter(
-            project=self.project, user=user, role=ProjectMembership.Role.ANNOTATOR
-        ).exists()
+        still_invited = (
+            not user.has_usable_password()
+            and ProjectMembership.objects.filter(project=self.project, user=user, role=ProjectMembership.Role.ANNOTATOR).exists()
+        )
         if not still_invited:
             raise forms.ValidationError(f"a user called {username!r} exists already: add them as a member instead")
         self.invitee = user

@@ -44,9 +44,7 @@ def _presplit(sentences: list[str], paragraphs: list[int] | None, where: str) ->
     return ("\n".join(lines) + "\n").encode()
 
 
-def gold_import(
-    *, project_name: str, corpus_name: str, language: str, owner: AbstractBaseUser, pairs: list[GoldPair]
-) -> GoldImportReport:
+def gold_import(*, project_name: str, corpus_name: str, language: str, owner: AbstractBaseUser, pairs: list[GoldPair]) -> GoldImportReport:
     """Create corpus documents, a project and import-source labels for ``pairs``; ValueError names the problem."""
     if AnnotationProject.objects.filter(name=project_name).exists():
         raise ValueError(f"a project named {project_name!r} exists already; choose another --project")
@@ -90,8 +88,13 @@ def gold_import(
                 links = {(s, c): g.label for g in pair.groups for s in g.simple for c in g.complex}
             events += [
                 LabelEvent(
-                    project=project, pair=document_pair, annotator=owner, simple_sentence_id=simple_ids[s],
-                    complex_sentence_id=complex_ids[c], new_label=label, source=LabelEvent.Source.IMPORT,
+                    project=project,
+                    pair=document_pair,
+                    annotator=owner,
+                    simple_sentence_id=simple_ids[s],
+                    complex_sentence_id=complex_ids[c],
+                    new_label=label,
+                    source=LabelEvent.Source.IMPORT,
                 )  # fmt: skip
                 for (s, c), label in sorted(links.items())
             ]

@@ -29,7 +29,11 @@ class AnnotationProject(models.Model):
     overlap = models.PositiveSmallIntegerField(default=2, help_text="Annotators per item.")
     strategy = models.CharField(max_length=16, choices=Strategy.choices, default=Strategy.DOCUMENTS)
     suggestion_run = models.ForeignKey(
-        AlignmentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="annotation_projects",
+        AlignmentRun,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="annotation_projects",
         help_text="The alignment run whose candidates are shown as suggestions.",
     )
     test_item_rate = models.FloatField(default=0.2, help_text="Share of gold test items mixed into queues (the paper: 1 in 5).")

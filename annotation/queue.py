@@ -102,9 +102,9 @@ def candidate_queue(project: AnnotationProject, annotator: AbstractBaseUser, ord
 def _skipped(project: AnnotationProject, annotator: AbstractBaseUser) -> QuerySet[ItemEvent]:
     """The annotator's queue skips that no undo has taken back."""
     undone = ItemEvent.objects.filter(undoes=OuterRef("pk"))
-    return ItemEvent.objects.filter(
-        project=project, annotator=annotator, kind=ItemEvent.Kind.SKIP, simple_sentence__isnull=False
-    ).filter(~Exists(undone))
+    return ItemEvent.objects.filter(project=project, annotator=annotator, kind=ItemEvent.Kind.SKIP, simple_sentence__isnull=False).filter(
+        ~Exists(undone)
+    )
 
 
 def queue_left(project: AnnotationProject, annotator: AbstractBaseUser) -> int:
@@ -113,7 +113,9 @@ def queue_left(project: AnnotationProject, annotator: AbstractBaseUser) -> int:
 
 
 def _context(sentence: Sentence) -> tuple[Sentence | None, Sentence | None]:
-    around = {s.index: s for s in Sentence.objects.filter(document_id=sentence.document_id, index__in=[sentence.index - 1, sentence.index + 1])}
+    around = {
+        s.index: s for s in Sentence.objects.filter(document_id=sentence.document_id, index__in=[sentence.index - 1, sentence.index + 1])
+    }
     return around.get(sentence.index - 1), around.get(sentence.index + 1)
 
 
@@ -130,9 +132,13 @@ def queue_next(project: AnnotationProject, annotator: AbstractBaseUser, order: s
     }  # fmt: skip
     period = round(1 / project.test_item_rate) if project.test_item_rate > 0 else 0
     if period and (len(labelled) + len(answered) + 1) % period == 0:
-        gold = GoldItem.objects.filter(project=project).exclude(pk__in=answered | skipped_gold).order_by("?").select_related(
-            "simple_sentence", "complex_sentence"
-        ).first()
+        gold = (
+            GoldItem.objects.filter(project=project)
+            .exclude(pk__in=answered | skipped_gold)
+            .order_by("?")
+            .select_related("simple_sentence", "complex_sentence")
+            .first()
+        )
         if gold is not None:
             return _gold_item(project, gold)
     candidate = candidate_queue(project, annotator, order).select_related("pair", "simple_sentence", "complex_sentence").first()
@@ -163,14 +169,18 @@ def queue_item_get(project: AnnotationProject, annotator: AbstractBaseUser, ref:
 
 def _gold_item(project: AnnotationProject, gold: GoldItem) -> QueueItem:
     """A test item dressed as a candidate: with the suggestion run's candidate for it when the run has one."""
-    pair = DocumentPair.objects.get(simple_document_id=gold.simple_sentence.document_id, complex_document_id=gold.complex_sentence.document_id)
+    pair = DocumentPair.objects.get(
+        simple_document_id=gold.simple_sentence.document_id, complex_document_id=gold.complex_sentence.document_id
+    )
     suggestion = CandidateAlignment.objects.filter(
         run_id=project.suggestion_run_id, simple_sentence_id=gold.simple_sentence_id, complex_sentence_id=gold.complex_sentence_id
     ).first()
     return _item("gold", gold.pk, pair, gold.simple_sentence, gold.complex_sentence, suggestion)
 
 
-def _item(kind: str, item_id: int, pair: DocumentPair, simple: Sentence, complex_: Sentence, suggestion: CandidateAlignment | None) -> QueueItem:
+def _item(
+    kind: str, item_id: int, pair: DocumentPair, simple: Sentence, complex_: Sentence, suggestion: CandidateAlignment | None
+) -> QueueItem:
     return QueueItem(kind, item_id, pair, simple, complex_, _context(simple), _context(complex_), None, suggestion)
 
 
@@ -196,8 +206,13 @@ def queue_skip(*, project: AnnotationProject, annotator: AbstractBaseUser, kind:
     if kind == "gold":
         _require_answering_role(project, annotator)
     return services.item_event_record(
-        project=project, annotator=annotator, pair=pair, kind=ItemEvent.Kind.SKIP, simple_sentence_id=simple_id,
-        complex_sentence_id=complex_id, test_item=kind == "gold",
+        project=project,
+        annotator=annotator,
+        pair=pair,
+        kind=ItemEvent.Kind.SKIP,
+        simple_sentence_id=simple_id,
+        complex_sentence_id=complex_id,
+        test_item=kind == "gold",
     )
 
 
@@ -225,13 +240,24 @@ def queue_answer(
     if candidate is None:
         raise ValueError(f"no candidate {item_id} among the project's suggestions")
     latest = (
-        LabelEvent.objects.filter(project=project, annotator=annotator, simple_sentence_id=candidate.simple_sentence_id,
-                                  complex_sentence_id=candidate.complex_sentence_id)
-        .exclude(source=LabelEvent.Source.ADJUDICATION).order_by("-pk").first()
+        LabelEvent.objects.filter(
+            project=project,
+            annotator=annotator,
+            simple_sentence_id=candidate.simple_sentence_id,
+            complex_sentence_id=candidate.complex_sentence_id,
+        )
+        .exclude(source=LabelEvent.Source.ADJUDICATION)
+        .order_by("-pk")
+        .first()
     )
     services.label_record(
-        project=project, annotator=annotator, pair=candidate.pair, simple_sentence_id=candidate.simple_sentence_id,
-        complex_sentence_id=candidate.complex_sentence_id, label=label, expected_previous=latest.pk if latest else None,
+        project=project,
+        annotator=annotator,
+        pair=candidate.pair,
+        simple_sentence_id=candidate.simple_sentence_id,
+        complex_sentence_id=candidate.complex_sentence_id,
+        label=label,
+        expected_previous=latest.pk if latest else None,
         seconds_spent=seconds_spent,
     )
 
@@ -242,17 +268,24 @@ def _require_answering_role(project: AnnotationProject, user: AbstractBaseUser) 
         else ProjectMembership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
     )  # fmt: skip
     if role not in (ProjectMembership.Role.ANNOTATOR, ProjectMembership.Role.MANAGER):
-        raise PermissionError(f"{user} is {role or 'not a member'} in project {project.name!r}; only annotators and managers answer test items")
+        raise PermissionError(
+            f"{user} is {role or 'not a member'} in project {project.name!r}; only annotators and managers answer test items"
+        )
 
 
 def queue_undo(*, project: AnnotationProject, annotator: AbstractBaseUser) -> QueueUndo:
     """Undo the annotator's latest queue action (label event, gold answer or skip): what was undone, and
     the item it brought back, so the page can show it again."""
     with transaction.atomic():
-        undone = set(LabelEvent.objects.filter(project=project, annotator=annotator, undoes__isnull=False).values_list("undoes_id", flat=True))
+        undone = set(
+            LabelEvent.objects.filter(project=project, annotator=annotator, undoes__isnull=False).values_list("undoes_id", flat=True)
+        )
         event = (
             LabelEvent.objects.filter(project=project, annotator=annotator, undoes__isnull=True)
-            .exclude(source=LabelEvent.Source.ADJUDICATION).exclude(pk__in=undone).order_by("-pk").first()
+            .exclude(source=LabelEvent.Source.ADJUDICATION)
+            .exclude(pk__in=undone)
+            .order_by("-pk")
+            .first()
         )
         answer = GoldAnswer.objects.filter(gold_item__project=project, annotator=annotator).order_by("-pk").first()
         skip = _skipped(project, annotator).order_by("-pk").first()
@@ -273,7 +306,11 @@ def queue_undo(*, project: AnnotationProject, annotator: AbstractBaseUser) -> Qu
 
 def _ref_of(project: AnnotationProject, simple_id: int, complex_id: int) -> str | None:
     """The queue item of a sentence pair: its test item, else the suggestion run's candidate, else None."""
-    gold_id = GoldItem.objects.filter(project=project, simple_sentence_id=simple_id, complex_sentence_id=complex_id).values_list("pk", flat=True).first()
+    gold_id = (
+        GoldItem.objects.filter(project=project, simple_sentence_id=simple_id, complex_sentence_id=complex_id)
+        .values_list("pk", flat=True)
+        .first()
+    )
     if gold_id is not None:
         return f"gold-{gold_id}"
     candidate_id = (

@@ -91,7 +91,9 @@ class ParagraphGroupLike:
     simple_paragraphs: list[int]
 
 
-def paragraph_groups_for(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, run: AlignmentRun | None) -> tuple[list, bool]:
+def paragraph_groups_for(
+    project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, run: AlignmentRun | None
+) -> tuple[list, bool]:
     """The annotator's own paragraph alignment if they corrected it, else the run's; and whether it is their own."""
     from annotation.models import ParagraphCorrection
 
@@ -129,7 +131,9 @@ def paragraph_rows(pair: DocumentPair, run: AlignmentRun | None, groups: list | 
     for k in range(len(rows) + 1):
         if k in gaps:
             complex_positions, simple_positions = gaps[k]
-            result.append(ParagraphRow([complex_blocks[p] for p in complex_positions], [simple_blocks[p] for p in simple_positions], aligned=False))
+            result.append(
+                ParagraphRow([complex_blocks[p] for p in complex_positions], [simple_blocks[p] for p in simple_positions], aligned=False)
+            )
         if k < len(rows):
             complex_positions, simple_positions = rows[k]
             result.append(ParagraphRow([complex_blocks[p] for p in complex_positions], [simple_blocks[p] for p in simple_positions]))
@@ -182,14 +186,19 @@ def candidates_by_simple(
         )
         for simple_id, complex_id, label, score, marginal in rows:
             by_simple.setdefault(simple_id, {})[complex_id] = {
-                "complex": complex_id, "predicted": label, "score": round(score, 3), "marginal": round(marginal, 3),
+                "complex": complex_id,
+                "predicted": label,
+                "score": round(score, 3),
+                "marginal": round(marginal, 3),
             }
     for simple_id, complex_id in labels:
         by_simple.setdefault(simple_id, {}).setdefault(
             complex_id, {"complex": complex_id, "predicted": None, "score": None, "marginal": None}
         )
     order = dict(Sentence.objects.filter(document_id=pair.complex_document_id).values_list("pk", "index"))
-    return {simple_id: sorted(entries.values(), key=lambda entry: candidate_order(entry, order)) for simple_id, entries in by_simple.items()}
+    return {
+        simple_id: sorted(entries.values(), key=lambda entry: candidate_order(entry, order)) for simple_id, entries in by_simple.items()
+    }
 
 
 SUGGESTED_LABELS = ("aligned", "partial")
@@ -295,7 +304,9 @@ def screen_build(*, project: AnnotationProject, assignment: Assignment) -> Annot
         "progress": progress.as_dict(),
         "notes": item_notes(project, assignment.annotator, pair).as_dict(),
     }
-    return AnnotateScreen(project=project, assignment=assignment, pair=pair, rows=rows, progress=progress, suggestion_note=note, payload=payload)
+    return AnnotateScreen(
+        project=project, assignment=assignment, pair=pair, rows=rows, progress=progress, suggestion_note=note, payload=payload
+    )
 
 
 def sentence_pair_diff(pair: DocumentPair, simple_id: int, complex_id: int) -> SentencePairDiff:

@@ -46,9 +46,11 @@ def project_name_refusal(user: AbstractBaseUser | None, name: str) -> str | None
 
 def assignment_get_for_user(user: AbstractBaseUser, project: AnnotationProject, pair_id: int) -> Assignment:
     """The user's own assignment of a pair; 404 when the pair is not theirs (annotators see only their work)."""
-    assignment = Assignment.objects.filter(project=project, annotator=user, pair_id=pair_id).select_related(
-        "pair__complex_document", "pair__simple_document"
-    ).first()
+    assignment = (
+        Assignment.objects.filter(project=project, annotator=user, pair_id=pair_id)
+        .select_related("pair__complex_document", "pair__simple_document")
+        .first()
+    )
     if assignment is None:
         raise Http404("no such assignment")
     return assignment

@@ -95,8 +95,13 @@ def project_create(
         raise ValueError(refusal)
     with transaction.atomic():
         project = AnnotationProject.objects.create(
-            name=name, corpus=corpus, suggestion_run=suggestion_run, guidelines=guidelines, overlap=overlap,
-            strategy=strategy, created_by=created_by,
+            name=name,
+            corpus=corpus,
+            suggestion_run=suggestion_run,
+            guidelines=guidelines,
+            overlap=overlap,
+            strategy=strategy,
+            created_by=created_by,
         )
         project.pairs.set(chosen)
         ProjectMembership.objects.create(project=project, user=created_by, role=ProjectMembership.Role.MANAGER)
@@ -115,9 +120,7 @@ def assignments_distribute(*, project: AnnotationProject) -> int:
 
     Idempotent: pairs that already have enough annotators are left alone.
     """
-    annotators = list(
-        ProjectMembership.objects.filter(project=project, role=ProjectMembership.Role.ANNOTATOR).select_related("user")
-    )
+    annotators = list(ProjectMembership.objects.filter(project=project, role=ProjectMembership.Role.ANNOTATOR).select_related("user"))
     if not annotators:
         raise ValueError(f"project {project.name!r} has no annotators to assign work to")
     load = {m.user_id: Assignment.objects.filter(project=project, annotator_id=m.user_id).count() for m in annotators}
@@ -193,8 +196,14 @@ def label_record(
                 raise _stale(latest)
             old = latest.new_label if latest else LabelEvent.Label.NONE
             return LabelEvent.objects.create(
-                project=project, pair=pair, annotator=annotator, simple_sentence_id=simple_sentence_id,
-                complex_sentence_id=complex_sentence_id, old_label=old, new_label=label, source=source,
+                project=project,
+                pair=pair,
+                annotator=annotator,
+                simple_sentence_id=simple_sentence_id,
+                complex_sentence_id=complex_sentence_id,
+                old_label=old,
+                new_label=label,
+                source=source,
                 previous_id=latest.pk if latest else None,
                 seconds_spent=seconds_spent,
             )
@@ -293,9 +302,15 @@ def adjudicate(
             if (latest.pk if latest else None) != expected_previous:
                 raise LabelConflict(f"another reviewer set this pair to {_label_name(latest)} meanwhile; reload", latest)
             return LabelEvent.objects.create(
-                project=project, pair=pair, annotator=reviewer, simple_sentence_id=simple_sentence_id,
-                complex_sentence_id=complex_sentence_id, old_label=latest.new_label if latest else "", new_label=label,
-                source=LabelEvent.Source.ADJUDICATION, previous=latest,
+                project=project,
+                pair=pair,
+                annotator=reviewer,
+                simple_sentence_id=simple_sentence_id,
+                complex_sentence_id=complex_sentence_id,
+                old_label=latest.new_label if latest else "",
+                new_label=label,
+                source=LabelEvent.Source.ADJUDICATION,
+                previous=latest,
             )
     except IntegrityError as error:
         if not _is_chain_race(error):
@@ -313,8 +328,7 @@ def pair_verify(*, project: AnnotationProject, pair: DocumentPair, by: AbstractB
         pending = [state for state in pair_item_states(project, pair) if state.final is None]
         if pending:
             raise ValueError(
-                f"{len(pending)} sentence pair(s) still need adjudication or every annotator's labels before "
-                f"{pair} can be verified"
+                f"{len(pending)} sentence pair(s) still need adjudication or every annotator's labels before {pair} can be verified"
             )
     return PairVerification.objects.create(project=project, pair=pair, verified=verified, by=by, note=note)
 
@@ -330,16 +344,25 @@ def label_undo(*, project: AnnotationProject, annotator: AbstractBaseUser, pair:
             source=LabelEvent.Source.ADJUDICATION
         )
         undone_ids = set(
-            LabelEvent.objects.filter(project=project, annotator=annotator, pair=pair, undoes__isnull=False).values_list("undoes_id", flat=True)
+            LabelEvent.objects.filter(project=project, annotator=annotator, pair=pair, undoes__isnull=False).values_list(
+                "undoes_id", flat=True
+            )
         )
         target = candidates.exclude(pk__in=undone_ids).order_by("-pk").first()
         if target is None:
             return None
         latest = _latest_event(project, annotator, target.simple_sentence_id, target.complex_sentence_id)
         return LabelEvent.objects.create(
-            project=project, pair=pair, annotator=annotator, simple_sentence_id=target.simple_sentence_id,
-            complex_sentence_id=target.complex_sentence_id, old_label=latest.new_label if latest else "",
-            new_label=target.old_label, source=LabelEvent.Source.UNDO, previous=latest, undoes=target,
+            project=project,
+            pair=pair,
+            annotator=annotator,
+            simple_sentence_id=target.simple_sentence_id,
+            complex_sentence_id=target.complex_sentence_id,
+            old_label=latest.new_label if latest else "",
+            new_label=target.old_label,
+            source=LabelEvent.Source.UNDO,
+            previous=latest,
+            undoes=target,
         )
 
 
@@ -391,8 +414,13 @@ def item_event_record(
         elif not project.gold_items.filter(simple_sentence_id=simple_sentence_id, complex_sentence_id=complex_sentence_id).exists():
             raise ValueError(f"sentences {simple_sentence_id}~{complex_sentence_id} are not a test item of project {project.name!r}")
         return ItemEvent.objects.create(
-            project=project, pair=pair, annotator=annotator, kind=kind, text=text,
-            simple_sentence_id=simple_sentence_id, complex_sentence_id=complex_sentence_id,
+            project=project,
+            pair=pair,
+            annotator=annotator,
+            kind=kind,
+            text=text,
+            simple_sentence_id=simple_sentence_id,
+            complex_sentence_id=complex_sentence_id,
         )
 
 
@@ -401,8 +429,13 @@ def item_skip_undo(*, skip: ItemEvent) -> ItemEvent:
     if skip.kind != ItemEvent.Kind.SKIP:
         raise ValueError(f"item event {skip.pk} is a {skip.kind}, not a skip")
     return ItemEvent.objects.create(
-        project_id=skip.project_id, pair_id=skip.pair_id, annotator_id=skip.annotator_id, kind=ItemEvent.Kind.UNDO,
-        simple_sentence_id=skip.simple_sentence_id, complex_sentence_id=skip.complex_sentence_id, undoes=skip,
+        project_id=skip.project_id,
+        pair_id=skip.pair_id,
+        annotator_id=skip.annotator_id,
+        kind=ItemEvent.Kind.UNDO,
+        simple_sentence_id=skip.simple_sentence_id,
+        complex_sentence_id=skip.complex_sentence_id,
+        undoes=skip,
     )
 
 

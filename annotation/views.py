@@ -28,7 +28,9 @@ def _manager_project(request: HttpRequest, project_id: int):
 
 def project_list(request: HttpRequest) -> HttpResponse:
     rows = [(project, project.role) for project in selectors.projects_with_role(request.user).select_related("corpus")]
-    return render(request, "annotation/project_list.html", {"rows": rows, "may_create": selectors.corpora_for_projects(request.user).exists()})
+    return render(
+        request, "annotation/project_list.html", {"rows": rows, "may_create": selectors.corpora_for_projects(request.user).exists()}
+    )
 
 
 def task_list(request: HttpRequest) -> HttpResponse:
@@ -38,8 +40,14 @@ def task_list(request: HttpRequest) -> HttpResponse:
     projects = {task.assignment.project_id: task.assignment.project for task in tasks}
     counts = {name: sum(1 for task in tasks if task.state == name) for name in worklist.STATES}
     shown = [t for t in tasks if (not state or t.state == state) and (not project_id or str(t.assignment.project_id) == project_id)]
-    context = {"tasks": shown, "all_count": len(tasks), "counts": counts, "state": state if state in counts else "",
-               "projects": list(projects.values()), "project_id": project_id}
+    context = {
+        "tasks": shown,
+        "all_count": len(tasks),
+        "counts": counts,
+        "state": state if state in counts else "",
+        "projects": list(projects.values()),
+        "project_id": project_id,
+    }
     return render(request, "annotation/task_list.html", context)
 
 
@@ -52,8 +60,13 @@ def project_create(request: HttpRequest) -> HttpResponse:
         run = data["suggestion_run"] or data["corpus"].alignment_runs.filter(status="succeeded").first()
         try:
             project = services.project_create(
-                name=data["name"], corpus=data["corpus"], created_by=request.user, suggestion_run=run,
-                guidelines=data["guidelines"], overlap=data["overlap"], strategy=data["strategy"],
+                name=data["name"],
+                corpus=data["corpus"],
+                created_by=request.user,
+                suggestion_run=run,
+                guidelines=data["guidelines"],
+                overlap=data["overlap"],
+                strategy=data["strategy"],
             )
         except ValueError as error:
             form.add_error(None, str(error))
@@ -117,8 +130,11 @@ def project_member_invite(request: HttpRequest, project_id: int) -> HttpResponse
     link = request.build_absolute_uri(members.invite_path(user))
     hours = settings.PASSWORD_RESET_TIMEOUT // 3600
     valid = f"{hours // 24} days" if hours >= 48 else f"{hours} hours"
-    messages.success(request, f"{user.get_username()} is an annotator of this project. Send them this link to choose a password "
-                              f"(it works once, for {valid}): {link}")
+    messages.success(
+        request,
+        f"{user.get_username()} is an annotator of this project. Send them this link to choose a password "
+        f"(it works once, for {valid}): {link}",
+    )
     return redirect("annotation:project_detail", project_id=project.pk)
 
 
@@ -148,9 +164,11 @@ def project_assign(request: HttpRequest, project_id: int) -> HttpResponse:
 
 def _shortfall_text(project, shortfall: dict) -> str:
     annotators = shortfall["annotators"]
-    return (f"{shortfall['short_pairs']} pair{'s' if shortfall['short_pairs'] != 1 else ''} still "
-            f"{'have' if shortfall['short_pairs'] != 1 else 'has'} fewer than {project.overlap} annotators: the project has "
-            f"{annotators} annotator{'s' if annotators != 1 else ''}. Add annotators, then assign again.")
+    return (
+        f"{shortfall['short_pairs']} pair{'s' if shortfall['short_pairs'] != 1 else ''} still "
+        f"{'have' if shortfall['short_pairs'] != 1 else 'has'} fewer than {project.overlap} annotators: the project has "
+        f"{annotators} annotator{'s' if annotators != 1 else ''}. Add annotators, then assign again."
+    )
 
 
 def project_agreement_view(request: HttpRequest, project_id: int) -> HttpResponse:
@@ -164,8 +182,15 @@ def project_agreement_view(request: HttpRequest, project_id: int) -> HttpRespons
     if chosen not in pairs and (chosen[1], chosen[0]) not in pairs:
         chosen = pairs[0] if pairs else None
     confusion = list(zip(LABELS, agreement.shown.confusion(*chosen))) if chosen else None
-    context = {"project": project, "role": role, "agreement": agreement, "labels": LABELS, "chosen": chosen,
-               "annotator_pairs": pairs, "confusion": confusion}
+    context = {
+        "project": project,
+        "role": role,
+        "agreement": agreement,
+        "labels": LABELS,
+        "chosen": chosen,
+        "annotator_pairs": pairs,
+        "confusion": confusion,
+    }
     return render(request, "annotation/project_agreement.html", context)
 
 
@@ -184,9 +209,14 @@ def pair_review(request: HttpRequest, project_id: int, pair_id: int) -> HttpResp
     show = request.GET.get("show", "open")
     shown = states if show == "all" else [s for s in states if s.final is None or s.disagreement]
     context = {
-        "project": project, "pair": pair, "states": shown, "show": show, "labels": LABELS,
+        "project": project,
+        "pair": pair,
+        "states": shown,
+        "show": show,
+        "labels": LABELS,
         "annotators": list(states[0].labels) if states else [],
-        "open_count": sum(1 for s in states if s.final is None), "total": len(states),
+        "open_count": sum(1 for s in states if s.final is None),
+        "total": len(states),
         "verified": pair_verified(project, pair),
     }
     return render(request, "annotation/pair_review.html", context)
@@ -208,8 +238,13 @@ def pair_adjudicate(request: HttpRequest, project_id: int, pair_id: int) -> Http
     error = ""
     try:
         services.adjudicate(
-            project=project, reviewer=request.user, pair=pair, simple_sentence_id=simple_id,
-            complex_sentence_id=complex_id, label=request.POST.get("label", ""), expected_previous=previous,
+            project=project,
+            reviewer=request.user,
+            pair=pair,
+            simple_sentence_id=simple_id,
+            complex_sentence_id=complex_id,
+            label=request.POST.get("label", ""),
+            expected_previous=previous,
         )
     except (ValueError, services.LabelConflict) as exc:
         error = str(exc)
@@ -222,8 +257,15 @@ def pair_adjudicate(request: HttpRequest, project_id: int, pair_id: int) -> Http
     if state is None:  # a sentence pair nobody labelled: nothing to show in its place
         return HttpResponse("")
     context = {
-        "project": project, "pair": pair, "state": state, "labels": LABELS, "show": show, "error": error, "oob": True,
-        "open_count": sum(1 for s in states if s.final is None), "total": len(states),
+        "project": project,
+        "pair": pair,
+        "state": state,
+        "labels": LABELS,
+        "show": show,
+        "error": error,
+        "oob": True,
+        "open_count": sum(1 for s in states if s.final is None),
+        "total": len(states),
     }
     row = render(request, "annotation/pair_review.html#review-row", context).content
     lead = render(request, "annotation/pair_review.html#review-lead", context).content
@@ -270,14 +312,20 @@ def project_queue(request: HttpRequest, project_id: int) -> HttpResponse:
                 return redirect(f"{queue_url}&item={undone.item_ref}" if undone.item_ref else queue_url)
             if request.POST.get("action") == "skip":
                 queue_mode.queue_skip(
-                    project=project, annotator=request.user, kind=request.POST.get("kind", ""),
+                    project=project,
+                    annotator=request.user,
+                    kind=request.POST.get("kind", ""),
                     item_id=_queue_item_id(request.POST.get("item_id")),
                 )
             else:
                 seconds = services.seconds_spent_parse(request.POST.get("seconds_spent"))
                 queue_mode.queue_answer(
-                    project=project, annotator=request.user, kind=request.POST.get("kind", ""),
-                    item_id=_queue_item_id(request.POST.get("item_id")), label=request.POST.get("label", ""), seconds_spent=seconds,
+                    project=project,
+                    annotator=request.user,
+                    kind=request.POST.get("kind", ""),
+                    item_id=_queue_item_id(request.POST.get("item_id")),
+                    label=request.POST.get("label", ""),
+                    seconds_spent=seconds,
                 )
         except PermissionError as error:  # as on the annotation screen: a write the role does not allow is a 403
             raise PermissionDenied(str(error)) from None
@@ -349,7 +397,9 @@ def mined_pairs_send(request: HttpRequest, job_id: int) -> HttpResponse:
         selected = [int(pk) for pk in request.POST.getlist("selected")]
         sample = int(request.POST.get("sample") or 0)
         chosen = mined_pairs_choose(pool, selected=selected, sample=sample, seed=int(request.POST.get("seed") or 0))
-        project = mined_pairs_to_project(job=job, pairs=chosen, name=request.POST.get("name", "").strip() or f"Mined pairs of job {job.pk}", by=request.user)
+        project = mined_pairs_to_project(
+            job=job, pairs=chosen, name=request.POST.get("name", "").strip() or f"Mined pairs of job {job.pk}", by=request.user
+        )
     except ValueError as error:
         messages.error(request, str(error))
         return redirect(back)

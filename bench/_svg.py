@@ -20,7 +20,7 @@ __all__ = ["LineChart", "Series", "line_chart_svg", "nice_ticks", "write_line_ch
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf")
 MARKERS = ("circle", "square", "diamond", "triangle")
 X_TICKS, Y_TICKS = 8, 8  # about this many ticks per axis
-FONT = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\""
+FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
 
 
 @dataclass(frozen=True)
@@ -182,13 +182,17 @@ def _axes(chart: LineChart, frame: _Frame) -> list[str]:
     width, height = frame.right - frame.left, frame.bottom - frame.top
     parts.append(f'<rect x="{frame.left}" y="{frame.top}" width="{width}" height="{height}" fill="none" stroke="#444"/>')
     centre_x, centre_y = (frame.left + frame.right) / 2, (frame.top + frame.bottom) / 2
-    parts.append(f'<text x="{centre_x:.1f}" y="{frame.bottom + 42}" text-anchor="middle" font-size="14" {FONT}>{escape(chart.x_label)}</text>')
+    parts.append(
+        f'<text x="{centre_x:.1f}" y="{frame.bottom + 42}" text-anchor="middle" font-size="14" {FONT}>{escape(chart.x_label)}</text>'
+    )
     parts.append(
         f'<text x="22" y="{centre_y:.1f}" text-anchor="middle" font-size="14" transform="rotate(-90 22 {centre_y:.1f})" {FONT}>'
         f"{escape(chart.y_label)}</text>"
     )
     if chart.note:
-        parts.append(f'<text x="{centre_x:.1f}" y="{chart.height - 12}" text-anchor="middle" font-size="11" fill="#555" {FONT}>{escape(chart.note)}</text>')
+        parts.append(
+            f'<text x="{centre_x:.1f}" y="{chart.height - 12}" text-anchor="middle" font-size="11" fill="#555" {FONT}>{escape(chart.note)}</text>'
+        )
     return parts
 
 

@@ -25,6 +25,7 @@ def noise_scales(dim: int, effective_dim: int) -> np.ndarray:
     HNSW recall depends on that intrinsic dimension, so the noise follows such a
     spectrum; cosine is rotation invariant, so axis-aligned is as good as rotated.
     """
+
     def spectrum(alpha: float) -> np.ndarray:
         values = np.arange(1, dim + 1, dtype=np.float64) ** -alpha
         return values / values.sum()

@@ -105,6 +105,7 @@ class Client:
         finally:
             connection.close()
 
+
 @dataclass
 class Tally:
     """Every answer of one phase, shared by the annotator threads (under ``lock``)."""
@@ -162,8 +163,17 @@ def _stop_server(server: subprocess.Popen, kind: str) -> None:
         server.wait()
 
 
-def _run_phase(clients: list[Client], save_path: str, keys: list[tuple[int, int]], previous: list[dict], *,
-               seconds: float, think: float, double_every: int, seed: int) -> tuple[Tally, float, int]:
+def _run_phase(
+    clients: list[Client],
+    save_path: str,
+    keys: list[tuple[int, int]],
+    previous: list[dict],
+    *,
+    seconds: float,
+    think: float,
+    double_every: int,
+    seed: int,
+) -> tuple[Tally, float, int]:
     """All annotators save labels for ``seconds``; returns the tally, the wall time and the double submits sent."""
     tally = Tally()
     start = threading.Barrier(len(clients))
@@ -178,8 +188,13 @@ def _run_phase(clients: list[Client], save_path: str, keys: list[tuple[int, int]
             if think:
                 time.sleep(pause.uniform(0, 2 * think))
             key = keys[(n * 7 + k * 131 + seed) % len(keys)]
-            fields = {"simple_sentence_id": key[0], "complex_sentence_id": key[1], "label": LABELS[(n + k) % 3],
-                      "expected_previous": previous[k].get(key, ""), "seconds_spent": "1.0"}
+            fields = {
+                "simple_sentence_id": key[0],
+                "complex_sentence_id": key[1],
+                "label": LABELS[(n + k) % 3],
+                "expected_previous": previous[k].get(key, ""),
+                "seconds_spent": "1.0",
+            }
             results: list[int | None] = []
             if double_every and n % double_every == double_every - 1:
                 twin = threading.Thread(target=lambda r=results, f=fields: r.append(tally.record(*client.post(save_path, f))))
@@ -238,8 +253,11 @@ def main() -> None:
     corpus, _ = corpus_services.corpus_get_or_create(name="Load", language="en", owner=owner)
     complex_text = "\n\n".join("\n".join(_sentences(args.sentences, 0)[i : i + 10]) for i in range(0, args.sentences, 10))
     simple_text = "\n\n".join("\n".join(_sentences(args.sentences, 1)[i : i + 10]) for i in range(0, args.sentences, 10))
-    corpus_import_files(corpus=corpus, files=[("Load-adv.txt", complex_text.encode()), ("Load-ele.txt", simple_text.encode())],
-                        options=ImportOptions(format="presplit"))
+    corpus_import_files(
+        corpus=corpus,
+        files=[("Load-adv.txt", complex_text.encode()), ("Load-ele.txt", simple_text.encode())],
+        options=ImportOptions(format="presplit"),
+    )
     run = alignment_run_create(corpus=corpus, aligner_config={"measure": "tfidf_cosine"}, measures=["tfidf_cosine", "jaccard"])
     run = alignment_run_execute(run_id=run.pk, build_measure=run_measure)
     pair = corpus.pairs.get()
@@ -247,9 +265,11 @@ def main() -> None:
     simple_ids = list(pair.simple_document.sentences.order_by("index").values_list("pk", flat=True))
     complex_ids = list(pair.complex_document.sentences.order_by("index").values_list("pk", flat=True))
     keys = [(s, c) for s in simple_ids for c in complex_ids]
-    print(f"pair: {len(simple_ids)} simple x {len(complex_ids)} complex sentences; {args.annotators} annotators; "
-          f"flat out {args.flat_seconds:.0f} s, then think time mean {args.think} s for {args.think_seconds:.0f} s; "
-          f"every {args.double_every}th save sent twice; {os.cpu_count()} cores, gunicorn workers {web_workers()}")
+    print(
+        f"pair: {len(simple_ids)} simple x {len(complex_ids)} complex sentences; {args.annotators} annotators; "
+        f"flat out {args.flat_seconds:.0f} s, then think time mean {args.think} s for {args.think_seconds:.0f} s; "
+        f"every {args.double_every}th save sent twice; {os.cpu_count()} cores, gunicorn workers {web_workers()}"
+    )
 
     rows = []
     log_dir = tempfile.mkdtemp(prefix="aligner-bench-logs-")
@@ -273,10 +293,12 @@ def main() -> None:
             screen_ms = [clients[0].server_ms(screen_path) for _ in range(20)]
             save_path = f"{screen_path}label/"
             previous: list[dict] = [{} for _ in clients]
-            flat, flat_wall, flat_doubles = _run_phase(clients, save_path, keys, previous, seconds=args.flat_seconds, think=0,
-                                                       double_every=args.double_every, seed=1)
-            thought, _, think_doubles = _run_phase(clients, save_path, keys, previous, seconds=args.think_seconds, think=args.think,
-                                                   double_every=args.double_every, seed=2)
+            flat, flat_wall, flat_doubles = _run_phase(
+                clients, save_path, keys, previous, seconds=args.flat_seconds, think=0, double_every=args.double_every, seed=1
+            )
+            thought, _, think_doubles = _run_phase(
+                clients, save_path, keys, previous, seconds=args.think_seconds, think=args.think, double_every=args.double_every, seed=2
+            )
         finally:
             _stop_server(server, kind)
         events = LabelEvent.objects.filter(project=project)
@@ -285,23 +307,25 @@ def main() -> None:
         first_labels = events.filter(previous__isnull=True, undoes__isnull=True).values("annotator", "simple_sentence", "complex_sentence")
         duplicated = sum(group["n"] - 1 for group in first_labels.annotate(n=Count("id")) if group["n"] > 1)
         statuses = flat.statuses + thought.statuses
-        rows.append({
-            "server": kind,
-            "screen ms (median)": f"{statistics.median(screen_ms):.0f}",
-            "requests/s flat out": f"{sum(flat.statuses.values()) / flat_wall:.0f}",
-            "p50 ms (think)": f"{statistics.median(thought.latencies_ms):.0f}" if thought.latencies_ms else "-",
-            "p95 ms (think)": f"{_percentile(thought.latencies_ms, 0.95):.0f}",
-            "requests": str(sum(statuses.values())),
-            "double submits": str(flat_doubles + think_doubles),
-            "acknowledged": str(len(acknowledged)),
-            "409": str(statuses[409]),
-            "5xx": str(sum(n for status, n in statuses.items() if status >= 500)),
-            "no answer": str(statuses[0]),
-            "stored": str(len(stored)),
-            "lost": str(len(acknowledged - stored)),
-            "duplicated": str(duplicated),
-            "unacknowledged": str(len(stored - acknowledged)),
-        })
+        rows.append(
+            {
+                "server": kind,
+                "screen ms (median)": f"{statistics.median(screen_ms):.0f}",
+                "requests/s flat out": f"{sum(flat.statuses.values()) / flat_wall:.0f}",
+                "p50 ms (think)": f"{statistics.median(thought.latencies_ms):.0f}" if thought.latencies_ms else "-",
+                "p95 ms (think)": f"{_percentile(thought.latencies_ms, 0.95):.0f}",
+                "requests": str(sum(statuses.values())),
+                "double submits": str(flat_doubles + think_doubles),
+                "acknowledged": str(len(acknowledged)),
+                "409": str(statuses[409]),
+                "5xx": str(sum(n for status, n in statuses.items() if status >= 500)),
+                "no answer": str(statuses[0]),
+                "stored": str(len(stored)),
+                "lost": str(len(acknowledged - stored)),
+                "duplicated": str(duplicated),
+                "unacknowledged": str(len(stored - acknowledged)),
+            }
+        )
         for error in (flat.errors + thought.errors)[:5]:
             print(f"  {kind}: {error}")
         print(f"  {kind} log: {log_path}")

@@ -100,7 +100,9 @@ def main() -> None:
     run = alignment_run_execute(run_id=run.pk, build_measure=run_measure)
     pair = corpus.pairs.get()
     token_key = api_token_create(user=owner, name="bench/api_latency.py").key
-    print(f"pair {pair.pk}: {args.sentences} complex x {args.sentences} simple sentences; run {run.pk} stored {run.candidates_written} candidates")
+    print(
+        f"pair {pair.pk}: {args.sentences} complex x {args.sentences} simple sentences; run {run.pk} stored {run.candidates_written} candidates"
+    )
 
     client = Client(HTTP_AUTHORIZATION=f"Token {token_key}", HTTP_HOST="localhost")
     base = f"/api/candidates/?run={run.pk}&pair={pair.pk}"

@@ -83,9 +83,7 @@ def loop_log_partition(emissions: list[list[float]], transitions: list[list[floa
     return top + math.log(sum(math.exp(a - top) for a in alpha))
 
 
-def vectorised_recurrences(
-    crf: NeuralCRF, emissions: torch.Tensor, transitions: torch.Tensor
-) -> tuple[list[int], float]:
+def vectorised_recurrences(crf: NeuralCRF, emissions: torch.Tensor, transitions: torch.Tensor) -> tuple[list[int], float]:
     """The CRF's own Viterbi and forward recurrences on precomputed (m, K+1) and (K+1, K+1) matrices."""
     alphas = crf._forward_alphas(emissions, transitions)  # (m, K+1)
     return crf._viterbi(emissions, transitions), float(torch.logsumexp(alphas[-1], dim=0))

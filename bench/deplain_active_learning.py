@@ -181,9 +181,7 @@ def simulate(order: str, pool: list[int], models: FoldModels, fold: int) -> Curv
     return curve
 
 
-def run_experiment(
-    pairs: list[GoldPair], matrices: list[np.ndarray], experiment: Experiment, say: Callable[[str], None]
-) -> list[Curve]:
+def run_experiment(pairs: list[GoldPair], matrices: list[np.ndarray], experiment: Experiment, say: Callable[[str], None]) -> list[Curve]:
     """Both orders on every fold; one Curve per (fold, order)."""
     fold_of = document_folds(len(pairs), experiment.folds, experiment.seed)
     curves = []
@@ -321,19 +319,18 @@ def main() -> None:
     path = plot(points, experiment, args.plot, len(pairs))
     full = float(np.mean(points[-1].values["random"] + points[-1].values["uncertainty"]))
     target = args.target * full
-    print(
-        f"untrained (0 labelled): {np.mean(points[0].values['random']):.3f}; full pool ({points[-1].labelled} labelled): "
-        f"{full:.3f}"
-    )
+    print(f"untrained (0 labelled): {np.mean(points[0].values['random']):.3f}; full pool ({points[-1].labelled} labelled): {full:.3f}")
     print(f"target {args.target:.0%} of the full-pool F1 = {target:.3f}")
     print(labels_needed_lines(points, target))
     untrained = float(np.mean(points[0].values["random"]))
     gain_target = untrained + args.target * (full - untrained)
     print(f"target {args.target:.0%} of the gain from untrained to full pool = {gain_target:.3f}")
     print(labels_needed_lines(points, gain_target))
-    print("sd: standard deviation across folds; paired: per-fold uncertainty F1 - random F1 on the same held-out "
-          f"documents, 95% t-interval (df {experiment.folds - 1}); F1: group-level Task 1, micro-summed per fold; "
-          "simple sents: mean simple sentences in the labelled pairs (annotation effort).")
+    print(
+        "sd: standard deviation across folds; paired: per-fold uncertainty F1 - random F1 on the same held-out "
+        f"documents, 95% t-interval (df {experiment.folds - 1}); F1: group-level Task 1, micro-summed per fold; "
+        "simple sents: mean simple sentences in the labelled pairs (annotation effort)."
+    )
     print(f"plot: {path}; total {time.perf_counter() - started:.1f} s")
 
 

@@ -94,9 +94,7 @@ def cross_validate_folds(
     return reports, notes
 
 
-def untrained_folds(
-    aligner: Aligner, pairs: list[GoldPair], matrices: list[np.ndarray], folds: int, seed: int
-) -> list[EvaluationReport]:
+def untrained_folds(aligner: Aligner, pairs: list[GoldPair], matrices: list[np.ndarray], folds: int, seed: int) -> list[EvaluationReport]:
     """The untrained aligner's report on each held-out fold of :func:`cross_validate_folds` (same folds)."""
     fold_of = document_folds(len(pairs), folds, seed)
     return [predict(aligner, pairs, matrices, [k for k in range(len(pairs)) if fold_of[k] == fold]) for fold in range(folds)]
@@ -159,8 +157,7 @@ def main() -> None:
         f"{training.epochs} epochs, lr {training.lr})"
     )
     header = (
-        f"{'aligner':<32} {'T1 pair P/R/F1':<17} | {'T1 group P/R/F1':<17} | "
-        f"{'T2 pair P/R/F1':<17} | {'T2 group P/R/F1':<17} | {'s':>6}"
+        f"{'aligner':<32} {'T1 pair P/R/F1':<17} | {'T1 group P/R/F1':<17} | {'T2 pair P/R/F1':<17} | {'T2 group P/R/F1':<17} | {'s':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -185,10 +182,14 @@ def main() -> None:
             fold_notes.extend(f"{name} span<={max_span} {note}" for note in notes)
     p, r, f = PUBLISHED_MASSALIGN
     print(f"{'MASSalign (published)':<32} {'':<17} | {p:5.3f} {r:5.3f} {f:5.3f} | full 147-pair test set, group level")
-    print("T1: aligned + partial vs not aligned; T2: aligned only. DEplain's gold has no partial label, so T2 "
-          "differs from T1 only by groups the aligner labels partial. s: seconds of alignment (and training).")
-    print(f"fold mean: each held-out fold's own F1, mean +- half-width of the 95% t-interval (df {args.folds - 1}), "
-          "per-fold values in brackets; paired: per-fold trained F1 - untrained F1 on the same documents.")
+    print(
+        "T1: aligned + partial vs not aligned; T2: aligned only. DEplain's gold has no partial label, so T2 "
+        "differs from T1 only by groups the aligner labels partial. s: seconds of alignment (and training)."
+    )
+    print(
+        f"fold mean: each held-out fold's own F1, mean +- half-width of the 95% t-interval (df {args.folds - 1}), "
+        "per-fold values in brackets; paired: per-fold trained F1 - untrained F1 on the same documents."
+    )
     for note in fold_notes:
         print(note)
 

@@ -122,19 +122,22 @@ def main() -> None:
     started = time.perf_counter()
     pairs = read_deplain(DEPLAIN / "documents.csv", DEPLAIN / "alignments.csv")
     fold_of = fold_assignment(len(pairs), args.folds, args.seed)
-    print(f"DEplain-web dev: {len(pairs)} document pairs, {sum(len(p.groups) for p in pairs)} gold groups, "
-          f"{sum(len(p.simple_sentences) * len(p.complex_sentences) for p in pairs)} sentence pairs; "
-          f"{args.folds}-fold document-level cross-validation (seed {args.seed}), device {args.device}")
-    print(f"fine-tuning: {args.epochs} epoch(s), batch {args.batch_size}, {args.negatives_per_positive} negatives "
-          f"per positive, at most {args.max_train_examples or 'all'} examples per fold", flush=True)
+    print(
+        f"DEplain-web dev: {len(pairs)} document pairs, {sum(len(p.groups) for p in pairs)} gold groups, "
+        f"{sum(len(p.simple_sentences) * len(p.complex_sentences) for p in pairs)} sentence pairs; "
+        f"{args.folds}-fold document-level cross-validation (seed {args.seed}), device {args.device}"
+    )
+    print(
+        f"fine-tuning: {args.epochs} epoch(s), batch {args.batch_size}, {args.negatives_per_positive} negatives "
+        f"per positive, at most {args.max_train_examples or 'all'} examples per fold",
+        flush=True,
+    )
     training = PairTrainingConfig(epochs=args.epochs, batch_size=args.batch_size)
     matrices: list[np.ndarray | None] = [None] * len(pairs)
     for fold in range(args.folds):
         train = [k for k in range(len(pairs)) if fold_of[k] != fold]
         test = [k for k in range(len(pairs)) if fold_of[k] == fold]
-        examples = training_examples(
-            pairs, train, args.negatives_per_positive, args.max_train_examples or None, args.seed + 1000 * fold
-        )
+        examples = training_examples(pairs, train, args.negatives_per_positive, args.max_train_examples or None, args.seed + 1000 * fold)
         fold_start = time.perf_counter()
         model = PairClassifier(seed=args.seed)
         losses = train_pair_classifier(model, examples, training, seed=args.seed, device=args.device)
@@ -144,10 +147,13 @@ def main() -> None:
             matrices[k] = measure.score(pairs[k].simple_sentences, pairs[k].complex_sentences)  # (m, n)
         scored = time.perf_counter()
         test_pairs = sum(len(pairs[k].simple_sentences) * len(pairs[k].complex_sentences) for k in test)
-        print(f"fold {fold}: trained on {len(examples)} examples from {len(train)} documents in "
-              f"{trained - fold_start:.0f} s (loss per epoch {', '.join(f'{l:.3f}' for l in losses)}); scored "
-              f"{test_pairs} pairs of {len(test)} documents in {scored - trained:.0f} s "
-              f"({test_pairs / max(scored - trained, 1e-9):.0f} pairs/s)", flush=True)
+        print(
+            f"fold {fold}: trained on {len(examples)} examples from {len(train)} documents in "
+            f"{trained - fold_start:.0f} s (loss per epoch {', '.join(f'{l:.3f}' for l in losses)}); scored "
+            f"{test_pairs} pairs of {len(test)} documents in {scored - trained:.0f} s "
+            f"({test_pairs / max(scored - trained, 1e-9):.0f} pairs/s)",
+            flush=True,
+        )
     scores = [matrix for matrix in matrices if matrix is not None]
     assert len(scores) == len(pairs)
     cv_report, thresholds = cross_validate(pairs, scores, args.folds, args.seed)
@@ -158,8 +164,7 @@ def main() -> None:
     print_report("threshold CV", cv_report, "thresholds " + ", ".join(f"{t:.3f}" for t in thresholds))
     print_report("fixed 0.5", fixed_report, "")
     p, r, f = PUBLISHED_MASSALIGN
-    print(f"{'MASSalign (published)':<24} {'Task 1':<7} {'':>7} {'':>7} {'':>7} | {p:7.3f} {r:7.3f} {f:7.3f} | "
-          "full 147-pair test set")
+    print(f"{'MASSalign (published)':<24} {'Task 1':<7} {'':>7} {'':>7} {'':>7} | {p:7.3f} {r:7.3f} {f:7.3f} | full 147-pair test set")
     print("DEplain has no partial label and every link is labelled aligned, so Task 2 repeats Task 1.")
     print(f"wall time {time.perf_counter() - started:.0f} s")
 

@@ -77,8 +77,9 @@ def score(pairs: list[GoldPair], mined: list[MinedPair], *, exclude_identical: b
         predicted[index[item.source_doc]].append(AlignmentGroup(item.source, item.target, score=item.score))
     group, sentence = PRF(0, stray_groups, 0), PRF(0, stray_links, 0)
     for k, pair in enumerate(pairs):
-        report = evaluate_pairs(pair.groups, predicted[k], len(pair.simple_sentences), len(pair.complex_sentences),
-                                exclude_identical=exclude_identical)
+        report = evaluate_pairs(
+            pair.groups, predicted[k], len(pair.simple_sentences), len(pair.complex_sentences), exclude_identical=exclude_identical
+        )
         group, sentence = group + report.group_task1, sentence + report.sentence_task1
     return group, sentence
 
@@ -103,10 +104,12 @@ def held_out(pairs: list[GoldPair], encode, default: LHAConfig, seeds: int = 5) 
             chosen.append(best)
             tuned_f1.append(group_f1(test, best))
             default_f1.append(group_f1(test, default.theta_s))
-    print(f"held out (2-fold by document pair x {seeds} seeds, K=5 filters on): theta_s tuned on one half "
-          f"{min(chosen):.2f}..{max(chosen):.2f} (median {float(np.median(chosen)):.2f}); group F1 on the other half "
-          f"{np.mean(tuned_f1):.3f} +- {np.std(tuned_f1):.3f} at the tuned theta_s, {np.mean(default_f1):.3f} +- "
-          f"{np.std(default_f1):.3f} at the default {default.theta_s}")
+    print(
+        f"held out (2-fold by document pair x {seeds} seeds, K=5 filters on): theta_s tuned on one half "
+        f"{min(chosen):.2f}..{max(chosen):.2f} (median {float(np.median(chosen)):.2f}); group F1 on the other half "
+        f"{np.mean(tuned_f1):.3f} +- {np.std(tuned_f1):.3f} at the tuned theta_s, {np.mean(default_f1):.3f} +- "
+        f"{np.std(default_f1):.3f} at the default {default.theta_s}"
+    )
 
 
 def prf(value: PRF) -> str:
@@ -137,8 +140,10 @@ def main() -> None:
         return group, sentence, time.perf_counter() - began
 
     run(default)  # encodes every sentence once; the sweep below reuses the vectors
-    print(f"deplain-web-dev: {len(pairs)} document pairs, {sentences} sentences, {gold_groups} gold groups; "
-          f"MiniLM encoding {encode.seconds:.1f} s on CPU ({sentences / encode.seconds:.0f} sentences/s)")
+    print(
+        f"deplain-web-dev: {len(pairs)} document pairs, {sentences} sentences, {gold_groups} gold groups; "
+        f"MiniLM encoding {encode.seconds:.1f} s on CPU ({sentences / encode.seconds:.0f} sentences/s)"
+    )
     print("Task 1, alignment-group level, P R F1 (identical pairs included); document pairing known")
     print("theta_s | K=5 filters on    | K=5 filters off   | K=1 filters on    | K=1 filters off")
     best: dict[str, tuple[float, float]] = {}
@@ -146,8 +151,9 @@ def main() -> None:
         cells = []
         for k in (5, 1):
             for filters in (True, False):
-                config = replace(default, k_sentences=k, theta_s=theta,
-                                 **({} if filters else {"min_overlap": None, "max_length_ratio": None}))
+                config = replace(
+                    default, k_sentences=k, theta_s=theta, **({} if filters else {"min_overlap": None, "max_length_ratio": None})
+                )
                 group, _, _ = run(config)
                 cells.append(prf(group))
                 name = f"K={k} filters {'on' if filters else 'off'}"
@@ -159,42 +165,55 @@ def main() -> None:
     held_out(pairs, encode, default)
 
     group, sentence, seconds = run(default)
-    print(f"default LHAConfig (K=5, theta_s={default.theta_s}, filters on; theta_s picked on THIS data, "
-          f"not held out): group P/R/F1 {prf(group)}; sentence-pair P/R/F1 {prf(sentence)}; "
-          f"{seconds:.2f} s for {len(pairs)} pairs after encoding")
-    for config_name, config in (("K=1", replace(default, k_sentences=1)),
-                                ("filters off", replace(default, min_overlap=None, max_length_ratio=None))):
+    print(
+        f"default LHAConfig (K=5, theta_s={default.theta_s}, filters on; theta_s picked on THIS data, "
+        f"not held out): group P/R/F1 {prf(group)}; sentence-pair P/R/F1 {prf(sentence)}; "
+        f"{seconds:.2f} s for {len(pairs)} pairs after encoding"
+    )
+    for config_name, config in (
+        ("K=1", replace(default, k_sentences=1)),
+        ("filters off", replace(default, min_overlap=None, max_length_ratio=None)),
+    ):
         group, sentence, _ = run(config)
         print(f"  {config_name:<12} at theta_s {default.theta_s}: group {prf(group)}; sentence-pair {prf(sentence)}")
 
     identical = sum(g.identical for p in pairs for g in p.groups)
     group, sentence, _ = run(default, exclude_identical=True)
-    print(f"  identical groups excluded ({identical} of {gold_groups} gold groups): group {prf(group)}; "
-          f"sentence-pair {prf(sentence)}")
+    print(f"  identical groups excluded ({identical} of {gold_groups} gold groups): group {prf(group)}; sentence-pair {prf(sentence)}")
 
     if not args.skip_rerank:
         vectorizer = TokenVectorizer(encoder.model, source="static")
         # Re-ranking only changes which links are kept when more than K neighbours pass theta_s.
         for theta in (default.theta_s, 0.6):
-            crowded = sum(int(((encode(s.sentences) @ encode(t.sentences).T >= theta).sum(axis=1) > 1).sum())
-                          for s, t in zip(source, target, strict=True))
-            print(f"  theta_s {theta}: {crowded} of {sum(len(s.sentences) for s in source)} complex sentences have "
-                  "more than one simple neighbour at or above it")
+            crowded = sum(
+                int(((encode(s.sentences) @ encode(t.sentences).T >= theta).sum(axis=1) > 1).sum())
+                for s, t in zip(source, target, strict=True)
+            )
+            print(
+                f"  theta_s {theta}: {crowded} of {sum(len(s.sentences) for s in source)} complex sentences have "
+                "more than one simple neighbour at or above it"
+            )
         for k, theta in ((5, default.theta_s), (1, default.theta_s), (1, 0.6)):
             for measure in (None, "rwmd", "wmd"):
                 config = replace(default, k_sentences=k, theta_s=theta, rerank=measure)
                 group, sentence, seconds = run(config, token_vectors=vectorizer.vectorize if measure else None)
-                print(f"  K={k} theta_s={theta} rerank {measure or 'none':<5} (depth {default.rerank_depth}, "
-                      f"static word pieces): group {prf(group)}; sentence-pair {prf(sentence)}; {seconds:.1f} s")
+                print(
+                    f"  K={k} theta_s={theta} rerank {measure or 'none':<5} (depth {default.rerank_depth}, "
+                    f"static word pieces): group {prf(group)}; sentence-pair {prf(sentence)}; {seconds:.1f} s"
+                )
 
     vectors = [encode(document.sentences) for document in source], [encode(document.sentences) for document in target]
     found = align_documents(document_vectors(vectors[0]), document_vectors(vectors[1]), k=1, theta_d=-1.0)
-    print(f"  document step alone: the nearest simple document is the right one for "
-          f"{sum(s == t for s, t, _ in found)} of {len(pairs)} complex documents")
+    print(
+        f"  document step alone: the nearest simple document is the right one for "
+        f"{sum(s == t for s, t, _ in found)} of {len(pairs)} complex documents"
+    )
     documents_found = replace(default, k_documents=1, theta_d=0.0)
     group, sentence, seconds = run(documents_found, document_pairs=None)
-    print(f"  document step instead of the known pairing (K_d=1, theta_d=0): group {prf(group)}; "
-          f"sentence-pair {prf(sentence)}; {seconds:.2f} s")
+    print(
+        f"  document step instead of the known pairing (K_d=1, theta_d=0): group {prf(group)}; "
+        f"sentence-pair {prf(sentence)}; {seconds:.2f} s"
+    )
     group, sentence, seconds = run(replace(default, global_variant=True), document_pairs=None)
     print(f"  global variant (no document step): group {prf(group)}; sentence-pair {prf(sentence)}; {seconds:.2f} s")
     for name, (p, r, f1) in PUBLISHED.items():

@@ -56,9 +56,7 @@ def document_folds(count: int, folds: int, seed: int) -> dict[int, int]:
 
 def cross_validate(pairs: list[GoldPair], matrices: list[np.ndarray], folds: int, seed: int) -> tuple[EvaluationReport, list[float]]:
     fold_of = document_folds(len(pairs), folds, seed)
-    labels = [
-        pair_labels_from_groups(p.groups, len(p.simple_sentences), len(p.complex_sentences)) for p in pairs
-    ]
+    labels = [pair_labels_from_groups(p.groups, len(p.simple_sentences), len(p.complex_sentences)) for p in pairs]
     total: EvaluationReport | None = None
     thresholds = []
     for fold in range(folds):
@@ -84,8 +82,10 @@ def main() -> None:
     if not DEPLAIN.exists():
         sys.exit(f"{DEPLAIN} is missing: this benchmark needs ../shared/data/deplain-web-dev beside the checkout.")
     pairs = read_deplain(DEPLAIN / "documents.csv", DEPLAIN / "alignments.csv")
-    print(f"DEplain-web dev: {len(pairs)} document pairs, {sum(len(p.groups) for p in pairs)} gold groups; "
-          f"{args.folds}-fold document-level cross-validation of the threshold (seed {args.seed})")
+    print(
+        f"DEplain-web dev: {len(pairs)} document pairs, {sum(len(p.groups) for p in pairs)} gold groups; "
+        f"{args.folds}-fold document-level cross-validation of the threshold (seed {args.seed})"
+    )
     header = f"{'measure':<22} {'pair P':>7} {'pair R':>7} {'pair F1':>7} | {'group P':>7} {'group R':>7} {'group F1':>8} | {'thresholds':<24} {'s':>5}"
     print(header)
     print("-" * len(header))
@@ -96,9 +96,11 @@ def main() -> None:
         seconds = time.perf_counter() - start
         report, thresholds = cross_validate(pairs, matrices, args.folds, args.seed)
         pair_t1, group_t1 = report.sentence_task1, report.group_task1
-        print(f"{name:<22} {pair_t1.precision:7.3f} {pair_t1.recall:7.3f} {pair_t1.f1:7.3f} | "
-              f"{group_t1.precision:7.3f} {group_t1.recall:7.3f} {group_t1.f1:8.3f} | "
-              f"{', '.join(f'{t:.3f}' for t in thresholds):<24} {seconds:5.1f}")
+        print(
+            f"{name:<22} {pair_t1.precision:7.3f} {pair_t1.recall:7.3f} {pair_t1.f1:7.3f} | "
+            f"{group_t1.precision:7.3f} {group_t1.recall:7.3f} {group_t1.f1:8.3f} | "
+            f"{', '.join(f'{t:.3f}' for t in thresholds):<24} {seconds:5.1f}"
+        )
     p, r, f = PUBLISHED_MASSALIGN
     print(f"{'MASSalign (published)':<22} {'':>7} {'':>7} {'':>7} | {p:7.3f} {r:7.3f} {f:8.3f} | full 147-pair test set")
     print("Task 1 (aligned + partial vs not aligned); DEplain has no partial label, so Task 2 gives the same figures.")

@@ -88,8 +88,10 @@ def main() -> None:
     source, target = read_level("adv", args.limit), read_level("ele", args.limit)
     sentences = sorted({s for d in source + target for s in d.sentences})
     deplain = read_deplain(DEPLAIN / "documents.csv", DEPLAIN / "alignments.csv") if DEPLAIN.is_dir() else []
-    print(f"OneStopEnglish: {len(source)} + {len(target)} documents, {len(sentences)} distinct sentences; "
-          f"{args.threads} threads; DEplain-web pairs: {len(deplain) or 'absent'}")
+    print(
+        f"OneStopEnglish: {len(source)} + {len(target)} documents, {len(sentences)} distinct sentences; "
+        f"{args.threads} threads; DEplain-web pairs: {len(deplain) or 'absent'}"
+    )
     cache = tempfile.mkdtemp(prefix="encoder-exports-")
     rows, reference, torch_rate = [], None, None
     for backend in args.backends.split(","):
@@ -110,12 +112,16 @@ def main() -> None:
         f1 = deplain_group_f1(encoder, deplain) if deplain else float("nan")
         rows.append((backend, load_seconds, rate, rate / torch_rate if torch_rate else float("nan"), cosine, found, f1))
         print(f"  {backend}: done ({seconds:.1f} s for the sentences)", flush=True)
-    print(f"\n{'backend':<10} {'load+export s':>13} {'sentences/s':>11} {'× torch':>7} {'cos median':>10} {'cos p1':>7} "
-          f"{'cos min':>7} {'LHA K=1 found':>13} {'DEplain group F1':>16}")
+    print(
+        f"\n{'backend':<10} {'load+export s':>13} {'sentences/s':>11} {'× torch':>7} {'cos median':>10} {'cos p1':>7} "
+        f"{'cos min':>7} {'LHA K=1 found':>13} {'DEplain group F1':>16}"
+    )
     for backend, load_seconds, rate, ratio, cosine, found, f1 in rows:
         median, p1, low = (np.median(cosine), np.percentile(cosine, 1), cosine.min()) if cosine is not None else (np.nan,) * 3
-        print(f"{backend:<10} {load_seconds:>13.1f} {rate:>11.0f} {ratio:>7.2f} {median:>10.5f} {p1:>7.4f} {low:>7.4f} "
-              f"{found:>6} / {len(source):<5} {f1:>16.3f}")
+        print(
+            f"{backend:<10} {load_seconds:>13.1f} {rate:>11.0f} {ratio:>7.2f} {median:>10.5f} {p1:>7.4f} {low:>7.4f} "
+            f"{found:>6} / {len(source):<5} {f1:>16.3f}"
+        )
 
 
 if __name__ == "__main__":

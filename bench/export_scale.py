@@ -65,7 +65,24 @@ from annotation.models import (
 from bench._django import bench_owner
 from bench._memory import PeakRss
 
-WORDS = ["the", "city", "council", "new", "tram", "line", "harbour", "university", "spring", "years", "residents", "cost", "euros", "high", "critics", "decision"]
+WORDS = [
+    "the",
+    "city",
+    "council",
+    "new",
+    "tram",
+    "line",
+    "harbour",
+    "university",
+    "spring",
+    "years",
+    "residents",
+    "cost",
+    "euros",
+    "high",
+    "critics",
+    "decision",
+]
 
 
 def _text(pair: int, side: str, index: int) -> str:
@@ -116,7 +133,9 @@ def build_project(name: str, labels: int, sentences: int, annotators: int) -> An
             )
             project.pairs.add(*document_pairs)
             Assignment.objects.bulk_create(
-                Assignment(project=project, pair=pair, annotator=user, completed_at=pair.created_at) for pair in document_pairs for user in users
+                Assignment(project=project, pair=pair, annotator=user, completed_at=pair.created_at)
+                for pair in document_pairs
+                for user in users
             )
             events = []
             for pair, (complex_, simple) in zip(document_pairs, built):
@@ -129,7 +148,9 @@ def build_project(name: str, labels: int, sentences: int, annotators: int) -> An
                             for s, c, label in links
                         ]  # fmt: skip
             LabelEvent.objects.bulk_create(events, batch_size=5000)
-            PairVerification.objects.bulk_create(PairVerification(project=project, pair=pair, verified=True, by=owner) for pair in document_pairs)
+            PairVerification.objects.bulk_create(
+                PairVerification(project=project, pair=pair, verified=True, by=owner) for pair in document_pairs
+            )
     return project
 
 
@@ -145,7 +166,9 @@ def main() -> None:
         parser.error("--formats must include csv: the bench counts the exported labels from it")
     print(f"export of a verified synthetic project: {args.sentences} x {args.sentences} sentences per document pair, "
           f"{args.annotators} annotator(s), formats {','.join(options['formats'])}")  # fmt: skip
-    print(f"{'labels':>8} {'pairs':>6} {'build s':>8} | {'export s':>8} {'labels/s':>8} {'files MB':>8} | {'peak alloc MB':>13} {'RSS before -> peak MB':>22}")
+    print(
+        f"{'labels':>8} {'pairs':>6} {'build s':>8} | {'export s':>8} {'labels/s':>8} {'files MB':>8} | {'peak alloc MB':>13} {'RSS before -> peak MB':>22}"
+    )
     for size in (int(x) for x in args.labels.split(",")):
         started = time.perf_counter()
         project = build_project(f"bench-{size}", size, args.sentences, args.annotators)
@@ -171,6 +194,7 @@ def main() -> None:
             f"{labels:>8} {project.pairs.count():>6} {built:>8.1f} | {seconds:>8.1f} {labels / seconds:>8.0f} {megabytes:>8.1f} | "
             f"{peak:>13.1f} {rss_before / 2**20:>10.0f} -> {memory.peak / 2**20:>7.0f}"
         )
+
 
 if __name__ == "__main__":
     main()

@@ -136,10 +136,19 @@ class GroundTruth:
 def copy_binary_rows(ids: np.ndarray, doc_ids: np.ndarray, vectors: np.ndarray) -> bytes:
     """One COPY BINARY payload: per row 3 fields; pgvector's binary form is int16 dim, int16 0, float4[dim]."""
     dim = vectors.shape[1]
-    row = np.dtype([
-        ("fields", ">i2"), ("id_len", ">i4"), ("id", ">i8"), ("doc_len", ">i4"), ("doc", ">i4"),
-        ("v_len", ">i4"), ("v_dim", ">i2"), ("v_unused", ">i2"), ("v", ">f4", (dim,)),
-    ])  # packed, no padding
+    row = np.dtype(
+        [
+            ("fields", ">i2"),
+            ("id_len", ">i4"),
+            ("id", ">i8"),
+            ("doc_len", ">i4"),
+            ("doc", ">i4"),
+            ("v_len", ">i4"),
+            ("v_dim", ">i2"),
+            ("v_unused", ">i2"),
+            ("v", ">f4", (dim,)),
+        ]
+    )  # packed, no padding
     rows = np.zeros(len(ids), dtype=row)
     rows["fields"], rows["id_len"], rows["id"] = 3, 8, ids
     rows["doc_len"], rows["doc"] = 4, doc_ids
@@ -243,14 +252,19 @@ def build_index(raw, table: str, m: int, ef_construction: int, config: BenchConf
             baseline_pss = sampler.sample()[1]
             started = time.perf_counter()
             cursor.execute(
-                f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (v vector_cosine_ops) "
-                f"WITH (m = {m}, ef_construction = {ef_construction})"
+                f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (v vector_cosine_ops) WITH (m = {m}, ef_construction = {ef_construction})"
             )
             seconds = time.perf_counter() - started
         cursor.execute("SELECT pg_relation_size(%s)", [f"{table}_hnsw"])
         index_bytes = int(cursor.fetchone()[0])
-    return {"seconds": seconds, "index_bytes": index_bytes, "baseline_pss": baseline_pss,
-            "peak_rss": sampler.peak_rss, "peak_pss": sampler.peak_pss, "processes": sampler.peak_processes}
+    return {
+        "seconds": seconds,
+        "index_bytes": index_bytes,
+        "baseline_pss": baseline_pss,
+        "peak_rss": sampler.peak_rss,
+        "peak_pss": sampler.peak_pss,
+        "processes": sampler.peak_processes,
+    }
 
 
 def run_queries(cursor, query_texts: list[str], sql: str) -> tuple[list[list[int]], np.ndarray]:
@@ -295,8 +309,12 @@ def parse_args() -> BenchConfig:
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--topics", type=int, default=0, help="default: documents / 100")
-    parser.add_argument("--effective-dim", type=int, default=MINILM_PARTICIPATION_RATIO,
-                        help="participation ratio of the noise spectrum (default: MiniLM's); --dim or more: isotropic")
+    parser.add_argument(
+        "--effective-dim",
+        type=int,
+        default=MINILM_PARTICIPATION_RATIO,
+        help="participation ratio of the noise spectrum (default: MiniLM's); --dim or more: isotropic",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--settings", default="8:32,16:64", help="m:ef_construction,...")
     parser.add_argument("--ef-search", default="10,40,100,200")
@@ -311,11 +329,20 @@ def parse_args() -> BenchConfig:
     if args.queries > args.documents:
         parser.error("--queries cannot exceed --documents (one held-out sentence per distinct document)")
     return BenchConfig(
-        vectors=args.vectors, documents=args.documents, dim=args.dim, queries=args.queries,
-        topics=args.topics or max(1, args.documents // 100), effective_dim=args.effective_dim, seed=args.seed, settings=parse_settings(args.settings),
-        ef_search=tuple(int(x) for x in args.ef_search.split(",")), exact_pg_queries=args.exact_pg_queries,
-        chunk_documents=args.chunk_documents, maintenance_work_mem=args.maintenance_work_mem,
-        parallel_workers=args.parallel_workers, scaling_probe=not args.no_scaling_probe,
+        vectors=args.vectors,
+        documents=args.documents,
+        dim=args.dim,
+        queries=args.queries,
+        topics=args.topics or max(1, args.documents // 100),
+        effective_dim=args.effective_dim,
+        seed=args.seed,
+        settings=parse_settings(args.settings),
+        ef_search=tuple(int(x) for x in args.ef_search.split(",")),
+        exact_pg_queries=args.exact_pg_queries,
+        chunk_documents=args.chunk_documents,
+        maintenance_work_mem=args.maintenance_work_mem,
+        parallel_workers=args.parallel_workers,
+        scaling_probe=not args.no_scaling_probe,
     )
 
 
@@ -329,24 +356,35 @@ def main() -> None:
     raw = connection.connection  # psycopg 3 connection, autocommit
     notices: list[str] = []
     raw.add_notice_handler(  # e.g. pgvector's "hnsw graph no longer fits into maintenance_work_mem"
-        lambda diag: None if "does not exist, skipping" in (diag.message_primary or "")
-        else notices.append(f"{diag.severity}: {diag.message_primary}")
+        lambda diag: (
+            None
+            if "does not exist, skipping" in (diag.message_primary or "")
+            else notices.append(f"{diag.severity}: {diag.message_primary}")
+        )
     )
     with raw.cursor() as cursor:
         cursor.execute("SELECT version(), (SELECT extversion FROM pg_extension WHERE extname = 'vector')")
         version, pgvector_version = cursor.fetchone()
-        cursor.execute("SELECT name, setting, unit FROM pg_settings WHERE name IN "
-                       "('shared_buffers', 'max_parallel_workers_per_gather', 'max_worker_processes', 'work_mem')")
+        cursor.execute(
+            "SELECT name, setting, unit FROM pg_settings WHERE name IN "
+            "('shared_buffers', 'max_parallel_workers_per_gather', 'max_worker_processes', 'work_mem')"
+        )
         server_settings = {name: f"{setting}{' x ' + unit if unit else ''}" for name, setting, unit in cursor.fetchall()}
         pid = postmaster_pid(cursor)
 
-    print(f"pgvector HNSW at scale — {version.split(',')[0]}, pgvector {pgvector_version}, "
-          f"{psutil.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
-    print(f"collection: {config.vectors:,} vectors x {config.dim} dims (float32), {config.documents:,} documents, "
-          f"{config.topics:,} topics, seed {config.seed}; noise spectrum participation ratio "
-          f"{min(config.effective_dim, config.dim)} of {config.dim}; {config.queries} held-out queries; top-{TOP_K} by cosine")
-    print(f"server: {server_settings}; index builds: maintenance_work_mem={config.maintenance_work_mem}, "
-          f"max_parallel_maintenance_workers={config.parallel_workers}")
+    print(
+        f"pgvector HNSW at scale — {version.split(',')[0]}, pgvector {pgvector_version}, "
+        f"{psutil.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM"
+    )
+    print(
+        f"collection: {config.vectors:,} vectors x {config.dim} dims (float32), {config.documents:,} documents, "
+        f"{config.topics:,} topics, seed {config.seed}; noise spectrum participation ratio "
+        f"{min(config.effective_dim, config.dim)} of {config.dim}; {config.queries} held-out queries; top-{TOP_K} by cosine"
+    )
+    print(
+        f"server: {server_settings}; index builds: maintenance_work_mem={config.maintenance_work_mem}, "
+        f"max_parallel_maintenance_workers={config.parallel_workers}"
+    )
 
     collection = SyntheticCollection(config)
     queries, query_documents = collection.held_out_queries()
@@ -357,14 +395,18 @@ def main() -> None:
         table_bytes = relation_bytes(cursor, TABLE)
     own_doc = float(np.mean(truth.documents == query_documents[:, None]))
     scan_rate = config.queries * config.vectors / truth.seconds  # query-vector dot products per second
-    print(f"load: generate {load['generate']:.1f} s, COPY {load['copy']:.1f} s "
-          f"({config.vectors / load['copy']:,.0f} rows/s), VACUUM ANALYZE + CHECKPOINT {load['vacuum']:.1f} s; "
-          f"table {gb(table_bytes)} ({table_bytes / config.vectors:,.0f} B/vector incl. primary key)")
-    print(f"exact top-{TOP_K} in NumPy: {truth.seconds:.1f} s ({scan_rate / 1e6:,.1f} M vector dot products/s); "
-          f"cosine of true neighbour 1 / 10: {truth.scores[:, 0].mean():.3f} / {truth.scores[:, -1].mean():.3f}; "
-          f"{own_doc:.0%} of true neighbours are in the query's own document; one query's float32 mat-vec: "
-          f"{truth.single_query_rate / 1e6:,.1f} M vectors/s; query x vector cosine mean {truth.random_pair_cosine[0]:.3f}, "
-          f"sd {truth.random_pair_cosine[1]:.3f}")
+    print(
+        f"load: generate {load['generate']:.1f} s, COPY {load['copy']:.1f} s "
+        f"({config.vectors / load['copy']:,.0f} rows/s), VACUUM ANALYZE + CHECKPOINT {load['vacuum']:.1f} s; "
+        f"table {gb(table_bytes)} ({table_bytes / config.vectors:,.0f} B/vector incl. primary key)"
+    )
+    print(
+        f"exact top-{TOP_K} in NumPy: {truth.seconds:.1f} s ({scan_rate / 1e6:,.1f} M vector dot products/s); "
+        f"cosine of true neighbour 1 / 10: {truth.scores[:, 0].mean():.3f} / {truth.scores[:, -1].mean():.3f}; "
+        f"{own_doc:.0%} of true neighbours are in the query's own document; one query's float32 mat-vec: "
+        f"{truth.single_query_rate / 1e6:,.1f} M vectors/s; query x vector cosine mean {truth.random_pair_cosine[0]:.3f}, "
+        f"sd {truth.random_pair_cosine[1]:.3f}"
+    )
 
     sql = f"SELECT id FROM {TABLE} ORDER BY v <=> %s::vector LIMIT {TOP_K}"
     with raw.cursor() as cursor:
@@ -374,8 +416,10 @@ def main() -> None:
         exact_results, exact_latency = run_queries(cursor, exact_texts, sql)
         cursor.execute("RESET enable_indexscan")
     exact_recall = recall_at_k(exact_results, truth.ids[: len(exact_texts)])
-    print(f"exact scan in PostgreSQL (no index, parallel seq scan): {np.median(exact_latency) * 1000:,.0f} ms/query "
-          f"median of {len(exact_texts)}; agreement with NumPy top-{TOP_K}: {exact_recall:.3f}")
+    print(
+        f"exact scan in PostgreSQL (no index, parallel seq scan): {np.median(exact_latency) * 1000:,.0f} ms/query "
+        f"median of {len(exact_texts)}; agreement with NumPy top-{TOP_K}: {exact_recall:.3f}"
+    )
 
     builds: list[tuple[tuple[int, int], dict[str, float]]] = []
     rows: list[str] = []
@@ -383,8 +427,11 @@ def main() -> None:
         notices.clear()
         build = build_index(raw, TABLE, m, ef_construction, config, pid)
         builds.append(((m, ef_construction), build))
-        print(f"built m={m}, ef_construction={ef_construction}: {build['seconds']:,.1f} s, index {gb(build['index_bytes'])}"
-              + (f"; server notices: {notices}" if notices else ""), flush=True)
+        print(
+            f"built m={m}, ef_construction={ef_construction}: {build['seconds']:,.1f} s, index {gb(build['index_bytes'])}"
+            + (f"; server notices: {notices}" if notices else ""),
+            flush=True,
+        )
         with raw.cursor() as cursor:
             if not plan_uses_index(cursor, sql, query_texts[0]):
                 raise RuntimeError("the planner does not use the HNSW index; the figures would be meaningless")
@@ -393,9 +440,11 @@ def main() -> None:
             for ef_search in config.ef_search:
                 cursor.execute(f"SET hnsw.ef_search = {ef_search}")
                 results, latency = run_queries(cursor, query_texts, sql)
-                rows.append(f"{m:>3} {ef_construction:>6} {ef_search:>6} | {recall_at_k(results, truth.ids):9.3f} "
-                            f"{len(latency) / latency.sum():9,.0f} {np.percentile(latency, 50) * 1000:8.2f} "
-                            f"{np.percentile(latency, 95) * 1000:8.2f}")
+                rows.append(
+                    f"{m:>3} {ef_construction:>6} {ef_search:>6} | {recall_at_k(results, truth.ids):9.3f} "
+                    f"{len(latency) / latency.sum():9,.0f} {np.percentile(latency, 50) * 1000:8.2f} "
+                    f"{np.percentile(latency, 95) * 1000:8.2f}"
+                )
             cursor.execute("RESET hnsw.ef_search")
         with raw.cursor() as cursor:
             cursor.execute(f"DROP INDEX {TABLE}_hnsw")  # one index at a time: fair cache, bounded disk
@@ -410,24 +459,32 @@ def main() -> None:
         probe = (probe_rows, build_index(raw, PROBE_TABLE, m, ef_construction, config, pid))
 
     print()
-    print(f"HNSW builds ({config.vectors:,} x {config.dim}; maintenance_work_mem={config.maintenance_work_mem}, "
-          f"max_parallel_maintenance_workers={config.parallel_workers})")
+    print(
+        f"HNSW builds ({config.vectors:,} x {config.dim}; maintenance_work_mem={config.maintenance_work_mem}, "
+        f"max_parallel_maintenance_workers={config.parallel_workers})"
+    )
     header = f"{'m':>3} {'ef_c':>6} | {'build s':>9} {'index':>10} {'B/vec':>7} | {'PSS before':>10} {'PSS peak':>10} {'RSS sum peak':>13} {'procs':>5}"
     print(header)
     print("-" * len(header))
     for (m, ef_construction), b in builds:
-        print(f"{m:>3} {ef_construction:>6} | {b['seconds']:9,.1f} {gb(b['index_bytes']):>10} {b['index_bytes'] / config.vectors:7,.0f} | "
-              f"{gb(b['baseline_pss']):>10} {gb(b['peak_pss']):>10} {gb(b['peak_rss']):>13} {b['processes']:>5.0f}")
-    print("server memory: summed over the postmaster's process tree, sampled every 0.5 s during CREATE INDEX; PSS splits "
-          "shared pages (shared_buffers, the build's shared graph) among processes, the RSS sum counts them in each one.")
+        print(
+            f"{m:>3} {ef_construction:>6} | {b['seconds']:9,.1f} {gb(b['index_bytes']):>10} {b['index_bytes'] / config.vectors:7,.0f} | "
+            f"{gb(b['baseline_pss']):>10} {gb(b['peak_pss']):>10} {gb(b['peak_rss']):>13} {b['processes']:>5.0f}"
+        )
+    print(
+        "server memory: summed over the postmaster's process tree, sampled every 0.5 s during CREATE INDEX; PSS splits "
+        "shared pages (shared_buffers, the build's shared graph) among processes, the RSS sum counts them in each one."
+    )
     print()
     print(f"Queries ({config.queries} held-out sentences, one connection, sequential, after one warm-up pass)")
     header = f"{'m':>3} {'ef_c':>6} {'ef_s':>6} | {'recall@10':>9} {'queries/s':>9} {'p50 ms':>8} {'p95 ms':>8}"
     print(header)
     print("-" * len(header))
     print("\n".join(rows))
-    print(f"{'exact (seq scan)':>17} | {exact_recall:9.3f} {len(exact_latency) / exact_latency.sum():9,.2f} "
-          f"{np.percentile(exact_latency, 50) * 1000:8.0f} {np.percentile(exact_latency, 95) * 1000:8.0f}")
+    print(
+        f"{'exact (seq scan)':>17} | {exact_recall:9.3f} {len(exact_latency) / exact_latency.sum():9,.2f} "
+        f"{np.percentile(exact_latency, 50) * 1000:8.0f} {np.percentile(exact_latency, 95) * 1000:8.0f}"
+    )
 
     print()
     print("Beyond one server (extrapolated from the figures above)")
@@ -436,30 +493,40 @@ def main() -> None:
     if probe is not None:
         probe_rows, probe_build = probe
         exponent = math.log(first["seconds"] / probe_build["seconds"]) / math.log(config.vectors / probe_rows)
-        print(f"- build-time growth, m={m0}/ef_c={ef0}: {probe_rows:,} rows {probe_build['seconds']:.1f} s -> "
-              f"{config.vectors:,} rows {first['seconds']:.1f} s, i.e. time ~ N^{exponent:.2f}")
+        print(
+            f"- build-time growth, m={m0}/ef_c={ef0}: {probe_rows:,} rows {probe_build['seconds']:.1f} s -> "
+            f"{config.vectors:,} rows {first['seconds']:.1f} s, i.e. time ~ N^{exponent:.2f}"
+        )
     raw_bytes = 4 * config.dim
     for (m, _ef_construction), b in builds:
         per_vector = (table_bytes + b["index_bytes"]) / config.vectors
         for target in (10**8, 10**9):
             hours = b["seconds"] * (target / config.vectors) ** max(exponent, 1.0) / 3600
-            print(f"- m={m:<2}: {per_vector:,.0f} B/vector (table {table_bytes / config.vectors:,.0f} + index "
-                  f"{b['index_bytes'] / config.vectors:,.0f}) -> {target:>13,} vectors: {gb(per_vector * target):>9} on disk, "
-                  f"index alone {gb(b['index_bytes'] / config.vectors * target)} to keep in RAM; build ~{hours:,.0f} h "
-                  f"at the measured rate ({config.parallel_workers + 1} processes)")
+            print(
+                f"- m={m:<2}: {per_vector:,.0f} B/vector (table {table_bytes / config.vectors:,.0f} + index "
+                f"{b['index_bytes'] / config.vectors:,.0f}) -> {target:>13,} vectors: {gb(per_vector * target):>9} on disk, "
+                f"index alone {gb(b['index_bytes'] / config.vectors * target)} to keep in RAM; build ~{hours:,.0f} h "
+                f"at the measured rate ({config.parallel_workers + 1} processes)"
+            )
     print(f"- raw float32 vectors alone are {raw_bytes} B; pgvector halfvec would halve table and index vector storage.")
-    print("- partition by corpus: each corpus its own table partition and HNSW index (the app already keeps one partial "
-          "index per encoder); a query searches one partition, so per-partition RAM and build time follow the rows "
-          "above with N = corpus size, and partitions can live on separate servers.")
+    print(
+        "- partition by corpus: each corpus its own table partition and HNSW index (the app already keeps one partial "
+        "index per encoder); a query searches one partition, so per-partition RAM and build time follow the rows "
+        "above with N = corpus size, and partitions can live on separate servers."
+    )
     ivf_cells = 32_768
     for label, code_bytes in (("faiss IVF-PQ, PQ64 (64 B codes)", 64), ("MUSS setup: PCA 512 + 8-bit SQ", 512)):
         total = (code_bytes + 8) * 10**9 + ivf_cells * config.dim * 4
         scanned = 10**9 * 16 / ivf_cells
-        print(f"- {label} + 8 B ids, {ivf_cells:,} IVF cells, nprobe 16: 1B vectors -> {gb(total)} in RAM; "
-              f"a query scans ~{scanned:,.0f} codes ({scanned * code_bytes / 1e6:,.0f} MB); for scale, one float32 mat-vec over that many "
-              f"{config.dim}-d vectors takes {scanned / truth.single_query_rate * 1000:,.0f} ms here")
-    print("  (seed 004, appendix A: LASER 1024-d -> PCA 512 + random rotation, 8-bit scalar quantisation, faiss "
-          "IVF with 32,768 cells, nprobe 16, top-8, over ~1 billion English sequences)")
+        print(
+            f"- {label} + 8 B ids, {ivf_cells:,} IVF cells, nprobe 16: 1B vectors -> {gb(total)} in RAM; "
+            f"a query scans ~{scanned:,.0f} codes ({scanned * code_bytes / 1e6:,.0f} MB); for scale, one float32 mat-vec over that many "
+            f"{config.dim}-d vectors takes {scanned / truth.single_query_rate * 1000:,.0f} ms here"
+        )
+    print(
+        "  (seed 004, appendix A: LASER 1024-d -> PCA 512 + random rotation, 8-bit scalar quantisation, faiss "
+        "IVF with 32,768 cells, nprobe 16, top-8, over ~1 billion English sequences)"
+    )
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\nbench process peak RSS {peak_mb:,.0f} MB; total runtime {time.perf_counter() - run_started:,.0f} s")
 

@@ -46,17 +46,28 @@ def make_corpus(name: str, documents: int, sentences: int, vectors: np.ndarray, 
     for start in range(0, documents, 500):
         with transaction.atomic():
             docs = Document.objects.bulk_create(
-                Document(corpus=corpus, external_id=f"{name}-{d}", level="adv", raw_text="x", content_hash=f"{name}{d}", text_hash=f"{name}{d}")
+                Document(
+                    corpus=corpus, external_id=f"{name}-{d}", level="adv", raw_text="x", content_hash=f"{name}{d}", text_hash=f"{name}{d}"
+                )
                 for d in range(start, min(start + 500, documents))
             )
             paragraphs = Paragraph.objects.bulk_create(Paragraph(document=doc, index=0, char_start=0, char_end=1) for doc in docs)
             rows = Sentence.objects.bulk_create(
-                Sentence(document=doc, paragraph=par, index=s, index_in_paragraph=s, text=f"w{d}s{s} word{d % 97} term{s}", char_start=0, char_end=1)
+                Sentence(
+                    document=doc,
+                    paragraph=par,
+                    index=s,
+                    index_in_paragraph=s,
+                    text=f"w{d}s{s} word{d % 97} term{s}",
+                    char_start=0,
+                    char_end=1,
+                )
                 for d, (doc, par) in enumerate(zip(docs, paragraphs), start=start)
                 for s in range(sentences)
             )
             SentenceEmbedding.objects.bulk_create(
-                SentenceEmbedding(sentence=row, encoder=encoder, vector=vectors[start * sentences + k].tolist()) for k, row in enumerate(rows)
+                SentenceEmbedding(sentence=row, encoder=encoder, vector=vectors[start * sentences + k].tolist())
+                for k, row in enumerate(rows)
             )
     return corpus
 
@@ -79,7 +90,82 @@ def topic_encoder(dim: int):
     return encode
 
 
-WORDS = ["the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at", "from", "his", "her", "this", "which", "are", "be", "an", "or", "had", "it", "not", "were", "but", "also", "have", "their", "one", "its", "new", "after", "first", "has", "been", "who", "two", "they", "more", "other", "when", "time", "into", "during", "only", "can", "over", "most", "used", "school", "city", "state", "world", "war", "area", "years", "part", "may", "later", "three", "under", "between", "many", "such", "film", "team", "season", "while", "river", "house", "family"]
+WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "was",
+    "for",
+    "on",
+    "that",
+    "with",
+    "as",
+    "by",
+    "at",
+    "from",
+    "his",
+    "her",
+    "this",
+    "which",
+    "are",
+    "be",
+    "an",
+    "or",
+    "had",
+    "it",
+    "not",
+    "were",
+    "but",
+    "also",
+    "have",
+    "their",
+    "one",
+    "its",
+    "new",
+    "after",
+    "first",
+    "has",
+    "been",
+    "who",
+    "two",
+    "they",
+    "more",
+    "other",
+    "when",
+    "time",
+    "into",
+    "during",
+    "only",
+    "can",
+    "over",
+    "most",
+    "used",
+    "school",
+    "city",
+    "state",
+    "world",
+    "war",
+    "area",
+    "years",
+    "part",
+    "may",
+    "later",
+    "three",
+    "under",
+    "between",
+    "many",
+    "such",
+    "film",
+    "team",
+    "season",
+    "while",
+    "river",
+    "house",
+    "family",
+]
 
 
 def make_muss_corpus(name: str, documents: int, sentences: int, owner) -> object:
@@ -89,13 +175,20 @@ def make_muss_corpus(name: str, documents: int, sentences: int, owner) -> object
     for start in range(0, documents, 500):
         with transaction.atomic():
             docs = Document.objects.bulk_create(
-                Document(corpus=corpus, external_id=f"{name}-{d}", level="adv", raw_text="x", content_hash=f"{name}{d}", text_hash=f"{name}{d}")
+                Document(
+                    corpus=corpus, external_id=f"{name}-{d}", level="adv", raw_text="x", content_hash=f"{name}{d}", text_hash=f"{name}{d}"
+                )
                 for d in range(start, min(start + 500, documents))
             )
             paragraphs = Paragraph.objects.bulk_create(Paragraph(document=doc, index=0, char_start=0, char_end=1) for doc in docs)
             Sentence.objects.bulk_create(
                 Sentence(
-                    document=doc, paragraph=par, index=s, index_in_paragraph=s, char_start=0, char_end=1,
+                    document=doc,
+                    paragraph=par,
+                    index=s,
+                    index_in_paragraph=s,
+                    char_start=0,
+                    char_end=1,
                     text=f"t{(d % half) * sentences + s}x " + " ".join(random.Random(d * sentences + s).choices(WORDS, k=30)) + ".",
                 )
                 for d, (doc, par) in enumerate(zip(docs, paragraphs), start=start)
@@ -145,8 +238,12 @@ def main() -> None:
     encoder, _ = Encoder.objects.get_or_create(name="bench-random", defaults={"dimensions": args.dim})
     rng = np.random.default_rng(0)
     vectors = "random unit sentence vectors" if args.method == "lha" else "stand-in encoder (topic vector + noise)"
-    print(f"{args.method.upper()} mining job in-process, {args.sentences} sentences per document, {args.dim}-d {vectors}; RSS of this process")
-    print(f"{'documents':>9} {'sentences':>9} | {'prepare s':>9} {'shards s':>8} {'docs/s':>7} {'pairs':>7} | {'job peak alloc':>14} {'RSS before -> peak':>20}")
+    print(
+        f"{args.method.upper()} mining job in-process, {args.sentences} sentences per document, {args.dim}-d {vectors}; RSS of this process"
+    )
+    print(
+        f"{'documents':>9} {'sentences':>9} | {'prepare s':>9} {'shards s':>8} {'docs/s':>7} {'pairs':>7} | {'job peak alloc':>14} {'RSS before -> peak':>20}"
+    )
     for size in (int(n) for n in args.sizes.split(",")):
         if args.method == "lha":
             job, encode = setup_lha(size, args.sentences, args.dim, owner, rng, encoder), None

@@ -51,14 +51,14 @@ def main() -> None:
     options = ImportOptions(format="text", paragraph_mode="line", drop_level_header=True)
     paths = import_paths(folder, options)
     start = time.perf_counter()
-    report = corpus_import_files(
-        corpus=corpus, files=((str(p.relative_to(folder)), p.read_bytes()) for p in paths), options=options
-    )
+    report = corpus_import_files(corpus=corpus, files=((str(p.relative_to(folder)), p.read_bytes()) for p in paths), options=options)
     import_seconds = time.perf_counter() - start
-    print(f"import: {len(paths)} files, {report.documents_created} documents, {Paragraph.objects.count()} paragraphs, "
-          f"{report.sentences_created} sentences, {DocumentPair.objects.count()} pairs in {import_seconds:.1f} s "
-          f"({report.documents_created / import_seconds:.1f} documents/s); errors: {len(report.errors)}; "
-          f"control characters removed: {report.control_characters_removed}, quote/dash repaired: {report.punctuation_repaired}")
+    print(
+        f"import: {len(paths)} files, {report.documents_created} documents, {Paragraph.objects.count()} paragraphs, "
+        f"{report.sentences_created} sentences, {DocumentPair.objects.count()} pairs in {import_seconds:.1f} s "
+        f"({report.documents_created / import_seconds:.1f} documents/s); errors: {len(report.errors)}; "
+        f"control characters removed: {report.control_characters_removed}, quote/dash repaired: {report.punctuation_repaired}"
+    )
     for failed in report.errors:
         print("  error:", failed.error)
     assert Document.objects.count() == report.documents_created
@@ -87,8 +87,12 @@ def main() -> None:
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, "manage.py", "procrastinate", "worker", "--queues", "embedding", "--one-shot"],
-        env={**os.environ, "DATABASE_URL": _database_url(), "EMBEDDING_BATCH_SIZE": str(args.batch_size),
-             "ENCODER_BATCH_SIZE": str(args.encode_batch_size)},
+        env={
+            **os.environ,
+            "DATABASE_URL": _database_url(),
+            "EMBEDDING_BATCH_SIZE": str(args.batch_size),
+            "ENCODER_BATCH_SIZE": str(args.encode_batch_size),
+        },
         check=True,
     )
     worker_wall = time.perf_counter() - start
@@ -98,14 +102,20 @@ def main() -> None:
     encode_after = time_plain_encode()
     encode_seconds = (encode_before + encode_after) / 2
     print(f"model.encode before the job: {len(texts) / encode_before:.0f} sentences/s, after: {len(texts) / encode_after:.0f} sentences/s")
-    print(f"worker process wall time {worker_wall:.1f} s, of which the job ran {job_seconds:.1f} s "
-          "(the rest: Python, Django and model start-up)")
+    print(
+        f"worker process wall time {worker_wall:.1f} s, of which the job ran {job_seconds:.1f} s "
+        "(the rest: Python, Django and model start-up)"
+    )
 
     encode_rate = len(texts) / encode_seconds
     job_rate = len(texts) / job_seconds
-    print(f"model.encode: {len(texts)} sentences in {encode_seconds:.1f} s = {encode_rate:.0f} sentences/s (batch {args.encode_batch_size})")
-    print(f"embedding job: {len(texts)} sentences in {job_seconds:.1f} s = {job_rate:.0f} sentences/s "
-          f"(worker process, {args.batch_size} per transaction, pgvector writes, HNSW build)")
+    print(
+        f"model.encode: {len(texts)} sentences in {encode_seconds:.1f} s = {encode_rate:.0f} sentences/s (batch {args.encode_batch_size})"
+    )
+    print(
+        f"embedding job: {len(texts)} sentences in {job_seconds:.1f} s = {job_rate:.0f} sentences/s "
+        f"(worker process, {args.batch_size} per transaction, pgvector writes, HNSW build)"
+    )
     print(f"ratio job / encode: {job_rate / encode_rate:.2f}")
 
 

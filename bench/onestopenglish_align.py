@@ -51,9 +51,7 @@ def main() -> None:
     from alignment.importing.service import corpus_import_files, import_paths
     from alignment.models import DocumentPair, Sentence
 
-    corpus, _ = services.corpus_get_or_create(
-        name="OneStopEnglish adv-ele", language="en", owner=bench_owner(), level_order=["adv", "ele"]
-    )
+    corpus, _ = services.corpus_get_or_create(name="OneStopEnglish adv-ele", language="en", owner=bench_owner(), level_order=["adv", "ele"])
     options = ImportOptions(format="text", paragraph_mode="line", drop_level_header=True)
     paths = [p for p in import_paths(folder, options) if p.stem.lower().endswith(("-adv", "-ele"))]
     if args.limit:
@@ -76,12 +74,16 @@ def main() -> None:
         align_seconds = (run.finished_at - run.started_at).total_seconds()
         total = embed_seconds + align_seconds
         writes = run.busy_seconds - run.measure_seconds - run.aligner_seconds
-        print(f"app: embedding job {embed_seconds:.1f} s ({sentences / embed_seconds:.0f} sentences/s); "
-              f"alignment job {align_seconds:.1f} s = {run.pairs_done / align_seconds:.2f} pairs/s "
-              f"(measures {run.measure_seconds:.1f} s, paragraph alignment + CRF {run.aligner_seconds:.1f} s, "
-              f"reads and writes {writes:.1f} s, encoder {run.encoder_seconds:.1f} s)")
-        print(f"app end to end: {run.pairs_done} pairs in {total:.1f} s = {run.pairs_done / total:.2f} pairs/s; "
-              f"encoder share {100 * embed_seconds / total:.0f}%; {run.candidates_written} candidates {dict(run.label_counts)}")
+        print(
+            f"app: embedding job {embed_seconds:.1f} s ({sentences / embed_seconds:.0f} sentences/s); "
+            f"alignment job {align_seconds:.1f} s = {run.pairs_done / align_seconds:.2f} pairs/s "
+            f"(measures {run.measure_seconds:.1f} s, paragraph alignment + CRF {run.aligner_seconds:.1f} s, "
+            f"reads and writes {writes:.1f} s, encoder {run.encoder_seconds:.1f} s)"
+        )
+        print(
+            f"app end to end: {run.pairs_done} pairs in {total:.1f} s = {run.pairs_done / total:.2f} pairs/s; "
+            f"encoder share {100 * embed_seconds / total:.0f}%; {run.candidates_written} candidates {dict(run.label_counts)}"
+        )
 
     if not args.skip_cli:
         _cli_path(pairs)
@@ -115,8 +117,10 @@ def _cli_path(pairs) -> None:
         result = aligner.align(complex_side.texts, simple.texts, complex_side.paragraphs, simple.paragraphs)
         groups += len(result.groups)
     seconds = time.perf_counter() - started
-    print(f"DB-free Aligner.align: {len(documents)} pairs in {seconds:.1f} s = {len(documents) / seconds:.2f} pairs/s; "
-          f"encoder share {100 * spent['encode'] / seconds:.0f}%; {groups} groups")
+    print(
+        f"DB-free Aligner.align: {len(documents)} pairs in {seconds:.1f} s = {len(documents) / seconds:.2f} pairs/s; "
+        f"encoder share {100 * spent['encode'] / seconds:.0f}%; {groups} groups"
+    )
 
 
 if __name__ == "__main__":

@@ -86,8 +86,9 @@ def main() -> None:
     source, target = read_level("adv", args.limit), read_level("ele", args.limit)
     documents = len(source) + len(target)
     sentences = sum(len(d.sentences) for d in source) + sum(len(d.sentences) for d in target)
-    print(f"OneStopEnglish: {len(source)} adv + {len(target)} ele documents, {sentences} sentences; "
-          f"torch threads {torch.get_num_threads()}")
+    print(
+        f"OneStopEnglish: {len(source)} adv + {len(target)} ele documents, {sentences} sentences; torch threads {torch.get_num_threads()}"
+    )
 
     encoder = load_sentence_encoder(device="cpu")
     encoder.encode(["Warm-up sentence."] * 8, batch_size=8)
@@ -100,11 +101,15 @@ def main() -> None:
     nearest = align_documents(source_docs, target_docs, k=1, theta_d=-1.0)  # K = 1, no threshold
     search_seconds = time.perf_counter() - started
     total = encode_seconds + search_seconds
-    print(f"encoding {encode_seconds:.1f} s ({sentences / encode_seconds:.0f} sentences/s); document vectors + "
-          f"exact K=1 search {search_seconds * 1000:.1f} ms")
+    print(
+        f"encoding {encode_seconds:.1f} s ({sentences / encode_seconds:.0f} sentences/s); document vectors + "
+        f"exact K=1 search {search_seconds * 1000:.1f} ms"
+    )
     print(f"document alignment, encoding + search: {documents / total:.1f} docs/s, {sentences / total:.0f} sentences/s")
-    print(f"document alignment, search alone (vectors given): {documents / search_seconds:,.0f} docs/s, "
-          f"{sentences / search_seconds:,.0f} sentences/s")
+    print(
+        f"document alignment, search alone (vectors given): {documents / search_seconds:,.0f} docs/s, "
+        f"{sentences / search_seconds:,.0f} sentences/s"
+    )
 
     gold = {d.doc_id for d in source} & {d.doc_id for d in target}
     correct = np.array([source[s].doc_id == target[t].doc_id for s, t, _ in nearest], dtype=np.int64)  # (S,)
@@ -113,11 +118,15 @@ def main() -> None:
     print(f"K=1 without threshold: {correct.sum()} of {len(gold)} true pairs = {100 * correct.sum() / len(gold):.1f}%")
     print(f"F1_max {best_f1:.3f} at theta_d {best_theta:.3f}, true pairs found at F1_max {100 * best_recall:.1f}%")
     wrong = scores[correct == 0]
-    print(f"cosine of the nearest document: right {scores[correct == 1].min():.3f}-{scores[correct == 1].max():.3f}"
-          + (f", wrong {wrong.min():.3f}-{wrong.max():.3f}" if len(wrong) else ", no wrong pair"))
+    print(
+        f"cosine of the nearest document: right {scores[correct == 1].min():.3f}-{scores[correct == 1].max():.3f}"
+        + (f", wrong {wrong.min():.3f}-{wrong.max():.3f}" if len(wrong) else ", no wrong pair")
+    )
     found_k5 = align_documents(source_docs, target_docs, k=5, theta_d=-1.0)
-    print(f"K=5 without threshold: {sum(source[s].doc_id == target[t].doc_id for s, t, _ in found_k5)} true pairs "
-          f"among {len(found_k5)} candidates")
+    print(
+        f"K=5 without threshold: {sum(source[s].doc_id == target[t].doc_id for s, t, _ in found_k5)} true pairs "
+        f"among {len(found_k5)} candidates"
+    )
 
     vectors = {}
     for document, array in zip(source + target, source_sentences + target_sentences, strict=True):
@@ -130,10 +139,12 @@ def main() -> None:
     mined = list(mine_lha(source, target, encode=reuse, config=LHAConfig()))
     mine_seconds = time.perf_counter() - started
     pairs = {(m.source_doc, m.target_doc) for m in mined}
-    print(f"mine_lha, default LHAConfig (K_d=5, theta_d=0.5, K_s=5, theta_s=0.75, filters on), vectors reused: "
-          f"{len(mined)} groups from {len(pairs)} document pairs ({sum(s == t for s, t in pairs)} true) in "
-          f"{mine_seconds:.1f} s = {sentences / mine_seconds:,.0f} sentences/s; "
-          f"{100 * sum(m.source_doc == m.target_doc for m in mined) / max(len(mined), 1):.1f}% of groups in true pairs")
+    print(
+        f"mine_lha, default LHAConfig (K_d=5, theta_d=0.5, K_s=5, theta_s=0.75, filters on), vectors reused: "
+        f"{len(mined)} groups from {len(pairs)} document pairs ({sum(s == t for s, t in pairs)} true) in "
+        f"{mine_seconds:.1f} s = {sentences / mine_seconds:,.0f} sentences/s; "
+        f"{100 * sum(m.source_doc == m.target_doc for m in mined) / max(len(mined), 1):.1f}% of groups in true pairs"
+    )
     print("seed 000 Table 1, document alignment (46 true pairs among 1046 x 1046, one CPU thread), for orientation:")
     for name, (f1, tp, theta, rate) in PAPER_TABLE1.items():
         print(f"  {name:<24} F1_max {f1:.3f}  TP {tp}%  theta_d {theta}  {rate} doc/s")

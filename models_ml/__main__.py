@@ -161,7 +161,11 @@ def run_mine(args: argparse.Namespace) -> str:
         raise InputError(f"mine: {error}") from None
     encoder = load_sentence_encoder(device=args.device or "")
     encode = lambda texts: encoder.encode(list(texts))  # noqa: E731 - a one-line adapter passed on as a callable
-    items = mine_lha(source, target, encode=encode, config=config) if args.method == "lha" else mine_muss(source + target, encode=encode, config=config)
+    items = (
+        mine_lha(source, target, encode=encode, config=config)
+        if args.method == "lha"
+        else mine_muss(source + target, encode=encode, config=config)
+    )
     count = 0
     try:
         with args.output.open("w", encoding="utf-8") as handle:
@@ -412,9 +416,7 @@ def _train_pair_classifier(args: argparse.Namespace, pairs: list, training: obje
     from models_ml.train import fine_tune_pair_classifier
 
     try:
-        model, losses, count = fine_tune_pair_classifier(
-            pairs, training=training, seed=args.seed, device=args.device or default_device()
-        )
+        model, losses, count = fine_tune_pair_classifier(pairs, training=training, seed=args.seed, device=args.device or default_device())
     except ValueError as error:
         raise InputError(f"pair classifier: {error}") from None
     try:

@@ -372,9 +372,7 @@ class Aligner:
             return align_paragraphs_newsela(similarity, simple_par, complex_par, self.config.newsela)
         return align_paragraphs_wikipedia(similarity, simple_par, complex_par, self.config.wikipedia)
 
-    def _decode_block(
-        self, block: np.ndarray
-    ) -> tuple[list[tuple[list[int], list[int]]], list[list[int]], np.ndarray, np.ndarray]:
+    def _decode_block(self, block: np.ndarray) -> tuple[list[tuple[list[int], list[int]]], list[list[int]], np.ndarray, np.ndarray]:
         """Viterbi groups, chosen spans (local columns), chosen-state marginals (r,) and pair marginals (r, c) of a block (r, c)."""
         r, c = block.shape
         sim = torch.as_tensor(self.config.emission_scale * block, dtype=torch.float32, device=self.device)  # (r, c)
@@ -435,9 +433,7 @@ class Aligner:
         return aligner
 
 
-def _pair_marginals(
-    candidates: torch.Tensor, marginals: torch.Tensor, starts: np.ndarray, ends: np.ndarray, c: int
-) -> np.ndarray:
+def _pair_marginals(candidates: torch.Tensor, marginals: torch.Tensor, starts: np.ndarray, ends: np.ndarray, c: int) -> np.ndarray:
     """Sum each sentence's state marginals over the complex sentences their spans cover: (r, c).
 
     A difference array per row: +p at the span's start, -p at its end, then a running sum.

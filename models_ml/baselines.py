@@ -83,9 +83,7 @@ def _check_beads(beads: Mapping[tuple[int, int], float]) -> list[tuple[int, int,
             or any(not isinstance(k, int) or isinstance(k, bool) or k < 0 for k in key)
             or key == (0, 0)
         ):
-            raise ValueError(
-                f"a bead must be a (complex count, simple count) pair of non-negative ints, not both 0; got {key!r}"
-            )
+            raise ValueError(f"a bead must be a (complex count, simple count) pair of non-negative ints, not both 0; got {key!r}")
         if not (isinstance(prior, (int, float)) and 0.0 < prior <= 1.0):
             raise ValueError(f"bead {key} has prior {prior!r}; priors must lie in (0, 1]")
         checked.append((key[0], key[1], -math.log(prior)))
@@ -141,9 +139,7 @@ def gale_church_align(
     # 0:b beads depend on the same row, so they run as a scan along j after the others.
     simple_only = [(k, b, prior_cost) for k, (a, b, prior_cost) in enumerate(bead_list) if a == 0]
     simple_only_costs = {  # bead index -> (n+1,) cost of that bead ending at simple sentence j
-        k: np.concatenate(
-            [np.full(b, np.inf), prior_cost + _length_penalty(0.0, simple_prefix[b:] - simple_prefix[:-b], c, s2)]
-        )
+        k: np.concatenate([np.full(b, np.inf), prior_cost + _length_penalty(0.0, simple_prefix[b:] - simple_prefix[:-b], c, s2)])
         for k, b, prior_cost in simple_only
     }
     for i in range(m + 1):

@@ -36,8 +36,15 @@ from models_ml.io import AlignmentGroup
 from models_ml.similarity import validate_sentences
 
 __all__ = [
-    "LABELS", "CrossEncoderConfig", "CrossEncoderMeasure", "PairClassifier", "PairTrainingConfig",
-    "build_cross_encoder_measure", "load_pair_classifier", "pair_examples_from_groups", "save_pair_classifier",
+    "LABELS",
+    "CrossEncoderConfig",
+    "CrossEncoderMeasure",
+    "PairClassifier",
+    "PairTrainingConfig",
+    "build_cross_encoder_measure",
+    "load_pair_classifier",
+    "pair_examples_from_groups",
+    "save_pair_classifier",
     "train_pair_classifier",
 ]
 
@@ -123,14 +130,11 @@ class PairClassifier(nn.Module):
     def device(self) -> torch.device:
         return self.head.weight.device  # the whole model lives on one device
 
-    def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
-    ) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Class logits (b, 3) for token ids (b, t), attention mask (b, t) and optional segment ids (b, t)."""
         if input_ids.shape != attention_mask.shape or input_ids.ndim != 2:
             raise ValueError(
-                f"input_ids and attention_mask must both be (batch, tokens), got {tuple(input_ids.shape)} "
-                f"and {tuple(attention_mask.shape)}"
+                f"input_ids and attention_mask must both be (batch, tokens), got {tuple(input_ids.shape)} and {tuple(attention_mask.shape)}"
             )
         extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state  # (b, t, h)
@@ -171,9 +175,7 @@ class PairClassifier(nn.Module):
         simple_list = validate_sentences(simple, "simple")
         complex_list = validate_sentences(complex, "complex")
         if len(simple_list) != len(complex_list):
-            raise ValueError(
-                f"predict_proba scores pairs: got {len(simple_list)} simple and {len(complex_list)} complex sentences"
-            )
+            raise ValueError(f"predict_proba scores pairs: got {len(simple_list)} simple and {len(complex_list)} complex sentences")
         size = batch_size or self.config.batch_size
         if size < 1:
             raise ValueError(f"batch_size must be >= 1, got {size}")
@@ -349,11 +351,13 @@ def train_pair_classifier(
     named = list(model.encoder.named_parameters())
     exempt = [p for n, p in named if n.endswith("bias") or "LayerNorm" in n]  # no weight decay, as BERT
     decayed = [p for n, p in named if not (n.endswith("bias") or "LayerNorm" in n)]
-    optimizer = torch.optim.AdamW([
-        {"params": decayed, "lr": config.learning_rate, "weight_decay": config.weight_decay},
-        {"params": exempt, "lr": config.learning_rate, "weight_decay": 0.0},
-        {"params": list(model.head.parameters()), "lr": config.head_learning_rate, "weight_decay": 0.0},
-    ])
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": decayed, "lr": config.learning_rate, "weight_decay": config.weight_decay},
+            {"params": exempt, "lr": config.learning_rate, "weight_decay": 0.0},
+            {"params": list(model.head.parameters()), "lr": config.head_learning_rate, "weight_decay": 0.0},
+        ]
+    )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     weight = None if config.class_weights is None else torch.tensor(config.class_weights, dtype=torch.float32, device=device)
     loss_function = nn.CrossEntropyLoss(weight=weight)

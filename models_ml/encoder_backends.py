@@ -63,7 +63,7 @@ def _source_key(model_path: Path) -> str:
 
 
 def _pooling(model) -> str:
-    """"mean" or "cls" from the model's Pooling module; BackendUnavailable for anything else."""
+    """ "mean" or "cls" from the model's Pooling module; BackendUnavailable for anything else."""
     names = [type(module).__name__ for module in model]
     if names[:2] != ["Transformer", "Pooling"] or any(n != "Normalize" for n in names[2:]):
         raise BackendUnavailable(f"the ONNX backends support Transformer + Pooling (+ Normalize) models, not {names}")
@@ -116,9 +116,7 @@ def _export(model, folder: Path, mode: str) -> None:
     cosine = (_pool(hidden, sample["attention_mask"].numpy(), mode) * expected).sum(axis=1)
     if cosine.min() < EXPORT_CHECK_COSINE:
         raise BackendUnavailable(f"the ONNX export disagrees with torch (cosine {cosine.min():.5f} < {EXPORT_CHECK_COSINE}); use torch")
-    quantize_dynamic(
-        str(folder / FP32), str(folder / INT8), per_channel=True, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"]
-    )
+    quantize_dynamic(str(folder / FP32), str(folder / INT8), per_channel=True, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
     (folder / "export.json").write_text(
         json.dumps({"inputs": inputs, "pooling": mode, "max_length": model.max_seq_length, "check_cosine": float(cosine.min())})
     )

@@ -75,7 +75,7 @@ class SentenceTransformerEncoder:
 
 
 def resolve_backend(backend: str, device: str) -> str:
-    """"auto" is torch on CUDA and :data:`CPU_BACKEND` on a CPU; other names are checked and passed through."""
+    """ "auto" is torch on CUDA and :data:`CPU_BACKEND` on a CPU; other names are checked and passed through."""
     from models_ml.encoder_backends import BACKENDS
 
     if backend == "auto":

@@ -111,10 +111,7 @@ class SweepResult:
 
 def _check_group(group: AlignmentGroup, m: int, n: int) -> None:
     if any(j >= m for j in group.simple) or any(i >= n for i in group.complex):
-        raise ValueError(
-            f"group complex={group.complex} simple={group.simple} is out of range for "
-            f"{m} simple and {n} complex sentences"
-        )
+        raise ValueError(f"group complex={group.complex} simple={group.simple} is out of range for {m} simple and {n} complex sentences")
 
 
 def pair_labels_from_groups(groups: Iterable[AlignmentGroup], m: int, n: int) -> dict[PairKey, str]:
@@ -296,10 +293,7 @@ def format_report(report: EvaluationReport) -> str:
         ("group", "1", report.group_task1),
         ("group", "2", report.group_task2),
     ):
-        lines.append(
-            f"{level:<9} {task:<5} {prf.precision:>7.4f} {prf.recall:>7.4f} {prf.f1:>7.4f} "
-            f"{prf.tp:>7d} {prf.fp:>7d} {prf.fn:>7d}"
-        )
+        lines.append(f"{level:<9} {task:<5} {prf.precision:>7.4f} {prf.recall:>7.4f} {prf.f1:>7.4f} {prf.tp:>7d} {prf.fp:>7d} {prf.fn:>7d}")
     return "\n".join(lines)
 
 

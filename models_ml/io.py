@@ -353,9 +353,7 @@ def read_deplain(documents_csv: str | Path, alignments_csv: str | Path, *, stric
     """
     documents_path, alignments_path = Path(documents_csv), Path(alignments_csv)
     documents = _read_csv(documents_path, ("pair_id", "original", "simplification"))
-    alignment_rows = _read_csv(
-        alignments_path, ("pair_id", "original", "simplification", "original_id", "simplification_id", "alignment")
-    )
+    alignment_rows = _read_csv(alignments_path, ("pair_id", "original", "simplification", "original_id", "simplification_id", "alignment"))
     by_pair: dict[str, list[_DeplainRow]] = {}
     known_pairs = {row["pair_id"] for _, row in documents}
     for line, row in alignment_rows:

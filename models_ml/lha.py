@@ -71,10 +71,327 @@ TokenVectors = Callable[[Sequence[str]], list[np.ndarray]]  # sentences -> one (
 # Small built-in stop-word lists (function words only); lowercase. Text, not list literals, to stay readable.
 STOP_WORDS: dict[str, frozenset[str]] = {
     "en": frozenset(
-        ["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "s", "t", "don", "also"]
+        [
+            "a",
+            "about",
+            "above",
+            "after",
+            "again",
+            "against",
+            "all",
+            "am",
+            "an",
+            "and",
+            "any",
+            "are",
+            "as",
+            "at",
+            "be",
+            "because",
+            "been",
+            "before",
+            "being",
+            "below",
+            "between",
+            "both",
+            "but",
+            "by",
+            "can",
+            "could",
+            "did",
+            "do",
+            "does",
+            "doing",
+            "down",
+            "during",
+            "each",
+            "few",
+            "for",
+            "from",
+            "further",
+            "had",
+            "has",
+            "have",
+            "having",
+            "he",
+            "her",
+            "here",
+            "hers",
+            "herself",
+            "him",
+            "himself",
+            "his",
+            "how",
+            "i",
+            "if",
+            "in",
+            "into",
+            "is",
+            "it",
+            "its",
+            "itself",
+            "just",
+            "me",
+            "more",
+            "most",
+            "my",
+            "myself",
+            "no",
+            "nor",
+            "not",
+            "now",
+            "of",
+            "off",
+            "on",
+            "once",
+            "only",
+            "or",
+            "other",
+            "our",
+            "ours",
+            "ourselves",
+            "out",
+            "over",
+            "own",
+            "same",
+            "she",
+            "should",
+            "so",
+            "some",
+            "such",
+            "than",
+            "that",
+            "the",
+            "their",
+            "theirs",
+            "them",
+            "themselves",
+            "then",
+            "there",
+            "these",
+            "they",
+            "this",
+            "those",
+            "through",
+            "to",
+            "too",
+            "under",
+            "until",
+            "up",
+            "very",
+            "was",
+            "we",
+            "were",
+            "what",
+            "when",
+            "where",
+            "which",
+            "while",
+            "who",
+            "whom",
+            "why",
+            "will",
+            "with",
+            "would",
+            "you",
+            "your",
+            "yours",
+            "yourself",
+            "yourselves",
+            "s",
+            "t",
+            "don",
+            "also",
+        ]
     ),
     "de": frozenset(
-        ["aber", "alle", "allem", "allen", "aller", "alles", "als", "also", "am", "an", "ander", "andere", "anderem", "anderen", "anderer", "anderes", "auch", "auf", "aus", "bei", "bin", "bis", "bist", "da", "damit", "dann", "das", "dass", "dein", "deine", "deinem", "deinen", "deiner", "dem", "den", "denn", "der", "des", "dessen", "dich", "die", "dir", "du", "dies", "diese", "diesem", "diesen", "dieser", "dieses", "doch", "dort", "durch", "ein", "eine", "einem", "einen", "einer", "eines", "er", "es", "etwas", "euch", "euer", "eure", "für", "gegen", "hab", "habe", "haben", "hat", "hatte", "hatten", "hier", "hin", "hinter", "ich", "ihm", "ihn", "ihnen", "ihr", "ihre", "ihrem", "ihren", "ihrer", "im", "in", "indem", "ins", "ist", "jede", "jedem", "jeden", "jeder", "jedes", "jene", "jetzt", "kann", "kein", "keine", "keinem", "keinen", "keiner", "können", "könnte", "man", "manche", "mein", "meine", "meinem", "meinen", "meiner", "mich", "mir", "mit", "muss", "musste", "nach", "nicht", "nichts", "noch", "nun", "nur", "ob", "oder", "ohne", "sehr", "sein", "seine", "seinem", "seinen", "seiner", "seit", "sich", "sie", "sind", "so", "solche", "soll", "sollte", "sondern", "sonst", "über", "um", "und", "uns", "unser", "unsere", "unter", "viel", "vom", "von", "vor", "war", "waren", "warst", "was", "weil", "welche", "welchem", "welchen", "welcher", "welches", "wenn", "wer", "werde", "werden", "wie", "wieder", "will", "wir", "wird", "wirst", "wo", "wollen", "wollte", "worden", "wurde", "wurden", "würde", "würden", "zu", "zum", "zur", "zwar", "zwischen"]
+        [
+            "aber",
+            "alle",
+            "allem",
+            "allen",
+            "aller",
+            "alles",
+            "als",
+            "also",
+            "am",
+            "an",
+            "ander",
+            "andere",
+            "anderem",
+            "anderen",
+            "anderer",
+            "anderes",
+            "auch",
+            "auf",
+            "aus",
+            "bei",
+            "bin",
+            "bis",
+            "bist",
+            "da",
+            "damit",
+            "dann",
+            "das",
+            "dass",
+            "dein",
+            "deine",
+            "deinem",
+            "deinen",
+            "deiner",
+            "dem",
+            "den",
+            "denn",
+            "der",
+            "des",
+            "dessen",
+            "dich",
+            "die",
+            "dir",
+            "du",
+            "dies",
+            "diese",
+            "diesem",
+            "diesen",
+            "dieser",
+            "dieses",
+            "doch",
+            "dort",
+            "durch",
+            "ein",
+            "eine",
+            "einem",
+            "einen",
+            "einer",
+            "eines",
+            "er",
+            "es",
+            "etwas",
+            "euch",
+            "euer",
+            "eure",
+            "für",
+            "gegen",
+            "hab",
+            "habe",
+            "haben",
+            "hat",
+            "hatte",
+            "hatten",
+            "hier",
+            "hin",
+            "hinter",
+            "ich",
+            "ihm",
+            "ihn",
+            "ihnen",
+            "ihr",
+            "ihre",
+            "ihrem",
+            "ihren",
+            "ihrer",
+            "im",
+            "in",
+            "indem",
+            "ins",
+            "ist",
+            "jede",
+            "jedem",
+            "jeden",
+            "jeder",
+            "jedes",
+            "jene",
+            "jetzt",
+            "kann",
+            "kein",
+            "keine",
+            "keinem",
+            "keinen",
+            "keiner",
+            "können",
+            "könnte",
+            "man",
+            "manche",
+            "mein",
+            "meine",
+            "meinem",
+            "meinen",
+            "meiner",
+            "mich",
+            "mir",
+            "mit",
+            "muss",
+            "musste",
+            "nach",
+            "nicht",
+            "nichts",
+            "noch",
+            "nun",
+            "nur",
+            "ob",
+            "oder",
+            "ohne",
+            "sehr",
+            "sein",
+            "seine",
+            "seinem",
+            "seinen",
+            "seiner",
+            "seit",
+            "sich",
+            "sie",
+            "sind",
+            "so",
+            "solche",
+            "soll",
+            "sollte",
+            "sondern",
+            "sonst",
+            "über",
+            "um",
+            "und",
+            "uns",
+            "unser",
+            "unsere",
+            "unter",
+            "viel",
+            "vom",
+            "von",
+            "vor",
+            "war",
+            "waren",
+            "warst",
+            "was",
+            "weil",
+            "welche",
+            "welchem",
+            "welchen",
+            "welcher",
+            "welches",
+            "wenn",
+            "wer",
+            "werde",
+            "werden",
+            "wie",
+            "wieder",
+            "will",
+            "wir",
+            "wird",
+            "wirst",
+            "wo",
+            "wollen",
+            "wollte",
+            "worden",
+            "wurde",
+            "wurden",
+            "würde",
+            "würden",
+            "zu",
+            "zum",
+            "zur",
+            "zwar",
+            "zwischen",
+        ]
     ),
 }
 _WORD = re.compile(r"[^\W_]+")  # letter/digit runs; punctuation and underscores separate words
@@ -124,9 +441,7 @@ class LHAConfig:
         if self.rerank is not None and self.rerank not in RERANK_MEASURES:
             raise ValueError(f"LHAConfig.rerank must be None or one of {RERANK_MEASURES}, got {self.rerank!r}")
         if self.rerank is not None and self.rerank_depth < self.k_sentences:
-            raise ValueError(
-                f"LHAConfig.rerank_depth ({self.rerank_depth}) must be >= k_sentences ({self.k_sentences})"
-            )
+            raise ValueError(f"LHAConfig.rerank_depth ({self.rerank_depth}) must be >= k_sentences ({self.k_sentences})")
         if not isinstance(self.global_variant, bool):
             message = f"LHAConfig.global_variant must be True or False, got {self.global_variant!r}"
             raise ValueError(message)  # house rule: bad input raises ValueError
@@ -245,7 +560,12 @@ def _merge_links(
 
 
 def align_sentences(
-    source: np.ndarray, target: np.ndarray, *, k: int, theta_s: float, rerank: LinkScorer | None = None,
+    source: np.ndarray,
+    target: np.ndarray,
+    *,
+    k: int,
+    theta_s: float,
+    rerank: LinkScorer | None = None,
     rerank_depth: int = 50,
 ) -> list[SentenceGroup]:
     """n:m groups of one document pair: (source indices, target indices, mean cosine of the kept links).
@@ -293,9 +613,7 @@ def relaxed_word_movers_similarity(x_vectors: np.ndarray, y_vectors: np.ndarray)
     return float(np.clip(1.0 - relaxed / 2.0, 0.0, 1.0))
 
 
-def _word_scorer(
-    config: LHAConfig, token_vectors: TokenVectors | None, source: Sequence[str], target: Sequence[str]
-) -> LinkScorer | None:
+def _word_scorer(config: LHAConfig, token_vectors: TokenVectors | None, source: Sequence[str], target: Sequence[str]) -> LinkScorer | None:
     """rerank(source idx, target idx) over two sentence lists, None without ``config.rerank``.
 
     Each call vectorises only the sentences it needs, so memory stays bounded in the global variant.
@@ -354,9 +672,7 @@ def _encode_corpus(documents: Sequence[MiningDocument], encode: Encode, batch: i
     return _EncodedCorpus(vectors, offsets, documents_vectors)
 
 
-def _mined(
-    config: LHAConfig, source: MiningDocument, target: MiningDocument, group: SentenceGroup, doc_score: float
-) -> MinedPair | None:
+def _mined(config: LHAConfig, source: MiningDocument, target: MiningDocument, group: SentenceGroup, doc_score: float) -> MinedPair | None:
     """The group as a MinedPair with its filter features, or None when a filter drops it."""
     source_idx, target_idx, score = group
     source_text = " ".join(source.sentences[i] for i in source_idx)
@@ -367,8 +683,18 @@ def _mined(
         return None
     if config.max_length_ratio is not None and len(target_text) > config.max_length_ratio * len(source_text):
         return None
-    return MinedPair("lha", source.doc_id, target.doc_id, source_idx, target_idx, source_text, target_text, score,
-                     doc_score=doc_score, features={"overlap": overlap, "length_ratio": length_ratio})
+    return MinedPair(
+        "lha",
+        source.doc_id,
+        target.doc_id,
+        source_idx,
+        target_idx,
+        source_text,
+        target_text,
+        score,
+        doc_score=doc_score,
+        features={"overlap": overlap, "length_ratio": length_ratio},
+    )
 
 
 def mine_lha(
@@ -395,9 +721,7 @@ def mine_lha(
     if document_pairs is not None:
         for s, t in document_pairs:
             if not (0 <= s < len(source) and 0 <= t < len(target)):
-                raise ValueError(
-                    f"document pair ({s}, {t}) is out of range: {len(source)} source and {len(target)} target documents"
-                )
+                raise ValueError(f"document pair ({s}, {t}) is out of range: {len(source)} source and {len(target)} target documents")
     return _mine(source, target, encode, config, search, document_pairs, token_vectors)
 
 
@@ -419,15 +743,23 @@ def _mine(
         pair_groups = _global_groups(source, target, config, search, token_vectors, source_side, target_side)
     else:
         if document_pairs is None:
-            found = align_documents(source_side.documents, target_side.documents, k=config.k_documents,
-                                    theta_d=config.theta_d, search=search)
+            found = align_documents(
+                source_side.documents, target_side.documents, k=config.k_documents, theta_d=config.theta_d, search=search
+            )
             document_pairs = [(s, t) for s, t, _ in found]
         pair_groups = (
-            (s, t, align_sentences(
-                source_side.sentences(s), target_side.sentences(t), k=config.k_sentences, theta_s=config.theta_s,
-                rerank_depth=config.rerank_depth,
-                rerank=_word_scorer(config, token_vectors, source[s].sentences, target[t].sentences),
-            ))
+            (
+                s,
+                t,
+                align_sentences(
+                    source_side.sentences(s),
+                    target_side.sentences(t),
+                    k=config.k_sentences,
+                    theta_s=config.theta_s,
+                    rerank_depth=config.rerank_depth,
+                    rerank=_word_scorer(config, token_vectors, source[s].sentences, target[t].sentences),
+                ),
+            )
             for s, t in sorted({(int(s), int(t)) for s, t in document_pairs})
         )
     for s, t, groups in pair_groups:
@@ -462,8 +794,9 @@ def _global_groups(
     local_source = pairs[:, 0] - source_side.offsets[source_doc]  # (p,) index inside its document
     local_target = pairs[:, 1] - target_side.offsets[target_doc]  # (p,)
     by_pair: dict[tuple[int, int], dict[tuple[int, int], float]] = {}
-    for s_doc, t_doc, s, t, cosine in zip(source_doc.tolist(), target_doc.tolist(), local_source.tolist(),
-                                          local_target.tolist(), links.values(), strict=True):
+    for s_doc, t_doc, s, t, cosine in zip(
+        source_doc.tolist(), target_doc.tolist(), local_source.tolist(), local_target.tolist(), links.values(), strict=True
+    ):
         by_pair.setdefault((s_doc, t_doc), {})[(s, t)] = cosine
     for s_doc, t_doc in sorted(by_pair):
         yield s_doc, t_doc, _components(by_pair[(s_doc, t_doc)])

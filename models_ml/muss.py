@@ -189,7 +189,9 @@ def _comparable(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def rejection_reason(source: Sequence, target: Sequence, *, min_levenshtein: float, exclude: frozenset[str] | set[str] = frozenset()) -> str | None:
+def rejection_reason(
+    source: Sequence, target: Sequence, *, min_levenshtein: float, exclude: frozenset[str] | set[str] = frozenset()
+) -> str | None:
     """Why a mined pair is dropped, or None when it passes every filter (seed 004, appendix A.1).
 
     Checked in this order: "same_document" (same doc_id; this also removes overlapping windows,

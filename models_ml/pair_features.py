@@ -64,9 +64,7 @@ def feature_names(with_embedding: bool) -> tuple[str, ...]:
     return BASE_FEATURES + (EMBEDDING_FEATURES if with_embedding else ()) + relative
 
 
-def pair_features(
-    simple: Sequence[str], complex: Sequence[str], embedding_cosine: np.ndarray | None = None
-) -> np.ndarray:
+def pair_features(simple: Sequence[str], complex: Sequence[str], embedding_cosine: np.ndarray | None = None) -> np.ndarray:
     """Feature tensor (m, n, f) in the order of :func:`feature_names` (``embedding_cosine`` given or not)."""
     simple = validate_sentences(simple, "simple")
     complex = validate_sentences(complex, "complex")

@@ -113,8 +113,7 @@ class EmbeddingCosine:
         complex_vecs = _unit_rows(_as_matrix(complex_vecs, "complex_vecs"))  # (n, d)
         if simple_vecs.shape[1] != complex_vecs.shape[1]:
             raise ValueError(
-                f"embedding widths differ: simple_vecs has {simple_vecs.shape[1]} columns, "
-                f"complex_vecs has {complex_vecs.shape[1]}"
+                f"embedding widths differ: simple_vecs has {simple_vecs.shape[1]} columns, complex_vecs has {complex_vecs.shape[1]}"
             )
         scores = np.empty((simple_vecs.shape[0], complex_vecs.shape[0]), dtype=np.float32)  # (m, n)
         complex_t = np.ascontiguousarray(complex_vecs.T)  # (d, n)
@@ -256,9 +255,7 @@ def _encoder_from_options(encoder: SentenceEncoder | None, device: str) -> Sente
     return load_sentence_encoder(device=device)
 
 
-def _build_embedding_cosine(
-    *, encoder: SentenceEncoder | None = None, device: str = "", **options: Any
-) -> SimilarityMeasure:
+def _build_embedding_cosine(*, encoder: SentenceEncoder | None = None, device: str = "", **options: Any) -> SimilarityMeasure:
     return EmbeddingCosine(_encoder_from_options(encoder, device), **options)
 
 
@@ -323,9 +320,7 @@ def build_measure(name: str, **options: Any) -> SimilarityMeasure:
 # --- learned combination -----------------------------------------------------------------------
 
 
-def measure_features(
-    measures: Sequence[SimilarityMeasure], simple: Sequence[str], complex: Sequence[str]
-) -> np.ndarray:
+def measure_features(measures: Sequence[SimilarityMeasure], simple: Sequence[str], complex: Sequence[str]) -> np.ndarray:
     """Every measure's (m, n) scores stacked into features of shape (m, n, len(measures))."""
     if not measures:
         raise ValueError("measure_features needs at least one measure")
@@ -386,12 +381,8 @@ class LearnedCombiner:
             return float(loss), gradient
 
         start = np.zeros(features.shape[1] + 1)
-        result = optimize.minimize(
-            loss_and_gradient, start, jac=True, method="L-BFGS-B", options={"maxiter": self.config.max_iter}
-        )
-        self.parameters = CombinerParameters(
-            feature_mean=mean, feature_scale=scale, weights=result.x[:-1].copy(), bias=float(result.x[-1])
-        )
+        result = optimize.minimize(loss_and_gradient, start, jac=True, method="L-BFGS-B", options={"maxiter": self.config.max_iter})
+        self.parameters = CombinerParameters(feature_mean=mean, feature_scale=scale, weights=result.x[:-1].copy(), bias=float(result.x[-1]))
         return self
 
     def predict_proba(self, features: np.ndarray) -> np.ndarray:

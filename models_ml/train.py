@@ -124,7 +124,8 @@ class TrainingReport:
         if self.dev_f1:
             lines += (
                 f"dev group F1 per epoch (epoch 0 = before training): {[round(f, 3) for f in self.dev_f1]}; "
-                + f"kept epoch {self.best_epoch}" + ("; stopped early" if self.stopped_early else ""),
+                + f"kept epoch {self.best_epoch}"
+                + ("; stopped early" if self.stopped_early else ""),
             )
         return "\n".join(lines)
 
@@ -273,9 +274,7 @@ class _EarlyStopping:
             self.aligner.crf.eval()
 
 
-def evaluate_aligner(
-    aligner: Aligner, pairs: Sequence[GoldPair], similarities: Sequence[np.ndarray] | None = None
-) -> EvaluationReport:
+def evaluate_aligner(aligner: Aligner, pairs: Sequence[GoldPair], similarities: Sequence[np.ndarray] | None = None) -> EvaluationReport:
     """Decode every pair with ``aligner`` and sum Task 1 / Task 2 against its gold (micro-average)."""
     if not pairs:
         raise ValueError("evaluate_aligner needs at least one gold document pair")
@@ -297,9 +296,7 @@ def evaluate_aligner(
     return total
 
 
-def _similarities(
-    pairs: Sequence[GoldPair], aligner: Aligner, given: Sequence[np.ndarray] | None, say: Progress
-) -> list[np.ndarray]:
+def _similarities(pairs: Sequence[GoldPair], aligner: Aligner, given: Sequence[np.ndarray] | None, say: Progress) -> list[np.ndarray]:
     """One float32 (m, n) matrix per pair: the given ones (shape-checked) or the measure's scores."""
     matrices = []
     for index, pair in enumerate(pairs):

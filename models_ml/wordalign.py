@@ -103,9 +103,7 @@ def word_movers_similarity(x_vectors: np.ndarray, y_vectors: np.ndarray) -> floa
 # --- token vectors from MiniLM -----------------------------------------------------------------
 
 
-def pool_pieces_into_words(
-    piece_vectors: np.ndarray, piece_offsets: np.ndarray, keep: np.ndarray, sentence: str
-) -> np.ndarray:
+def pool_pieces_into_words(piece_vectors: np.ndarray, piece_offsets: np.ndarray, keep: np.ndarray, sentence: str) -> np.ndarray:
     """Unit word vectors (w, d) from piece vectors (p, d), character offsets (p, 2) and a keep mask (p,).
 
     A piece belongs to the ``\\w+`` word whose span contains its first character.
@@ -187,9 +185,7 @@ class TokenVectorizer:
             inputs = {key: value.to(device) for key, value in encoded.items()}
             hidden = self.transformer(**inputs).last_hidden_state.float().cpu().numpy()  # (b, p, d)
         keep = ~special & (encoded["attention_mask"].numpy() == 1) & ~np.isin(ids, self._special_ids)  # (b, p)
-        return [
-            pool_pieces_into_words(hidden[b], offsets[b], keep[b], sentence) for b, sentence in enumerate(sentences)
-        ]
+        return [pool_pieces_into_words(hidden[b], offsets[b], keep[b], sentence) for b, sentence in enumerate(sentences)]
 
 
 # --- measures ----------------------------------------------------------------------------------
@@ -215,9 +211,7 @@ class WordAlignmentMeasure(ABC):
         by_sentence = dict(zip(distinct, self.vectorizer.vectorize(distinct), strict=True))
         return self.score_token_vectors([by_sentence[s] for s in simple], [by_sentence[c] for c in complex])
 
-    def score_token_vectors(
-        self, simple_words: Sequence[np.ndarray], complex_words: Sequence[np.ndarray]
-    ) -> np.ndarray:
+    def score_token_vectors(self, simple_words: Sequence[np.ndarray], complex_words: Sequence[np.ndarray]) -> np.ndarray:
         """(m, n) float32 scores from per-sentence unit word vectors, (w_i, d) each."""
         simple_words = [_check_words(words, f"simple sentence {i}") for i, words in enumerate(simple_words)]
         complex_words = [_check_words(words, f"complex sentence {j}") for j, words in enumerate(complex_words)]
@@ -279,9 +273,7 @@ class MaxAlignment(_StackedAlignment):
     the complex one covers; ``complex_to_simple`` the reverse; ``symmetric`` their mean.
     """
 
-    def __init__(
-        self, vectorizer: TokenVectorizer | None, *, theta: float = DEFAULT_THETA, direction: str = "symmetric"
-    ) -> None:
+    def __init__(self, vectorizer: TokenVectorizer | None, *, theta: float = DEFAULT_THETA, direction: str = "symmetric") -> None:
         super().__init__(vectorizer, theta=theta)
         if direction not in MAX_DIRECTIONS:
             raise ValueError(f"unknown maximum-alignment direction {direction!r}; known: {', '.join(MAX_DIRECTIONS)}")

@@ -9,5 +9,6 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 echo "Lint (ruff) and layering contracts (import-linter), configured in pyproject.toml..."
 .venv/bin/ruff check --quiet .
+.venv/bin/ruff format --check . || { echo "ruff format would change the files listed: run .venv/bin/ruff format ."; exit 1; }
 .venv/bin/lint-imports --no-cache >/dev/null || .venv/bin/lint-imports --no-cache
 exec .venv/bin/python -m pytest "$@"

@@ -47,8 +47,7 @@ def _stored_passwords(path: Path) -> dict[str, str]:
 
 def _passwords_wanted(stored: dict[str, str]) -> dict[str, str]:
     return {
-        username: os.environ.get(env_name) or stored.get(username) or secrets.token_urlsafe(12)
-        for username, env_name, _ in DEMO_ACCOUNTS
+        username: os.environ.get(env_name) or stored.get(username) or secrets.token_urlsafe(12) for username, env_name, _ in DEMO_ACCOUNTS
     }
 
 
@@ -146,7 +145,10 @@ def demo_project_ensure(*, corpus: Corpus, manager, annotator):
     project = AnnotationProject.objects.filter(name=DEMO_PROJECT_NAME).first()
     if project is None:
         project = annotation_services.project_create(
-            name=DEMO_PROJECT_NAME, corpus=corpus, created_by=manager, overlap=1,
+            name=DEMO_PROJECT_NAME,
+            corpus=corpus,
+            created_by=manager,
+            overlap=1,
             suggestion_run=corpus.alignment_runs.order_by("pk").first(),
             guidelines="Aligned: the simple sentence says the same as the complex one (it may be shorter or simpler).\n"
             "Partially aligned: they share some content, but each says something the other does not.\n"

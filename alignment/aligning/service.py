@@ -129,9 +129,12 @@ def alignment_run_for_new_pairs(*, corpus: Corpus, created_by: AbstractBaseUser 
 
     Uses ALIGNER_MODEL_DIR when set. Pairs in a queued or running run count as covered.
     """
-    covered = AlignmentRun.objects.filter(corpus=corpus).exclude(
-        status__in=[AlignmentRun.Status.FAILED, AlignmentRun.Status.CANCELLED]
-    ).filter(pairs__isnull=False).values("pairs")  # no NULL in the NOT IN below
+    covered = (
+        AlignmentRun.objects.filter(corpus=corpus)
+        .exclude(status__in=[AlignmentRun.Status.FAILED, AlignmentRun.Status.CANCELLED])
+        .filter(pairs__isnull=False)
+        .values("pairs")
+    )  # no NULL in the NOT IN below
     pairs = list(corpus.pairs.exclude(aligned_pairs__isnull=False).exclude(pk__in=covered))
     if not pairs:
         return None
@@ -184,17 +187,13 @@ def side_sentences(document_id: int, encoder_name: str) -> SideSentences:
     paragraph_numbers = sorted({paragraph for _, _, paragraph in rows})
     dense = {number: position for position, number in enumerate(paragraph_numbers)}  # paragraphs without sentences are skipped
     vectors = None
-    stored = dict(
-        SentenceEmbedding.objects.filter(sentence_id__in=ids, encoder__name=encoder_name).values_list("sentence_id", "vector")
-    )
+    stored = dict(SentenceEmbedding.objects.filter(sentence_id__in=ids, encoder__name=encoder_name).values_list("sentence_id", "vector"))
     if ids and len(stored) == len(ids):
         vectors = np.stack([np.asarray(stored[pk], dtype=np.float32) for pk in ids])  # (count, d)
     return SideSentences(ids=ids, texts=[text for _, text, _ in rows], paragraphs=[dense[p] for _, _, p in rows], vectors=vectors)
 
 
-def alignment_run_execute(
-    *, run_id: int, build_measure: Callable[[str, Aligner], SimilarityMeasure], device: str = ""
-) -> AlignmentRun:
+def alignment_run_execute(*, run_id: int, build_measure: Callable[[str, Aligner], SimilarityMeasure], device: str = "") -> AlignmentRun:
     """Align every pair of the run that has no stored result yet, one committed pair at a time.
 
     Any error marks the run failed with the message and re-raises; running it again
@@ -211,7 +210,9 @@ def alignment_run_execute(
     try:
         aligner = aligner_from_run_config(run.config, device=device)
         options = {"cross_encoder_dir": run.config["cross_encoder_dir"]} if run.config.get("cross_encoder_dir") else {}
-        scorer = PairScorer(aligner, run.measures, lambda name: build_measure(name, aligner, **options), top_k=run.config.get("top_k", TOP_K))
+        scorer = PairScorer(
+            aligner, run.measures, lambda name: build_measure(name, aligner, **options), top_k=run.config.get("top_k", TOP_K)
+        )
         pending = run.pairs.exclude(aligned_pairs__run_id=run_id).order_by("pk")
         for pair in pending.iterator(chunk_size=100):
             if AlignmentRun.objects.filter(pk=run_id, cancel_requested=True).exists():

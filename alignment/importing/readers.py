@@ -90,9 +90,7 @@ class ParsedDocument:
 def read_file(name: str, data: bytes, options: ImportOptions) -> list[ParsedDocument]:
     """Parse one file's bytes. ``name`` is what error messages call the file."""
     if len(data) > options.max_file_bytes:
-        raise ImportFormatError(
-            f"file is {len(data):,} bytes, over the limit of {options.max_file_bytes:,} bytes", file=name
-        )
+        raise ImportFormatError(f"file is {len(data):,} bytes, over the limit of {options.max_file_bytes:,} bytes", file=name)
     text, report = decode_bytes(data, file=name)
     text = clean_text(text, report, repair_punctuation=options.repair_punctuation)
     reader = {"text": _read_text, "presplit": _read_presplit, "csv": _read_csv, "jsonl": _read_jsonl}[options.format]
@@ -175,11 +173,7 @@ def _read_presplit(name: str, text: str, options: ImportOptions, report: Cleanin
     blocks = _drop_header(name, _blocks(text), options)
     if not blocks:
         raise ImportFormatError("empty document: no sentence lines after cleaning", file=name)
-    return [
-        ParsedDocument(
-            external_id=external_id, level=level, file=name, line=blocks[0][0], sentences=[lines for _, lines in blocks]
-        )
-    ]
+    return [ParsedDocument(external_id=external_id, level=level, file=name, line=blocks[0][0], sentences=[lines for _, lines in blocks])]
 
 
 def _read_csv(name: str, text: str, options: ImportOptions, report: CleaningReport) -> list[ParsedDocument]:
@@ -204,9 +198,7 @@ def _read_csv(name: str, text: str, options: ImportOptions, report: CleaningRepo
             if not any(cell.strip() for cell in row):
                 continue
             if len(row) != len(header):
-                raise ImportFormatError(
-                    f"row has {len(row)} fields but the header has {len(header)}", file=name, line=line
-                )
+                raise ImportFormatError(f"row has {len(row)} fields but the header has {len(header)}", file=name, line=line)
             article_id = row[id_column].strip() if id_column is not None else default_id
             if not article_id:
                 raise ImportFormatError("empty article id", file=name, line=line, field=options.csv_id_column)
@@ -236,7 +228,9 @@ def _read_jsonl(name: str, text: str, options: ImportOptions, report: CleaningRe
         except JsonInputError as exc:
             field = str(exc.path[0]) if exc.path else None
             detail = "".join(f"[{part!r}]" for part in exc.path[1:])
-            raise ImportFormatError(exc.reason + (f" (at {field}{detail})" if detail else ""), file=name, line=number, field=field) from None
+            raise ImportFormatError(
+                exc.reason + (f" (at {field}{detail})" if detail else ""), file=name, line=number, field=field
+            ) from None
         if not isinstance(record, dict):
             raise ImportFormatError("each line must be a JSON object", file=name, line=number)
         # JSON escapes (\u0000, \u0019, e\u0301) only become characters now, so clean the strings again.

@@ -168,8 +168,7 @@ def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayo
         },
     )
     paragraphs = Paragraph.objects.bulk_create(
-        Paragraph(document=document, index=i, char_start=p.char_start, char_end=p.char_end)
-        for i, p in enumerate(layout.paragraphs)
+        Paragraph(document=document, index=i, char_start=p.char_start, char_end=p.char_end) for i, p in enumerate(layout.paragraphs)
     )
     sentences = []
     for paragraph, paragraph_layout in zip(paragraphs, layout.paragraphs):

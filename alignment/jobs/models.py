@@ -115,9 +115,7 @@ class Job(models.Model):
 
     def mark_queued(self, **fields: Any) -> bool:
         """Queue a failed or cancelled job again (a retry); its attempts count on."""
-        return self._transition(
-            (JobStatus.FAILED, JobStatus.CANCELLED), status=JobStatus.QUEUED, error="", finished_at=None, **fields
-        )
+        return self._transition((JobStatus.FAILED, JobStatus.CANCELLED), status=JobStatus.QUEUED, error="", finished_at=None, **fields)
 
     def pickup(self) -> Pickup:
         """Claim the job when its task starts, and say how to run it (see the module docstring)."""

@@ -116,21 +116,35 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
     size = int(job.config["shard_sequences"])
     for index, start in enumerate(range(0, total, size)):
         MiningShard.objects.get_or_create(
-            job=job, phase=MiningShard.Phase.NEIGHBOURS, index=index, defaults={"start": start, "end": min(start + size, total), "position": start}
+            job=job,
+            phase=MiningShard.Phase.NEIGHBOURS,
+            index=index,
+            defaults={"start": start, "end": min(start + size, total), "position": start},
         )
     MiningJob.objects.filter(pk=job.pk).update(
         documents_total=2 * total, shards_total=2 * MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS).count()
     )
-    return list(MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS).exclude(status=MiningShard.Status.SUCCEEDED).values_list("pk", flat=True))
+    return list(
+        MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS)
+        .exclude(status=MiningShard.Status.SUCCEEDED)
+        .values_list("pk", flat=True)
+    )
 
 
 def pairs_shards_create(job: MiningJob) -> list[int]:
     """After the last neighbours shard: the pairs shards over the same ranges (idempotent)."""
     for shard in MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS):
         MiningShard.objects.get_or_create(
-            job=job, phase=MiningShard.Phase.PAIRS, index=shard.index, defaults={"start": shard.start, "end": shard.end, "position": shard.start}
+            job=job,
+            phase=MiningShard.Phase.PAIRS,
+            index=shard.index,
+            defaults={"start": shard.start, "end": shard.end, "position": shard.start},
         )
-    return list(MiningShard.objects.filter(job=job, phase=MiningShard.Phase.PAIRS).exclude(status=MiningShard.Status.SUCCEEDED).values_list("pk", flat=True))
+    return list(
+        MiningShard.objects.filter(job=job, phase=MiningShard.Phase.PAIRS)
+        .exclude(status=MiningShard.Status.SUCCEEDED)
+        .values_list("pk", flat=True)
+    )
 
 
 def _dimensions(job: MiningJob) -> int:

@@ -81,7 +81,13 @@ def mining_job_create(
     with transaction.atomic():
         job, created = MiningJob.objects.get_or_create(
             config_hash=digest,
-            defaults={"method": method, "source_corpus": source_corpus, "target_corpus": target_corpus, "config": stored, "created_by": created_by},
+            defaults={
+                "method": method,
+                "source_corpus": source_corpus,
+                "target_corpus": target_corpus,
+                "config": stored,
+                "created_by": created_by,
+            },
         )
         if not created and not job.mark_queued(cancel_requested=False):  # failed or cancelled: resumed; else the same job
             return job, False
@@ -185,7 +191,9 @@ def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray]
         size = int(job.config["shard_documents"])
         with transaction.atomic():
             for index, start in enumerate(range(0, total, size)):
-                MiningShard.objects.get_or_create(job=job, index=index, defaults={"start": start, "end": min(start + size, total), "position": start})
+                MiningShard.objects.get_or_create(
+                    job=job, index=index, defaults={"start": start, "end": min(start + size, total), "position": start}
+                )
             shards = MiningShard.objects.filter(job=job)
             MiningJob.objects.filter(pk=job_id).update(
                 shards_total=shards.count(), documents_total=total, shards_done=shards.filter(status=MiningShard.Status.SUCCEEDED).count()

@@ -22,7 +22,9 @@ from alignment.mining.service import (
 
 def _job_for_user(request: HttpRequest, job_id: int) -> MiningJob:
     visible = selectors.corpora_visible_to(request.user)
-    return get_object_or_404(MiningJob.objects.select_related("source_corpus", "target_corpus"), pk=job_id, source_corpus__in=visible, target_corpus__in=visible)
+    return get_object_or_404(
+        MiningJob.objects.select_related("source_corpus", "target_corpus"), pk=job_id, source_corpus__in=visible, target_corpus__in=visible
+    )
 
 
 def _require_job_control(request: HttpRequest, corpus) -> None:
@@ -45,7 +47,9 @@ def mining_start(request: HttpRequest, corpus_id: int) -> HttpResponse:
         data = dict(chosen.cleaned_data)
         target = data.pop("target_corpus", None)
         try:
-            job, created = mining_job_create(source_corpus=corpus, target_corpus=target, config=data, method=method, created_by=request.user)
+            job, created = mining_job_create(
+                source_corpus=corpus, target_corpus=target, config=data, method=method, created_by=request.user
+            )
         except ValueError as error:
             chosen.add_error(None, str(error))
         else:

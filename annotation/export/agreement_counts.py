@@ -66,9 +66,7 @@ class AgreementCounts:
             if not isinstance(name, str):
                 raise ValueError(f"annotator names must be strings, got {name!r}")  # as validate_ratings
             if label not in _CODE:
-                raise ValueError(
-                    f"annotator {name!r} gave item {item!r} the unknown label {label!r}; expected one of {', '.join(LABELS)}"
-                )
+                raise ValueError(f"annotator {name!r} gave item {item!r} the unknown label {label!r}; expected one of {', '.join(LABELS)}")
         if not rated:
             return
         counts = [0] * _SIZE

@@ -58,7 +58,9 @@ class UniqueSentences:
         with connection.cursor() as cursor:
             if self.table is None:
                 self.table = f"export_sentences_{uuid.uuid4().hex}"
-                cursor.execute(f"CREATE TEMPORARY TABLE {self.table} (side smallint, digest bytea, tokens integer, PRIMARY KEY (side, digest))")
+                cursor.execute(
+                    f"CREATE TEMPORARY TABLE {self.table} (side smallint, digest bytea, tokens integer, PRIMARY KEY (side, digest))"
+                )
             cursor.execute(
                 f"INSERT INTO {self.table} (side, digest, tokens) SELECT * FROM unnest(%s::smallint[], %s::bytea[], %s::integer[]) "
                 "ON CONFLICT DO NOTHING",
@@ -156,7 +158,9 @@ def _agreement_lines(statistics: CardStatistics) -> list[str]:
         if index == 20:
             lines.append(f"- … and {len(report.cohen) - 20} more annotator pairs")
             break
-        lines.append(f"- Cohen's kappa {a} / {b}: {_number(value, report.cohen_undefined.get((a, b)))} over {report.cohen_items[(a, b)]} items")
+        lines.append(
+            f"- Cohen's kappa {a} / {b}: {_number(value, report.cohen_undefined.get((a, b)))} over {report.cohen_items[(a, b)]} items"
+        )
     return lines
 
 
@@ -190,9 +194,7 @@ def _front_matter(corpus, options: dict, licence: str) -> list[str]:
     return [*lines, "---", ""]
 
 
-def render_card(
-    *, project, statistics: CardStatistics, options: dict, level_numbers: dict[str, int], files: list[dict]
-) -> str:
+def render_card(*, project, statistics: CardStatistics, options: dict, level_numbers: dict[str, int], files: list[dict]) -> str:
     corpus = project.corpus
     metadata = corpus.metadata or {}
     licence = str(metadata.get("licence") or metadata.get("license") or "")
@@ -218,17 +220,23 @@ def render_card(
         "",
         "Verified document pairs (every labelled sentence pair with its final label), adjudicated sentence pairs of "
         f"pairs not yet verified, and imported gold{majority}. Statuses: "
-        + ", ".join(f"{status} {statistics.statuses.get(status, 0)}" for status in STATUSES) + ".",
+        + ", ".join(f"{status} {statistics.statuses.get(status, 0)}" for status in STATUSES)
+        + ".",
         "",
         f"Splits are by document pair (no pair is ever split), seed {options['seed']}, fractions "
-        + " / ".join(f"{split} {options['fractions'][split]}" for split in SPLITS) + ".",
+        + " / ".join(f"{split} {options['fractions'][split]}" for split in SPLITS)
+        + ".",
         "",
         "| split | document pairs | " + " | ".join(LABELS) + " | total |",
         "|---|---:|" + "---:|" * (len(LABELS) + 1),
     ]
     for split in SPLITS:
         counts = statistics.labels[split]
-        lines.append(f"| {split} | {statistics.pairs[split]} | " + " | ".join(str(counts[label]) for label in LABELS) + f" | {sum(counts.values())} |")
+        lines.append(
+            f"| {split} | {statistics.pairs[split]} | "
+            + " | ".join(str(counts[label]) for label in LABELS)
+            + f" | {sum(counts.values())} |"
+        )
     totals = Counter()
     for counter in statistics.labels.values():
         totals.update(counter)
@@ -262,7 +270,9 @@ def render_card(
         "## Files",
         "",
         "Labels: aligned, partial, not_aligned (partialAligned / notAligned in the Wiki-Manual TSV). Sentence ids are "
-        "`article-level-paragraph-sentence`; levels are numbered " + ", ".join(f"{level} = {n}" for level, n in sorted(level_numbers.items(), key=lambda e: e[1])) + ".",
+        "`article-level-paragraph-sentence`; levels are numbered "
+        + ", ".join(f"{level} = {n}" for level, n in sorted(level_numbers.items(), key=lambda e: e[1]))
+        + ".",
         "",
         *_file_lines(statistics, options),
         "",

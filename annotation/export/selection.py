@@ -176,9 +176,13 @@ class _Page:
         run = project.suggestion_run
         self.run = None if run is None else {"run_id": run.pk, "model_version": run.model_version, "measure": run.primary_measure}
         if run is not None:
-            for pair_id, simple_id, complex_id, *candidate in CandidateAlignment.objects.filter(run=run, pair_id__in=pair_ids).order_by(
-                "pk"
-            ).values_list("pair_id", "simple_sentence_id", "complex_sentence_id", "scores", "score", "crf_marginal", "label", "group_index"):
+            for pair_id, simple_id, complex_id, *candidate in (
+                CandidateAlignment.objects.filter(run=run, pair_id__in=pair_ids)
+                .order_by("pk")
+                .values_list(
+                    "pair_id", "simple_sentence_id", "complex_sentence_id", "scores", "score", "crf_marginal", "label", "group_index"
+                )
+            ):
                 self.pairs[pair_id].candidates[(simple_id, complex_id)] = tuple(candidate)
 
     def aligner(self, rows: _PairRows, key: tuple[int, int]) -> dict | None:
@@ -226,7 +230,9 @@ def _agreed(project: AnnotationProject, labels: dict[str, str | None]) -> str | 
     return given[0] if given and None not in given and len(set(given)) == 1 and not project.adjudicate_all else None
 
 
-def _pair_export(project: AnnotationProject, page: _Page, rows: _PairRows, *, include_majority: bool, flagged: set[int]) -> PairExport | None:
+def _pair_export(
+    project: AnnotationProject, page: _Page, rows: _PairRows, *, include_majority: bool, flagged: set[int]
+) -> PairExport | None:
     """One document pair's exported items with provenance, from its page's rows; None when it holds none."""
     verification = page.verifications.get(rows.pair_id)
     verified = verification is not None and verification[0]
@@ -279,9 +285,7 @@ def _pair_export(project: AnnotationProject, page: _Page, rows: _PairRows, *, in
 PAGE_PAIRS = 100  # document pairs read per page of queries: bounds memory, and makes the query count ~7 per page, not per pair
 
 
-def pair_exports(
-    project: AnnotationProject, pair_ids: list[int], *, include_majority: bool
-) -> Iterator[tuple[int, PairExport | None]]:
+def pair_exports(project: AnnotationProject, pair_ids: list[int], *, include_majority: bool) -> Iterator[tuple[int, PairExport | None]]:
     """Stream (pair id, the pair's exported items, or None for a pair without items) over ``pair_ids`` in that order.
 
     Reads a page of PAGE_PAIRS pairs at a time, each page in a fixed number of queries: memory holds

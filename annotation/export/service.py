@@ -73,7 +73,8 @@ def export_options_clean(
     if any(value < 0 for value in fractions.values()) or abs(sum(fractions.values()) - 1.0) > 1e-6:
         raise ValueError(
             "fractions: train / dev / test must be >= 0 and sum to 1, got "
-            + " + ".join(f"{fractions[s]:g}" for s in SPLITS) + f" = {sum(fractions.values()):g}"
+            + " + ".join(f"{fractions[s]:g}" for s in SPLITS)
+            + f" = {sum(fractions.values()):g}"
         )
     score_metric = score_metric or None
     if score_metric is None:

@@ -88,9 +88,7 @@ class _SplitWriter:
         self.level_number = level_number
         (root / self.folder).mkdir(parents=True, exist_ok=True)
         self.paths = {split: root / self.folder / f"{split}{self.suffix}" for split in SPLITS}
-        self.handles: dict[str, IO[str]] = {
-            split: path.open("w", encoding="utf-8", newline="") for split, path in self.paths.items()
-        }
+        self.handles: dict[str, IO[str]] = {split: path.open("w", encoding="utf-8", newline="") for split, path in self.paths.items()}
         for split in SPLITS:
             self.start(split)
 

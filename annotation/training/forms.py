@@ -9,7 +9,10 @@ _DEFAULTS = TrainingConfig()
 
 
 class TrainForm(forms.Form):
-    base = forms.ChoiceField(choices=[(b, {"active": "the active model", "untrained": "the default model (no version of this project)"}[b]) for b in BASES], initial="active")
+    base = forms.ChoiceField(
+        choices=[(b, {"active": "the active model", "untrained": "the default model (no version of this project)"}[b]) for b in BASES],
+        initial="active",
+    )
     epochs = forms.IntegerField(min_value=1, max_value=200, initial=_DEFAULTS.epochs)
     lr = forms.FloatField(min_value=1e-6, max_value=10.0, initial=_DEFAULTS.lr, label="Learning rate")
     patience = forms.IntegerField(min_value=1, max_value=50, initial=_DEFAULTS.patience, help_text="epochs without a better dev F1")

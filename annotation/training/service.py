@@ -102,7 +102,11 @@ def _epoch_hook(job_id: int, entries: list[dict]):
         if report.dev is not None:
             entry |= {"dev_group_f1": round(report.dev.group_task1.f1, 4), "dev_pair_f1": round(report.dev.sentence_task1.f1, 4)}
         entry["best_epoch"] = report.best_epoch
-        stage = f"training the CRF: epoch {report.epoch} of {report.epochs}" if report.epoch else "training the CRF: scoring the starting weights"
+        stage = (
+            f"training the CRF: epoch {report.epoch} of {report.epochs}"
+            if report.epoch
+            else "training the CRF: scoring the starting weights"
+        )
         _record(job_id, entries, entry, stage)
 
     return on_epoch

@@ -92,7 +92,9 @@ def _check(project: AnnotationProject, items: list[list]) -> Counter:
     document_pairs = list(DocumentPair.objects.filter(pk__in=pairs).values_list("simple_document_id", "complex_document_id"))
     sizes = dict(
         Sentence.objects.filter(document_id__in={d for pair in document_pairs for d in pair})
-        .values_list("document_id").annotate(n=Count("pk")).values_list("document_id", "n")
+        .values_list("document_id")
+        .annotate(n=Count("pk"))
+        .values_list("document_id", "n")
     )  # one query for every document's sentence count
     cells = sum(sizes.get(simple, 0) * sizes.get(complex_, 0) for simple, complex_ in document_pairs)
     if linked >= cells and not labels.get("not_aligned"):

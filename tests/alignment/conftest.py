@@ -74,9 +74,7 @@ def big_corpus(owner):
         corpus, _ = corpus_get_or_create(name=f"Synthetic {count}", language="en", owner=owner)
         sentences = synthetic_sentences(count)
         paragraphs = "\n\n".join("\n".join(sentences[i : i + 20]) for i in range(0, count, 20))
-        report = corpus_import_files(
-            corpus=corpus, files=[("Big-adv.txt", paragraphs.encode())], options=ImportOptions(format="presplit")
-        )
+        report = corpus_import_files(corpus=corpus, files=[("Big-adv.txt", paragraphs.encode())], options=ImportOptions(format="presplit"))
         assert not report.errors
         return corpus
 

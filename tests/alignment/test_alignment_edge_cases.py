@@ -50,10 +50,15 @@ def test_a_document_without_sentences_gives_an_empty_result_not_an_error(owner, 
 
 
 def test_one_sentence_documents_align_their_only_sentences(owner):
-    corpus = _corpus(owner, "One", "en", {
-        "Solo-adv.txt": "The committee postponed its decision on the new stadium until next spring.\n",
-        "Solo-ele.txt": "The committee will decide about the stadium next spring.\n",
-    })
+    corpus = _corpus(
+        owner,
+        "One",
+        "en",
+        {
+            "Solo-adv.txt": "The committee postponed its decision on the new stadium until next spring.\n",
+            "Solo-ele.txt": "The committee will decide about the stadium next spring.\n",
+        },
+    )
     run = _run(corpus, {"measure": "tfidf_cosine", "null_score": 0.15})
     assert _predicted(run) == {(0, 0)}
 
@@ -73,10 +78,15 @@ def test_a_language_the_encoder_was_not_trained_on_still_aligns_with_character_m
     Defined behaviour: the run completes, every candidate carries the embedding score for
     inspection, and a character measure as the CRF's measure finds the right pairs.
     """
-    corpus = _corpus(owner, "Greek", "el", {
-        "Nea-adv.txt": "Το δημοτικό συμβούλιο ενέκρινε νέα γραμμή τραμ την Τρίτη.\nΗ κατασκευή ξεκινά την άνοιξη και θα διαρκέσει τρία χρόνια.\n",
-        "Nea-ele.txt": "Η πόλη θα φτιάξει νέα γραμμή τραμ.\nΗ κατασκευή ξεκινά την άνοιξη.\n",
-    })
+    corpus = _corpus(
+        owner,
+        "Greek",
+        "el",
+        {
+            "Nea-adv.txt": "Το δημοτικό συμβούλιο ενέκρινε νέα γραμμή τραμ την Τρίτη.\nΗ κατασκευή ξεκινά την άνοιξη και θα διαρκέσει τρία χρόνια.\n",
+            "Nea-ele.txt": "Η πόλη θα φτιάξει νέα γραμμή τραμ.\nΗ κατασκευή ξεκινά την άνοιξη.\n",
+        },
+    )
     run = _run(corpus, {"measure": "char3_tfidf_cosine", "null_score": 0.2}, measures=["char3_tfidf_cosine", "embedding_cosine"])
     assert _predicted(run) == {(0, 0), (1, 1)}
     assert all("embedding_cosine" in scores for scores in CandidateAlignment.objects.filter(run=run).values_list("scores", flat=True))

@@ -93,9 +93,7 @@ def test_failed_job_keeps_finished_batches_and_retry_embeds_only_the_rest(big_co
     assert SentenceEmbedding.objects.filter(sentence__document__corpus=corpus).count() == 40
 
 
-def test_killed_worker_loses_no_finished_batch_and_requeued_job_resumes(
-    big_corpus, run_worker, worker_subprocess_env, python_executable
-):
+def test_killed_worker_loses_no_finished_batch_and_requeued_job_resumes(big_corpus, run_worker, worker_subprocess_env, python_executable):
     corpus = big_corpus(3000)
     run = services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
     env = {**worker_subprocess_env, "EMBEDDING_BATCH_SIZE": "16"}

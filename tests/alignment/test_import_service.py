@@ -32,7 +32,7 @@ def assert_consistent(document: Document) -> None:
     sentences = list(document.sentences.order_by("index"))
     assert [s.index for s in sentences] == list(range(len(sentences)))
     for s in sentences:
-        assert document.raw_text[s.char_start:s.char_end] == s.text
+        assert document.raw_text[s.char_start : s.char_end] == s.text
     for paragraph in document.paragraphs.order_by("index"):
         in_paragraph = [s.index_in_paragraph for s in sentences if s.paragraph_id == paragraph.pk]
         assert in_paragraph == list(range(len(in_paragraph)))

@@ -116,8 +116,7 @@ def test_sort_orders_rows_by_score_disagreement_and_position(client, owner, alig
     spread = [row.candidate.disagreement for row in _inspect(client, pair, sort="-disagreement").context["view"].rows]
     assert spread == sorted(spread, reverse=True)
     positions = [
-        (row.candidate.simple_sentence.index, row.candidate.complex_sentence.index)
-        for row in _inspect(client, pair).context["view"].rows
+        (row.candidate.simple_sentence.index, row.candidate.complex_sentence.index) for row in _inspect(client, pair).context["view"].rows
     ]
     assert positions == sorted(positions)
 

@@ -187,7 +187,8 @@ def test_the_job_card_shows_attempts_restart_and_the_reason(owner, export_dir) -
     ExportJob.objects.filter(pk=job.pk).update(status="failed", attempts=3, error="the worker running this job stopped (attempt 3 of 3)")
     job.refresh_from_db()
     html = render_to_string(
-        "jobs/_card.html", {"job": job, "project": project, "id_prefix": "export-", "title": "Export", "body": "annotation/export_job_body.html"}
+        "jobs/_card.html",
+        {"job": job, "project": project, "id_prefix": "export-", "title": "Export", "body": "annotation/export_job_body.html"},
     )
     assert f'id="export-{job.pk}"' in html and "status-failed" in html and "hx-trigger" not in html  # finished: no polling
     assert "export · queued" in html and "attempt 3 (a worker stopped; the job started again)" in html

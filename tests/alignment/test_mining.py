@@ -128,7 +128,9 @@ def test_cancel_stops_between_documents_and_keeps_the_pairs_found(two_corpora, r
 
 def test_missing_sentence_vectors_fail_the_job_with_the_corpus_named(owner, db) -> None:
     source, _ = corpus_get_or_create(name="No vectors", language="en", owner=owner)
-    assert not corpus_import_files(corpus=source, files=[("A-adv.txt", b"One sentence.\n")], options=ImportOptions(format="presplit")).errors
+    assert not corpus_import_files(
+        corpus=source, files=[("A-adv.txt", b"One sentence.\n")], options=ImportOptions(format="presplit")
+    ).errors
     services.encoder_get_or_create(name=settings.ENCODER_MODEL, dimensions=384)
     job, _ = mining.mining_job_create(source_corpus=source, target_corpus=source, config={})
     job = mining.mining_job_prepare(job_id=job.pk)
@@ -137,7 +139,13 @@ def test_missing_sentence_vectors_fail_the_job_with_the_corpus_named(owner, db) 
 
 
 @pytest.mark.parametrize(
-    ("config", "message"), [({"k_documents": 5, "window": 3}, "unknown LHA setting"), ({"theta_s": 2.0}, "theta_s"), ({"global_variant": True}, "CLI"), ({"rerank": "rwmd"}, "CLI only")]
+    ("config", "message"),
+    [
+        ({"k_documents": 5, "window": 3}, "unknown LHA setting"),
+        ({"theta_s": 2.0}, "theta_s"),
+        ({"global_variant": True}, "CLI"),
+        ({"rerank": "rwmd"}, "CLI only"),
+    ],
 )
 def test_bad_settings_are_refused_before_a_job_exists(owner, db, config, message) -> None:
     corpus, _ = corpus_get_or_create(name="C", language="en", owner=owner)
@@ -178,7 +186,9 @@ def test_start_page_creates_a_job_from_the_form(two_corpora, client, owner) -> N
     assert Document.objects.filter(corpus=target).count() == 4
 
 
-def test_send_a_sample_or_a_selection_to_a_new_annotation_project_whose_suggestions_are_the_mined_links(two_corpora, run_worker, client, owner) -> None:
+def test_send_a_sample_or_a_selection_to_a_new_annotation_project_whose_suggestions_are_the_mined_links(
+    two_corpora, run_worker, client, owner
+) -> None:
     from alignment.models import CandidateAlignment, DocumentPair
     from alignment.services import document_pairs_sync
     from annotation.models import AnnotationProject
@@ -233,8 +243,13 @@ def test_muss_job_mines_paraphrases_of_different_documents_in_two_sharded_phases
     assert set(pair.features) >= {"cosine", "margin", "char_ratio", "levenshtein_replace_only", "word_rank_ratio", "dependency_depth_ratio"}
     # The same sequences mined without a database agree with the app (exact vs HNSW search on a tiny collection).
     encoder = load_sentence_encoder(device="cpu")
-    documents = [MiningDocument(str(d.pk), list(d.sentences.order_by("index").values_list("text", flat=True))) for d in Document.objects.filter(corpus=corpus).order_by("pk")]
-    offline = {(p.source_text, p.target_text) for p in mine_muss(documents, encode=lambda t: encoder.encode(list(t)), config=MussConfig(k=4))}
+    documents = [
+        MiningDocument(str(d.pk), list(d.sentences.order_by("index").values_list("text", flat=True)))
+        for d in Document.objects.filter(corpus=corpus).order_by("pk")
+    ]
+    offline = {
+        (p.source_text, p.target_text) for p in mine_muss(documents, encode=lambda t: encoder.encode(list(t)), config=MussConfig(k=4))
+    }
     assert offline == found
     again, created = mining.mining_job_create(source_corpus=corpus, method="muss", config={"k": 4}, shard_sequences=4)
     assert again.pk == job.pk and not created
@@ -258,7 +273,9 @@ def test_start_page_creates_a_muss_job(owner, client, db) -> None:
     corpus, _ = corpus_get_or_create(name="Solo", language="en", owner=owner)
     client.force_login(owner)
     assert b"MUSS: paraphrases within Solo" in client.get(f"/corpora/{corpus.pk}/mine/").content
-    response = client.post(f"/corpora/{corpus.pk}/mine/", {"method": "muss", "k": 6, "max_distance": 0.3, "min_margin": 1.04, "language": "en"})
+    response = client.post(
+        f"/corpora/{corpus.pk}/mine/", {"method": "muss", "k": 6, "max_distance": 0.3, "min_margin": 1.04, "language": "en"}
+    )
     job = MiningJob.objects.get()
     assert response.status_code == 302 and job.method == "muss" and job.config["k"] == 6 and job.target_corpus_id == corpus.pk
     bad = client.post(f"/corpora/{corpus.pk}/mine/", {"method": "muss", "k": 0, "max_distance": 0.3, "min_margin": 1.04, "language": "en"})

@@ -68,10 +68,7 @@ def test_all_567_documents_import_and_form_189_times_3_pairs(imported, django_db
 def test_paragraph_counts_match_the_files(imported, django_db_blocker):
     corpus, _, paths = imported
     with django_db_blocker.unblock():
-        stored = {
-            (d.source["file"]): d.paragraphs.count()
-            for d in Document.objects.filter(corpus=corpus).prefetch_related("paragraphs")
-        }
+        stored = {(d.source["file"]): d.paragraphs.count() for d in Document.objects.filter(corpus=corpus).prefetch_related("paragraphs")}
     expected = {str(p.relative_to(ONESTOPENGLISH)): _expected_paragraphs(p) for p in paths}
     assert stored == expected
 

@@ -59,8 +59,10 @@ def test_the_domain_examples_of_the_issue_become_whole_sentences():
                  "debates about the internet. Until now, the difference was easy to see by the use of .com, .gov and 20 "
                  "other categories.")  # fmt: skip
     assert _sentences(paragraph) == [
-        ("Together with many other disputed claims to names, including .patagonia, the issue goes to the heart of "
-         "debates about the internet."),
+        (
+            "Together with many other disputed claims to names, including .patagonia, the issue goes to the heart of "
+            "debates about the internet."
+        ),
         "Until now, the difference was easy to see by the use of .com, .gov and 20 other categories.",
     ]
 
@@ -177,7 +179,6 @@ def test_a_long_stretch_without_punctuation_is_cut_as_before_and_sentences_after
     assert _keeps_every_character(paragraph, sentences)
 
 
-
 def test_random_paragraphs_split_into_ordered_bounded_spans_keeping_every_character():
     rng = random.Random(3)
     for _ in range(60):
@@ -187,6 +188,7 @@ def test_random_paragraphs_split_into_ordered_bounded_spans_keeping_every_charac
         sentences = [paragraph[start:end] for start, end in spans]
         assert all(s == s.strip() and len(s) <= MAX_SENTENCE_CHARS and re.search(r"[^\W_]", s) for s in sentences)
         assert _keeps_every_character(paragraph, sentences) or not re.search(r"\w", paragraph), paragraph
+
 
 # --- on the real corpus, when it is beside the checkout ------------------------------------------
 

@@ -23,8 +23,7 @@ def embedded_tram_corpus(tram_corpus):
     sentences = list(Sentence.objects.filter(document__corpus=tram_corpus).order_by("document__level", "index")[:4])
     angles = [0.0, 0.3, 0.9, 1.4]  # increasing angle from the x axis = increasing cosine distance
     SentenceEmbedding.objects.bulk_create(
-        SentenceEmbedding(sentence=s, encoder=encoder, vector=_unit([np.cos(a), np.sin(a), 0.0]))
-        for s, a in zip(sentences, angles)
+        SentenceEmbedding(sentence=s, encoder=encoder, vector=_unit([np.cos(a), np.sin(a), 0.0])) for s, a in zip(sentences, angles)
     )
     return encoder, sentences
 

@@ -106,9 +106,15 @@ def test_upload_into_someone_elses_corpus_is_refused(client, outsider, tram_corp
 
     response = client.post(
         reverse("alignment:corpus_import"),
-        {"corpus_name": tram_corpus.name, "language": "en", "format": "text", "paragraph_mode": "blank",
-         "filename_pattern": r"^(?P<id>.+)-(?P<level>[^-]+)$", "pairing": "all",
-         "files": [SimpleUploadedFile("New-adv.txt", b"A new sentence here.")]},
+        {
+            "corpus_name": tram_corpus.name,
+            "language": "en",
+            "format": "text",
+            "paragraph_mode": "blank",
+            "filename_pattern": r"^(?P<id>.+)-(?P<level>[^-]+)$",
+            "pairing": "all",
+            "files": [SimpleUploadedFile("New-adv.txt", b"A new sentence here.")],
+        },
     )
     assert "is not available" in response.content.decode()  # a private corpus: its name is not confirmed
     assert not Document.objects.filter(external_id="New").exists()
@@ -148,6 +154,22 @@ def test_outsider_cannot_retry_someone_elses_run(client, outsider, tram_corpus):
     assert run.status == "failed"
 
 
-@pytest.mark.parametrize("model", ["corpus", "document", "paragraph", "sentence", "documentpair", "encoder", "sentenceembedding", "embeddingrun", "alignmentrun", "alignedpair", "paragraphalignment", "candidatealignment"])
+@pytest.mark.parametrize(
+    "model",
+    [
+        "corpus",
+        "document",
+        "paragraph",
+        "sentence",
+        "documentpair",
+        "encoder",
+        "sentenceembedding",
+        "embeddingrun",
+        "alignmentrun",
+        "alignedpair",
+        "paragraphalignment",
+        "candidatealignment",
+    ],
+)
 def test_admin_lists_every_model(admin_client, tram_corpus, model):
     assert admin_client.get(f"/admin/alignment/{model}/").status_code == 200

@@ -35,8 +35,13 @@ class Team:
 
     def label(self, user, simple_index: int, complex_index: int, value: str) -> None:
         services.label_record(
-            project=self.project, annotator=user, pair=self.pair, simple_sentence_id=self.simple[simple_index].pk,
-            complex_sentence_id=self.complex_[complex_index].pk, label=value, expected_previous=None,
+            project=self.project,
+            annotator=user,
+            pair=self.pair,
+            simple_sentence_id=self.simple[simple_index].pk,
+            complex_sentence_id=self.complex_[complex_index].pk,
+            label=value,
+            expected_previous=None,
         )
 
 
@@ -63,4 +68,3 @@ def tram_project(corpus, owner, annotators: list, name: str) -> tuple[Annotation
     simple = list(pair.simple_document.sentences.order_by("index").values_list("pk", flat=True))
     complex_ = list(pair.complex_document.sentences.order_by("index").values_list("pk", flat=True))
     return project, pair, simple, complex_
-

@@ -68,10 +68,7 @@ def test_statsmodels_fleiss_kappa_matches_fleiss_1971() -> None:
 def test_fleiss_helper_matches_fleiss_1971_from_individual_ratings() -> None:
     """Expand the count table back into one label per rater, then run our code path."""
     categories = ("c1", "c2", "c3", "c4", "c5")
-    rows = [
-        [category for category, count in zip(categories, counts) for _ in range(count)]
-        for counts in FLEISS_1971_TABLE
-    ]
+    rows = [[category for category, count in zip(categories, counts) for _ in range(count)] for counts in FLEISS_1971_TABLE]
     value, reason = _fleiss_kappa(rows, categories)
     assert reason is None
     assert value == pytest.approx(0.210, abs=5e-4)

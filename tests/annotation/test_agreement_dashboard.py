@@ -68,8 +68,15 @@ def test_a_per_pair_dash_says_why_the_measure_is_undefined(client, tram_corpus, 
     from tests.annotation.conftest import tram_project
 
     project, pair, simple, complex_ = tram_project(tram_corpus, owner, [annotator], "Lone")
-    services.label_record(project=project, annotator=annotator, pair=pair, simple_sentence_id=simple[0], complex_sentence_id=complex_[0],
-                          label="aligned", expected_previous=None)
+    services.label_record(
+        project=project,
+        annotator=annotator,
+        pair=pair,
+        simple_sentence_id=simple[0],
+        complex_sentence_id=complex_[0],
+        label="aligned",
+        expected_previous=None,
+    )
     client.force_login(owner)
     page = client.get(reverse("annotation:project_agreement", args=[project.pk])).content.decode()
     assert '<td class="small muted undefined-why">undefined: needs at least 2 annotators</td>' in page

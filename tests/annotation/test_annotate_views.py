@@ -53,7 +53,13 @@ def _sentence(pair, side: str, index: int) -> int:
 
 
 def _label(client, project, pair, simple: int, complex_: int, label: str = "aligned", expected="", seconds="3.5"):
-    data = {"simple_sentence_id": simple, "complex_sentence_id": complex_, "label": label, "expected_previous": expected, "seconds_spent": seconds}
+    data = {
+        "simple_sentence_id": simple,
+        "complex_sentence_id": complex_,
+        "label": label,
+        "expected_previous": expected,
+        "seconds_spent": seconds,
+    }
     return client.post(_url("label_save", project, pair), data)
 
 
@@ -102,7 +108,13 @@ def test_label_save_records_an_event_with_the_time_spent_and_returns_its_id(anna
     assert response.status_code == 200
     body = response.json()
     event = LabelEvent.objects.get()
-    assert body == {"simple": simple, "complex": complex_, "label": "aligned", "event": event.pk, "progress": {"labelled": 1, "total": 5, "percent": 20}}
+    assert body == {
+        "simple": simple,
+        "complex": complex_,
+        "label": "aligned",
+        "event": event.pk,
+        "progress": {"labelled": 1, "total": 5, "percent": 20},
+    }
     assert (event.annotator, event.new_label, event.seconds_spent, event.previous) == (annotator, "aligned", 12.25, None)
     second = _label(anna, project, pair, simple, complex_, "partial", expected=str(event.pk)).json()
     assert LabelEvent.objects.get(pk=second["event"]).previous == event
@@ -128,10 +140,19 @@ def test_unknown_label_is_refused_with_400_naming_it(anna, project, pair):
 
 @pytest.mark.parametrize(
     ("field", "value", "message"),
-    [("seconds_spent", "-1", "seconds_spent"), ("seconds_spent", "soon", "seconds_spent"), ("simple_sentence_id", "x", "simple_sentence_id")],
+    [
+        ("seconds_spent", "-1", "seconds_spent"),
+        ("seconds_spent", "soon", "seconds_spent"),
+        ("simple_sentence_id", "x", "simple_sentence_id"),
+    ],
 )
 def test_bad_fields_are_refused_with_400_naming_the_field(anna, project, pair, field, value, message):
-    data = {"simple_sentence_id": _sentence(pair, "simple", 0), "complex_sentence_id": _sentence(pair, "complex", 0), "label": "aligned", field: value}
+    data = {
+        "simple_sentence_id": _sentence(pair, "simple", 0),
+        "complex_sentence_id": _sentence(pair, "complex", 0),
+        "label": "aligned",
+        field: value,
+    }
     response = anna.post(_url("label_save", project, pair), data)
     assert response.status_code == 400
     assert message in response.json()["error"]
@@ -144,7 +165,9 @@ def test_a_sentence_of_the_wrong_document_is_refused_with_400(anna, project, pai
 
 
 def test_a_pair_the_aligner_never_proposed_can_be_labelled_and_then_shows_as_a_candidate(anna, project, pair, suggestion_run):
-    proposed = set(CandidateAlignment.objects.filter(run=suggestion_run, pair=pair).values_list("simple_sentence_id", "complex_sentence_id"))
+    proposed = set(
+        CandidateAlignment.objects.filter(run=suggestion_run, pair=pair).values_list("simple_sentence_id", "complex_sentence_id")
+    )
     simple_ids = pair.simple_document.sentences.values_list("pk", flat=True)
     complex_ids = pair.complex_document.sentences.values_list("pk", flat=True)
     simple, complex_ = next((s, c) for s in simple_ids for c in complex_ids if (s, c) not in proposed)
@@ -174,18 +197,24 @@ def test_undo_returns_the_restored_state_and_says_when_nothing_is_left(anna, pro
     assert latest.source == LabelEvent.Source.UNDO
     anna.post(_url("label_undo", project, pair))
     assert anna.post(_url("label_undo", project, pair)).json() == {
-        "undone": False, "message": "Nothing to undo in this pair.", "progress": {"labelled": 0, "total": 5, "percent": 0}
+        "undone": False,
+        "message": "Nothing to undo in this pair.",
+        "progress": {"labelled": 0, "total": 5, "percent": 0},
     }
 
 
 def test_diff_fragment_for_htmx_marks_dropped_and_new_words(anna, project, pair):
     url = _url("annotate_pair", project, pair)
-    response = anna.get(url, {"simple": _sentence(pair, "simple", 0), "complex": _sentence(pair, "complex", 0)}, headers={"HX-Request": "true"})
+    response = anna.get(
+        url, {"simple": _sentence(pair, "simple", 0), "complex": _sentence(pair, "complex", 0)}, headers={"HX-Request": "true"}
+    )
     fragment = response.content.decode()
     assert response.status_code == 200 and "<html" not in fragment
     assert "<del>council approved</del>" in fragment.replace(' class="replaced"', "")
     assert "Simple #1 ~ complex #1" in fragment
-    wrong = anna.get(url, {"simple": _sentence(pair, "complex", 0), "complex": _sentence(pair, "complex", 0)}, headers={"HX-Request": "true"})
+    wrong = anna.get(
+        url, {"simple": _sentence(pair, "complex", 0), "complex": _sentence(pair, "complex", 0)}, headers={"HX-Request": "true"}
+    )
     assert wrong.status_code == 400 and b"not a sentence of the simple document" in wrong.content
 
 

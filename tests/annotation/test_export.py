@@ -75,7 +75,9 @@ def test_export_writes_every_format_split_by_document_pair(gold_project, owner) 
     csv_rows = [row for split in SPLITS for row in csv.DictReader((root / f"csv/{split}.csv").open(encoding="utf-8"))]
     jsonl_rows = [row for split in SPLITS for row in read_jsonl(root / f"jsonl/{split}.jsonl")]
     assert len(csv_rows) == len(jsonl_rows) == len(gold_items(project)[0])
-    assert [(r["simple_id"], r["complex_id"], r["label"]) for r in csv_rows] == [(r["simple_id"], r["complex_id"], r["label"]) for r in jsonl_rows]
+    assert [(r["simple_id"], r["complex_id"], r["label"]) for r in csv_rows] == [
+        (r["simple_id"], r["complex_id"], r["label"]) for r in jsonl_rows
+    ]
     assert {r["status"] for r in jsonl_rows} == {"verified"}
     # Simplification set: the 24 one-to-one groups, complex → simple.
     pairs = [row for split in SPLITS for row in read_jsonl(root / f"simplification/{split}.jsonl")]
@@ -264,7 +266,11 @@ def test_phenomena_follow_table_1_of_jiang_et_al() -> None:
     groups = simplification.pair_groups(exported)
     pairs = simplification.simplification_pairs(exported, groups)
     assert [(p.phenomenon, p.label) for p in pairs] == [
-        ("copying", "aligned"), ("splitting", "partial"), ("merging", "aligned"), ("fusion", "aligned"), ("rephrasing", "aligned"),
+        ("copying", "aligned"),
+        ("splitting", "partial"),
+        ("merging", "aligned"),
+        ("fusion", "aligned"),
+        ("rephrasing", "aligned"),
     ]
     assert (pairs[2].complex, pairs[2].simple) == ("First merged. Second merged.", "Merged.")
     assert pairs[0].identical and pairs[0].bleu == 100.0 and pairs[0].gleu == 100.0

@@ -35,26 +35,51 @@ from tests.annotation.gold_set import align_now
 
 ARTICLES = {
     "Harbour": (
-        ["The old harbour was rebuilt after the storm of last winter.", "Fishing boats returned in March.",
-         "", "The new quay is two hundred metres long and made of concrete.", "It cost the town four million euros.",
-         "Tourists now arrive by ferry every morning."],
-        ["The harbour was rebuilt.", "Fishing boats returned in March.",
-         "", "The new quay is long.", "It is made of concrete.", "It cost four million euros."],
+        [
+            "The old harbour was rebuilt after the storm of last winter.",
+            "Fishing boats returned in March.",
+            "",
+            "The new quay is two hundred metres long and made of concrete.",
+            "It cost the town four million euros.",
+            "Tourists now arrive by ferry every morning.",
+        ],
+        [
+            "The harbour was rebuilt.",
+            "Fishing boats returned in March.",
+            "",
+            "The new quay is long.",
+            "It is made of concrete.",
+            "It cost four million euros.",
+        ],
     ),
     "Forest": (
-        ["A fire burned part of the forest near the lake in July.", "Firefighters worked for three days to stop it.",
-         "", "Nobody was hurt, but many trees were lost.", "The council will plant ten thousand new trees."],
-        ["A forest fire burned in July.", "Firefighters stopped it after three days.",
-         "", "Nobody was hurt.", "New trees will be planted."],
+        [
+            "A fire burned part of the forest near the lake in July.",
+            "Firefighters worked for three days to stop it.",
+            "",
+            "Nobody was hurt, but many trees were lost.",
+            "The council will plant ten thousand new trees.",
+        ],
+        [
+            "A forest fire burned in July.",
+            "Firefighters stopped it after three days.",
+            "",
+            "Nobody was hurt.",
+            "New trees will be planted.",
+        ],
     ),
     "School": (
-        ["The village school will close at the end of the year.", "Only twelve pupils are still enrolled.",
-         "", "Parents protested in front of the town hall.", "Children will take a bus to the next town."],
+        [
+            "The village school will close at the end of the year.",
+            "Only twelve pupils are still enrolled.",
+            "",
+            "Parents protested in front of the town hall.",
+            "Children will take a bus to the next town.",
+        ],
         ["The village school will close.", "Twelve pupils are left.", "", "Parents protested.", "Children will go by bus."],
     ),
     "Museum": (
-        ["The museum opened a hall of old maps.", "Some maps are five hundred years old.",
-         "", "Entry is free on Sundays."],
+        ["The museum opened a hall of old maps.", "Some maps are five hundred years old.", "", "Entry is free on Sundays."],
         ["The museum has a hall of old maps.", "Some maps are very old.", "", "Entry is free on Sundays."],
     ),
     "Station": (
@@ -70,42 +95,42 @@ FILTERED = {
 }  # fmt: skip
 GOLDEN: dict[str, list[tuple[str, int, str]]] = {  # export_write's listing before the rewrite: (file, bytes, sha256)
     "all_formats": [
-        ('README.md', 4847, 'ea9928f78b70ae7e5a9d3372cc79868ebc8c14802deb99e7b55e629a8866797e'),
-        ('csv/dev.csv', 318, '4044a2444d1e585c4bce227c04058a64474ab32968dbb604a631280ab3a3251e'),
-        ('csv/test.csv', 581, '907341da7398e9bd38a6874dd8224e0377092e57d952e2f054f608b5e301f6c4'),
-        ('csv/train.csv', 1597, '6514a2f7bc7e4e2d2ce0d2a477a8f457fe387f88cd81920cb2d836fbcdfe57b2'),
-        ('jsonl/dev.jsonl', 774, 'd33fee8ec8542fa4d93501d53c556b2fcfc9268b40ea5bb9ad602fede29b9623'),
-        ('jsonl/test.jsonl', 2620, 'd3768f0abc92b84c1b93ebb966913894c30c6ca6d6c95bfa99c4ca85ca9a8d0b'),
-        ('jsonl/train.jsonl', 10505, 'db6b8e6a1aeda045210577bed3183e8dc79ea06aa8cdbfd89703d44fda0e1753'),
-        ('parquet/dev.parquet', 4448, 'd24e439cc242258f5fa8c9dc3f329717c8b8c8411cb21a7f7b99558e8c90d25c'),
-        ('parquet/test.parquet', 4533, '3201e0dc578ba6de22a4ac2a30dd0ee83d510a313578bbe759c5a972c3dd1695'),
-        ('parquet/train.parquet', 5000, '49949238a4e51e810b67cdb0672aab0000301bf2fe662ba3faadf9101e502018'),
-        ('simplification/dev.jsonl', 0, 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'),
-        ('simplification/test.jsonl', 791, '15a90bb71f015bbbe1278c41132cd1757121d4c27ecd35036437f4230d7a4834'),
-        ('simplification/train.jsonl', 1452, '9b0b1765182e785d879c8385f2122de8df23f5b832c1ce958cb2ec62be279b4b'),
-        ('wiki-manual/dev.tsv', 107, 'e9c33eb4689f9d98eb1cb44f89eb8385e878786f8ad79c418a44bf8cc94ef1fb'),
-        ('wiki-manual/test.tsv', 885, '18a2722658e8e636c3c1fc384fa24522079a69612ad4966029eb4827e705a36f'),
-        ('wiki-manual/train.tsv', 3059, '9246d5b3d1cd777390a73d2fb20b6aa30d134dc0a6241f3367a581a8b65aaf52'),
-        ('export.zip', 13989, '8931019fe84f55def807a3562a9f5f7a2a3058125cd7882b58958c8e540bcac2'),
+        ("README.md", 4847, "ea9928f78b70ae7e5a9d3372cc79868ebc8c14802deb99e7b55e629a8866797e"),
+        ("csv/dev.csv", 318, "4044a2444d1e585c4bce227c04058a64474ab32968dbb604a631280ab3a3251e"),
+        ("csv/test.csv", 581, "907341da7398e9bd38a6874dd8224e0377092e57d952e2f054f608b5e301f6c4"),
+        ("csv/train.csv", 1597, "6514a2f7bc7e4e2d2ce0d2a477a8f457fe387f88cd81920cb2d836fbcdfe57b2"),
+        ("jsonl/dev.jsonl", 774, "d33fee8ec8542fa4d93501d53c556b2fcfc9268b40ea5bb9ad602fede29b9623"),
+        ("jsonl/test.jsonl", 2620, "d3768f0abc92b84c1b93ebb966913894c30c6ca6d6c95bfa99c4ca85ca9a8d0b"),
+        ("jsonl/train.jsonl", 10505, "db6b8e6a1aeda045210577bed3183e8dc79ea06aa8cdbfd89703d44fda0e1753"),
+        ("parquet/dev.parquet", 4448, "d24e439cc242258f5fa8c9dc3f329717c8b8c8411cb21a7f7b99558e8c90d25c"),
+        ("parquet/test.parquet", 4533, "3201e0dc578ba6de22a4ac2a30dd0ee83d510a313578bbe759c5a972c3dd1695"),
+        ("parquet/train.parquet", 5000, "49949238a4e51e810b67cdb0672aab0000301bf2fe662ba3faadf9101e502018"),
+        ("simplification/dev.jsonl", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+        ("simplification/test.jsonl", 791, "15a90bb71f015bbbe1278c41132cd1757121d4c27ecd35036437f4230d7a4834"),
+        ("simplification/train.jsonl", 1452, "9b0b1765182e785d879c8385f2122de8df23f5b832c1ce958cb2ec62be279b4b"),
+        ("wiki-manual/dev.tsv", 107, "e9c33eb4689f9d98eb1cb44f89eb8385e878786f8ad79c418a44bf8cc94ef1fb"),
+        ("wiki-manual/test.tsv", 885, "18a2722658e8e636c3c1fc384fa24522079a69612ad4966029eb4827e705a36f"),
+        ("wiki-manual/train.tsv", 3059, "9246d5b3d1cd777390a73d2fb20b6aa30d134dc0a6241f3367a581a8b65aaf52"),
+        ("export.zip", 13989, "8931019fe84f55def807a3562a9f5f7a2a3058125cd7882b58958c8e540bcac2"),
     ],
     "filtered": [
-        ('README.md', 4943, '4931c917e01874bba23b3fc7f89386f9cc7c97e5c8aa24ad68c129926741fbc9'),
-        ('csv/dev.csv', 578, '2a5097f85d90742c7162525738f3e46fc9b6b261bd49034a49aa11ffd82a2111'),
-        ('csv/test.csv', 954, '340c6369916547e30b7580ee4683fbe54fcd49033879f25aaaf6a405a880cfef'),
-        ('csv/train.csv', 1999, 'a7efc497f810a504a0d52077fd9995cece6ca7cb568cead672bbfd095c5fdc4f'),
-        ('jsonl/dev.jsonl', 2617, 'bffbeb29f516d465dd7b9a698ba467ab3b98fabcc1a867c5126ed9ae612475b9'),
-        ('jsonl/test.jsonl', 5391, '1ea36c91c6b9e6c457461b67d4f22406be8cf7ab4bbcc461ad373b3d90f3262b'),
-        ('jsonl/train.jsonl', 14537, '8e6bd1f00f37ac05b1c91a14065265897882d9f8d9fc5f1cddd050320e138018'),
-        ('parquet/dev.parquet', 4527, '461081354c53b218a12a62ebcf39abf55652a50f1079a9cec1eac02f46897be6'),
-        ('parquet/test.parquet', 4728, '0cd93ec939f1bbf999dfbef985ec19fd0e2b63def13c5eb2258f9879b53e285f'),
-        ('parquet/train.parquet', 5096, 'eb5730d50461c2d40a4d44ccebb9408acf58a6dfc7f17a6e2aa499415f955ebe'),
-        ('simplification/dev.jsonl', 540, '3c6e1d546d3839254f100c61a8854a3a2106c9a6b722b140a35388bb512a01fc'),
-        ('simplification/test.jsonl', 1121, '2321ccb0192fa259576e4e39d26cb423b64fb1a197112b33d942b8e6b67f42d2'),
-        ('simplification/train.jsonl', 1996, '396710a7fc87c033905e3ca7c28552295847c7558a0d60df9d63ae3b827404cf'),
-        ('wiki-manual/dev.tsv', 885, '18a2722658e8e636c3c1fc384fa24522079a69612ad4966029eb4827e705a36f'),
-        ('wiki-manual/test.tsv', 574, 'ba63eecedb4e73d14a0b2fc55082c55bb9615f20d3d66116f59268e3f43cfcef'),
-        ('wiki-manual/train.tsv', 3330, '7dc48e0fb7fde048576443b5e34e86a9d705cadc5251228dcc5c55ceccf9604d'),
-        ('export.zip', 16445, '46803c20fec8c7a85dc0fb22304bd245a8687361564d15a37d027dc88a5ed993'),
+        ("README.md", 4943, "4931c917e01874bba23b3fc7f89386f9cc7c97e5c8aa24ad68c129926741fbc9"),
+        ("csv/dev.csv", 578, "2a5097f85d90742c7162525738f3e46fc9b6b261bd49034a49aa11ffd82a2111"),
+        ("csv/test.csv", 954, "340c6369916547e30b7580ee4683fbe54fcd49033879f25aaaf6a405a880cfef"),
+        ("csv/train.csv", 1999, "a7efc497f810a504a0d52077fd9995cece6ca7cb568cead672bbfd095c5fdc4f"),
+        ("jsonl/dev.jsonl", 2617, "bffbeb29f516d465dd7b9a698ba467ab3b98fabcc1a867c5126ed9ae612475b9"),
+        ("jsonl/test.jsonl", 5391, "1ea36c91c6b9e6c457461b67d4f22406be8cf7ab4bbcc461ad373b3d90f3262b"),
+        ("jsonl/train.jsonl", 14537, "8e6bd1f00f37ac05b1c91a14065265897882d9f8d9fc5f1cddd050320e138018"),
+        ("parquet/dev.parquet", 4527, "461081354c53b218a12a62ebcf39abf55652a50f1079a9cec1eac02f46897be6"),
+        ("parquet/test.parquet", 4728, "0cd93ec939f1bbf999dfbef985ec19fd0e2b63def13c5eb2258f9879b53e285f"),
+        ("parquet/train.parquet", 5096, "eb5730d50461c2d40a4d44ccebb9408acf58a6dfc7f17a6e2aa499415f955ebe"),
+        ("simplification/dev.jsonl", 540, "3c6e1d546d3839254f100c61a8854a3a2106c9a6b722b140a35388bb512a01fc"),
+        ("simplification/test.jsonl", 1121, "2321ccb0192fa259576e4e39d26cb423b64fb1a197112b33d942b8e6b67f42d2"),
+        ("simplification/train.jsonl", 1996, "396710a7fc87c033905e3ca7c28552295847c7558a0d60df9d63ae3b827404cf"),
+        ("wiki-manual/dev.tsv", 885, "18a2722658e8e636c3c1fc384fa24522079a69612ad4966029eb4827e705a36f"),
+        ("wiki-manual/test.tsv", 574, "ba63eecedb4e73d14a0b2fc55082c55bb9615f20d3d66116f59268e3f43cfcef"),
+        ("wiki-manual/train.tsv", 3330, "7dc48e0fb7fde048576443b5e34e86a9d705cadc5251228dcc5c55ceccf9604d"),
+        ("export.zip", 16445, "46803c20fec8c7a85dc0fb22304bd245a8687361564d15a37d027dc88a5ed993"),
     ],
 }
 
@@ -254,7 +279,9 @@ def test_export_is_byte_identical_to_before_the_rewrite(varied_project, tmp_path
     options = export_options_clean(**(ALL_FORMATS if name == "all_formats" else FILTERED))
     root = tmp_path / name
     root.mkdir()
-    listing = [(entry["name"], entry["bytes"], entry["sha256"]) for entry in export_write(project=varied_project, options=options, root=root)]
+    listing = [
+        (entry["name"], entry["bytes"], entry["sha256"]) for entry in export_write(project=varied_project, options=options, root=root)
+    ]
     assert listing == GOLDEN[name]
 
 

@@ -22,7 +22,15 @@ from annotation import queue, services
 from annotation.models import AnnotationProject, GoldAnswer, GoldItem
 from tests.conftest import SAMPLE_ADV, SAMPLE_ELE
 
-LHA_FORM = {"k_documents": 2, "theta_d": 0.4, "k_sentences": 1, "theta_s": 0.6, "min_overlap": "", "max_length_ratio": 1.5, "language": "en"}
+LHA_FORM = {
+    "k_documents": 2,
+    "theta_d": 0.4,
+    "k_sentences": 1,
+    "theta_s": 0.6,
+    "min_overlap": "",
+    "max_length_ratio": 1.5,
+    "language": "en",
+}
 MUSS_FORM = {"method": "muss", "k": 6, "max_distance": 0.3, "min_margin": 1.04, "language": "en"}
 
 

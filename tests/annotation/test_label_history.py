@@ -27,8 +27,12 @@ def _ids(pair, simple_index: int, complex_index: int) -> dict:
 
 
 def test_labels_are_derived_from_the_latest_event_and_history_keeps_every_change(project, annotator, pair):
-    first = services.label_record(project=project, annotator=annotator, pair=pair, label="aligned", expected_previous=None, **_ids(pair, 0, 0))
-    second = services.label_record(project=project, annotator=annotator, pair=pair, label="partial", expected_previous=first.pk, **_ids(pair, 0, 0))
+    first = services.label_record(
+        project=project, annotator=annotator, pair=pair, label="aligned", expected_previous=None, **_ids(pair, 0, 0)
+    )
+    second = services.label_record(
+        project=project, annotator=annotator, pair=pair, label="partial", expected_previous=first.pk, **_ids(pair, 0, 0)
+    )
     services.label_record(project=project, annotator=annotator, pair=pair, label="aligned", expected_previous=None, **_ids(pair, 1, 0))
     labels = selectors.current_labels(project, annotator, pair.pk)
     key = tuple(_ids(pair, 0, 0).values())
@@ -38,10 +42,16 @@ def test_labels_are_derived_from_the_latest_event_and_history_keeps_every_change
 
 
 def test_a_stale_write_from_a_second_tab_is_refused_with_a_message(project, annotator, pair):
-    first = services.label_record(project=project, annotator=annotator, pair=pair, label="aligned", expected_previous=None, **_ids(pair, 0, 0))
-    services.label_record(project=project, annotator=annotator, pair=pair, label="not_aligned", expected_previous=first.pk, **_ids(pair, 0, 0))
+    first = services.label_record(
+        project=project, annotator=annotator, pair=pair, label="aligned", expected_previous=None, **_ids(pair, 0, 0)
+    )
+    services.label_record(
+        project=project, annotator=annotator, pair=pair, label="not_aligned", expected_previous=first.pk, **_ids(pair, 0, 0)
+    )
     with pytest.raises(services.LabelConflict, match="changed elsewhere .* it is now not aligned"):
-        services.label_record(project=project, annotator=annotator, pair=pair, label="partial", expected_previous=first.pk, **_ids(pair, 0, 0))
+        services.label_record(
+            project=project, annotator=annotator, pair=pair, label="partial", expected_previous=first.pk, **_ids(pair, 0, 0)
+        )
     assert LabelEvent.objects.count() == 2
 
 
@@ -61,7 +71,9 @@ def test_undo_appends_the_inverse_and_repeated_undo_walks_back(project, annotato
 
 
 def test_events_cannot_be_changed_or_deleted(project, annotator, pair):
-    event = services.label_record(project=project, annotator=annotator, pair=pair, label="aligned", expected_previous=None, **_ids(pair, 0, 0))
+    event = services.label_record(
+        project=project, annotator=annotator, pair=pair, label="aligned", expected_previous=None, **_ids(pair, 0, 0)
+    )
     event.new_label = "partial"
     with pytest.raises(ValidationError, match="append-only"):
         event.save()
@@ -82,7 +94,9 @@ def test_bad_label_writes_are_refused(project, annotator, pair, change, error, m
     if change.get("swap"):
         ids = {"simple_sentence_id": ids["complex_sentence_id"], "complex_sentence_id": ids["simple_sentence_id"]}
     with pytest.raises(error, match=message):
-        services.label_record(project=project, annotator=annotator, pair=pair, label=change.get("label", "aligned"), expected_previous=None, **ids)
+        services.label_record(
+            project=project, annotator=annotator, pair=pair, label=change.get("label", "aligned"), expected_previous=None, **ids
+        )
     assert not LabelEvent.objects.exists()
 
 

@@ -52,7 +52,9 @@ def test_member_search_lists_usernames_by_prefix_for_managers_only(client, owner
 
 def test_a_manager_invites_an_annotator_who_chooses_a_password_once(client, owner, project):
     client.force_login(owner)
-    response = client.post(reverse("annotation:project_member_invite", args=[project.pk]), {"username": "nina", "email": "nina@example.org"}, follow=True)
+    response = client.post(
+        reverse("annotation:project_member_invite", args=[project.pk]), {"username": "nina", "email": "nina@example.org"}, follow=True
+    )
     nina = get_user_model().objects.get(username="nina")
     assert not nina.has_usable_password() and nina.email == "nina@example.org"
     assert ProjectMembership.objects.get(project=project, user=nina).role == "annotator"
@@ -102,8 +104,15 @@ def test_an_unmet_overlap_is_warned_about_and_counted_in_the_progress(client, ow
     assert "1 pair still has fewer than 2 annotators: the project has 1 annotator" in page
     assert 'id="overlap-warning"' in page
     for s in simple:
-        services.label_record(project=project, annotator=annotator, pair=pair, simple_sentence_id=s, complex_sentence_id=complex_[0],
-                              label="aligned", expected_previous=None)
+        services.label_record(
+            project=project,
+            annotator=annotator,
+            pair=pair,
+            simple_sentence_id=s,
+            complex_sentence_id=complex_[0],
+            label="aligned",
+            expected_previous=None,
+        )
     assert re.search(r'id="project-progress">50%<', _detail(client, project))
     client.force_login(annotator)  # the annotator's own progress is theirs alone
     assert re.search(r'id="project-progress">100%<', _detail(client, project))
@@ -130,8 +139,16 @@ def test_time_per_label_per_annotator_and_for_the_project(client, owner, tram_co
     project, pair, simple, complex_ = tram_project(tram_corpus, owner, [annotator, ben], "Timed")
     for user, seconds in ((annotator, [2.0, 4.0, 30.0]), (ben, [6.0])):
         for i, spent in enumerate(seconds):
-            services.label_record(project=project, annotator=user, pair=pair, simple_sentence_id=simple[i], complex_sentence_id=complex_[0],
-                                  label="aligned", expected_previous=None, seconds_spent=spent)
+            services.label_record(
+                project=project,
+                annotator=user,
+                pair=pair,
+                simple_sentence_id=simple[i],
+                complex_sentence_id=complex_[0],
+                label="aligned",
+                expected_previous=None,
+                seconds_spent=spent,
+            )
     services.label_undo(project=project, annotator=ben, pair=pair)  # an undo is not a label: it adds no time
     rows = {row.annotator: row for row in members.label_times(project)}
     assert (rows["anna"].labels, rows["anna"].median_seconds, rows["anna"].mean_seconds) == (3, 4.0, 12.0)

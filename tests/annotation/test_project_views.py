@@ -20,7 +20,9 @@ def project(tram_corpus, owner, annotator):
 
 def test_corpus_owner_creates_a_project_and_becomes_its_manager(client, owner, tram_corpus):
     client.force_login(owner)
-    response = client.post(reverse("annotation:project_create"), {"name": "Gold", "corpus": tram_corpus.pk, "overlap": 2, "strategy": "documents"})
+    response = client.post(
+        reverse("annotation:project_create"), {"name": "Gold", "corpus": tram_corpus.pk, "overlap": 2, "strategy": "documents"}
+    )
     project = AnnotationProject.objects.get(name="Gold")
     assert response.status_code == 302 and response.url == reverse("annotation:project_detail", args=[project.pk])
     assert ProjectMembership.objects.get(project=project).role == "manager"
@@ -29,10 +31,14 @@ def test_corpus_owner_creates_a_project_and_becomes_its_manager(client, owner, t
 
 def test_project_form_refuses_another_users_corpus_and_duplicate_names(client, outsider, owner, tram_corpus, project):
     client.force_login(outsider)
-    response = client.post(reverse("annotation:project_create"), {"name": "Mine", "corpus": tram_corpus.pk, "overlap": 1, "strategy": "documents"})
+    response = client.post(
+        reverse("annotation:project_create"), {"name": "Mine", "corpus": tram_corpus.pk, "overlap": 1, "strategy": "documents"}
+    )
     assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
     client.force_login(owner)
-    response = client.post(reverse("annotation:project_create"), {"name": "Trams gold", "corpus": tram_corpus.pk, "overlap": 1, "strategy": "documents"})
+    response = client.post(
+        reverse("annotation:project_create"), {"name": "Trams gold", "corpus": tram_corpus.pk, "overlap": 1, "strategy": "documents"}
+    )
     assert "a project called &#x27;Trams gold&#x27; exists already" in response.content.decode()
     assert AnnotationProject.objects.count() == 1
 
@@ -75,10 +81,24 @@ def test_progress_counts_simple_sentences_with_a_current_label(client, owner, pr
     pair = DocumentPair.objects.get(corpus=tram_corpus)
     simple = list(pair.simple_document.sentences.order_by("index"))
     complex_first = pair.complex_document.sentences.get(index=0)
-    event = services.label_record(project=project, annotator=annotator, pair=pair, simple_sentence_id=simple[0].pk,
-                                  complex_sentence_id=complex_first.pk, label="aligned", expected_previous=None)
-    services.label_record(project=project, annotator=annotator, pair=pair, simple_sentence_id=simple[1].pk,
-                          complex_sentence_id=complex_first.pk, label="partial", expected_previous=None)
+    event = services.label_record(
+        project=project,
+        annotator=annotator,
+        pair=pair,
+        simple_sentence_id=simple[0].pk,
+        complex_sentence_id=complex_first.pk,
+        label="aligned",
+        expected_previous=None,
+    )
+    services.label_record(
+        project=project,
+        annotator=annotator,
+        pair=pair,
+        simple_sentence_id=simple[1].pk,
+        complex_sentence_id=complex_first.pk,
+        label="partial",
+        expected_previous=None,
+    )
     services.label_undo(project=project, annotator=annotator, pair=pair)  # the second label is undone
     client.force_login(owner)
     row = client.get(reverse("annotation:project_detail", args=[project.pk])).context["progress"][0]

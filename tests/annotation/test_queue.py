@@ -15,8 +15,11 @@ from annotation.models import GoldAnswer, GoldItem, LabelEvent
 
 @pytest.fixture
 def setup(tram_corpus, owner):
-    run = alignment_run_create(corpus=tram_corpus, aligner_config={"measure": "tfidf_cosine", "null_score": 0.15,
-                                                                    "paragraph_variant": "none"}, measures=["tfidf_cosine", "jaccard"])
+    run = alignment_run_create(
+        corpus=tram_corpus,
+        aligner_config={"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "none"},
+        measures=["tfidf_cosine", "jaccard"],
+    )
     run = alignment_run_execute(run_id=run.pk, build_measure=run_measure)
     anna = get_user_model().objects.create_user("anna", password="a-pass-123")
     project = services.project_create(name="Queue", corpus=tram_corpus, created_by=owner, overlap=1, suggestion_run=run)
@@ -35,7 +38,8 @@ def test_uncertainty_order_serves_the_marginal_closest_to_one_half_first(setup):
     assert item.kind == "candidate" and abs(served.crf_marginal - 0.5) == pytest.approx(distances[0])
     by_disagreement = queue.queue_next(project, anna, "disagreement")
     assert CandidateAlignment.objects.get(pk=by_disagreement.item_id).disagreement == max(
-        CandidateAlignment.objects.filter(run=run).values_list("disagreement", flat=True))
+        CandidateAlignment.objects.filter(run=run).values_list("disagreement", flat=True)
+    )
 
 
 def test_answering_moves_on_and_undo_brings_the_item_back(setup):
@@ -129,8 +133,9 @@ def test_every_nth_item_is_a_gold_test_item_and_accuracy_flags_careless_annotato
         if item is None:
             break
         kinds.append(item.kind)
-        queue.queue_answer(project=project, annotator=anna, kind=item.kind, item_id=item.item_id,
-                           label="aligned", seconds_spent=1.0)  # always "aligned": wrong on every gold item
+        queue.queue_answer(
+            project=project, annotator=anna, kind=item.kind, item_id=item.item_id, label="aligned", seconds_spent=1.0
+        )  # always "aligned": wrong on every gold item
     assert kinds[:4] == ["candidate", "gold", "candidate", "gold"]
     (row,) = queue.annotator_accuracy(project)
     assert row.answered == GoldAnswer.objects.count() >= 2 and row.correct == 0
@@ -152,8 +157,10 @@ def test_queue_page_shows_one_item_and_records_the_keyed_answer(client, setup):
     page = client.get(reverse("annotation:project_queue", args=[project.pk]))
     item = page.context["item"]
     assert page.status_code == 200 and "<kbd>a</kbd>" in page.content.decode()
-    client.post(reverse("annotation:project_queue", args=[project.pk]) + "?order=uncertainty",
-                {"kind": "candidate", "item_id": item.item_id, "label": "partial", "seconds_spent": "3.2"})
+    client.post(
+        reverse("annotation:project_queue", args=[project.pk]) + "?order=uncertainty",
+        {"kind": "candidate", "item_id": item.item_id, "label": "partial", "seconds_spent": "3.2"},
+    )
     event = LabelEvent.objects.get()
     assert (event.new_label, event.seconds_spent) == ("partial", 3.2)
 

@@ -39,8 +39,15 @@ def test_verification_waits_for_adjudication_then_makes_the_pair_gold(team, owne
     with pytest.raises(ValueError, match="2 sentence pair\\(s\\) still need adjudication"):
         services.pair_verify(project=project, pair=pair, by=owner)
     for s, c, label in ((1, 0, "partial"), (2, 2, "not_aligned")):
-        services.adjudicate(project=project, reviewer=owner, pair=pair, simple_sentence_id=simple[s].pk,
-                            complex_sentence_id=complex_[c].pk, label=label, expected_previous=None)
+        services.adjudicate(
+            project=project,
+            reviewer=owner,
+            pair=pair,
+            simple_sentence_id=simple[s].pk,
+            complex_sentence_id=complex_[c].pk,
+            label=label,
+            expected_previous=None,
+        )
     services.pair_verify(project=project, pair=pair, by=owner)
     assert pair_verified(project, pair) is not None
     assert all(state.final is not None for state in pair_item_states(project, pair))
@@ -51,8 +58,15 @@ def test_verification_waits_for_adjudication_then_makes_the_pair_gold(team, owne
 
 def test_annotator_sees_what_the_reviewer_changed(client, team, owner):
     project, anna, ben, pair, simple, complex_ = team
-    services.adjudicate(project=project, reviewer=owner, pair=pair, simple_sentence_id=simple[1].pk,
-                        complex_sentence_id=complex_[0].pk, label="partial", expected_previous=None)
+    services.adjudicate(
+        project=project,
+        reviewer=owner,
+        pair=pair,
+        simple_sentence_id=simple[1].pk,
+        complex_sentence_id=complex_[0].pk,
+        label="partial",
+        expected_previous=None,
+    )
     client.force_login(anna)
     html = client.get(reverse("annotation:project_detail", args=[project.pk])).content.decode()
     assert "What the reviewer changed in your work" in html and simple[1].text in html
@@ -66,8 +80,10 @@ def test_review_page_adjudicates_and_verifies_through_forms(client, team, owner)
     url = reverse("annotation:pair_review", args=[project.pk, pair.pk])
     html = client.get(url).content.decode()
     assert "disagreement" in html and simple[1].text in html
-    client.post(reverse("annotation:pair_adjudicate", args=[project.pk, pair.pk]), {
-        "simple_sentence_id": simple[1].pk, "complex_sentence_id": complex_[0].pk, "label": "aligned", "expected_previous": ""})
+    client.post(
+        reverse("annotation:pair_adjudicate", args=[project.pk, pair.pk]),
+        {"simple_sentence_id": simple[1].pk, "complex_sentence_id": complex_[0].pk, "label": "aligned", "expected_previous": ""},
+    )
     response = client.post(reverse("annotation:pair_verify", args=[project.pk, pair.pk]), {"verified": "1"}, follow=True)
     assert "Not verified: 1 sentence pair(s) still need" in response.content.decode()  # anna's (2, 2) is still waiting on ben
     assert not PairVerification.objects.exists()
@@ -75,11 +91,25 @@ def test_review_page_adjudicates_and_verifies_through_forms(client, team, owner)
 
 def test_stale_adjudication_is_refused_and_annotators_cannot_review(client, team, owner):
     project, anna, ben, pair, simple, complex_ = team
-    first = services.adjudicate(project=project, reviewer=owner, pair=pair, simple_sentence_id=simple[1].pk,
-                                complex_sentence_id=complex_[0].pk, label="aligned", expected_previous=None)
+    first = services.adjudicate(
+        project=project,
+        reviewer=owner,
+        pair=pair,
+        simple_sentence_id=simple[1].pk,
+        complex_sentence_id=complex_[0].pk,
+        label="aligned",
+        expected_previous=None,
+    )
     with pytest.raises(services.LabelConflict, match="another reviewer set this pair to aligned"):
-        services.adjudicate(project=project, reviewer=owner, pair=pair, simple_sentence_id=simple[1].pk,
-                            complex_sentence_id=complex_[0].pk, label="partial", expected_previous=None)
+        services.adjudicate(
+            project=project,
+            reviewer=owner,
+            pair=pair,
+            simple_sentence_id=simple[1].pk,
+            complex_sentence_id=complex_[0].pk,
+            label="partial",
+            expected_previous=None,
+        )
     assert first.pk
     client.force_login(anna)
     assert client.get(reverse("annotation:pair_review", args=[project.pk, pair.pk])).status_code == 403
@@ -93,7 +123,9 @@ def test_a_decision_from_htmx_answers_its_row_and_the_open_count_with_human_labe
     fields = {"simple_sentence_id": simple[1].pk, "complex_sentence_id": complex_[0].pk, "label": "not_aligned", "expected_previous": ""}
     response = client.post(url, fields, HTTP_HX_REQUEST="true")
     html = response.content.decode()
-    assert response.status_code == 200 and html.lstrip().startswith(f'<tr class="review-adjudicated" id="review-{simple[1].pk}-{complex_[0].pk}"')
+    assert response.status_code == 200 and html.lstrip().startswith(
+        f'<tr class="review-adjudicated" id="review-{simple[1].pk}-{complex_[0].pk}"'
+    )
     assert '<span class="badge badge-not_aligned">not aligned</span>' in html and ">not_aligned<" not in html
     assert 'id="review-lead" hx-swap-oob="true">1 of 3 labelled sentence pairs still need a decision' in html
     stale = client.post(url, {**fields, "label": "partial"}, HTTP_HX_REQUEST="true").content.decode()  # expected_previous is stale
@@ -105,7 +137,14 @@ def test_a_pair_only_one_annotator_labelled_is_not_called_agreed(tram_corpus, ow
     from tests.annotation.conftest import tram_project
 
     project, pair, simple, complex_ = tram_project(tram_corpus, owner, [annotator], "Single")
-    services.label_record(project=project, annotator=annotator, pair=pair, simple_sentence_id=simple[0], complex_sentence_id=complex_[0],
-                          label="aligned", expected_previous=None)
+    services.label_record(
+        project=project,
+        annotator=annotator,
+        pair=pair,
+        simple_sentence_id=simple[0],
+        complex_sentence_id=complex_[0],
+        label="aligned",
+        expected_previous=None,
+    )
     (state,) = pair_item_states(project, pair)
     assert (state.status, state.final) == ("one annotator", "aligned")

@@ -150,7 +150,9 @@ def test_repair_rethreads_an_item_with_two_first_events_keeping_every_event(labe
         repair.label_chains_repair(apps, editor)
         editor.add_constraint(LabelEvent, _constraint(LabelEvent, "label_event_one_first_per_annotator_item"))  # as the migration does next
 
-    chain = list(LabelEvent.objects.filter(simple_sentence_id=simple[0]).order_by("pk").values_list("pk", "previous_id", "old_label", "new_label"))
+    chain = list(
+        LabelEvent.objects.filter(simple_sentence_id=simple[0]).order_by("pk").values_list("pk", "previous_id", "old_label", "new_label")
+    )
     assert chain == [
         (first.pk, None, "", "aligned"),
         (twin.pk, first.pk, "aligned", "partial"),

@@ -13,7 +13,9 @@ from tests.annotation.conftest import tram_project
 
 def _rows(client, **params) -> list[tuple[str, str]]:
     page = client.get(reverse("annotation:task_list"), params).content.decode()
-    return re.findall(r'<tr class="task-[\w-]+">\s*<td><a [^>]+>([^<]+)</a></td>.*?<span class="status state-[\w-]+">([^<]+)</span>', page, re.S)
+    return re.findall(
+        r'<tr class="task-[\w-]+">\s*<td><a [^>]+>([^<]+)</a></td>.*?<span class="status state-[\w-]+">([^<]+)</span>', page, re.S
+    )
 
 
 def test_tasks_move_from_not_started_to_adjudicated_and_filter_by_state_and_project(client, tram_corpus, owner, annotator):
@@ -22,20 +24,41 @@ def test_tasks_move_from_not_started_to_adjudicated_and_filter_by_state_and_proj
     projects = {name: tram_project(tram_corpus, owner, [annotator, ben], name) for name in names}
     for name in ("Started", "Finished", "Reviewed"):
         project, pair, simple, complex_ = projects[name]
-        services.label_record(project=project, annotator=annotator, pair=pair, simple_sentence_id=simple[0], complex_sentence_id=complex_[0],
-                              label="aligned", expected_previous=None)
+        services.label_record(
+            project=project,
+            annotator=annotator,
+            pair=pair,
+            simple_sentence_id=simple[0],
+            complex_sentence_id=complex_[0],
+            label="aligned",
+            expected_previous=None,
+        )
     project, pair, *_ = projects["Finished"]
     services.assignment_complete(project=project, annotator=annotator, pair=pair)
     project, pair, simple, complex_ = projects["Reviewed"]
-    services.adjudicate(project=project, reviewer=owner, pair=pair, simple_sentence_id=simple[0], complex_sentence_id=complex_[0],
-                        label="partial", expected_previous=None)
+    services.adjudicate(
+        project=project,
+        reviewer=owner,
+        pair=pair,
+        simple_sentence_id=simple[0],
+        complex_sentence_id=complex_[0],
+        label="partial",
+        expected_previous=None,
+    )
 
     states = {task.assignment.project.name: (task.state, task.labelled, task.total) for task in worklist.tasks_for(annotator)}
-    assert states == {"Fresh": ("not started", 0, 5), "Started": ("in progress", 1, 5), "Finished": ("done", 1, 5), "Reviewed": ("adjudicated", 1, 5)}
+    assert states == {
+        "Fresh": ("not started", 0, 5),
+        "Started": ("in progress", 1, 5),
+        "Finished": ("done", 1, 5),
+        "Reviewed": ("adjudicated", 1, 5),
+    }
     assert {task.state for task in worklist.tasks_for(ben)} == {"not started", "adjudicated"}  # the review is the pair's, not anna's
 
     client.force_login(annotator)
-    assert sorted(_rows(client)) == sorted([("Fresh", "not started"), ("Started", "in progress"), ("Finished", "done"), ("Reviewed", "adjudicated")])
+    assert sorted(_rows(client)) == sorted(
+        [("Fresh", "not started"), ("Started", "in progress"), ("Finished", "done"), ("Reviewed", "adjudicated")]
+    )
     assert _rows(client, state="in progress") == [("Started", "in progress")]
     assert _rows(client, project=projects["Finished"][0].pk) == [("Finished", "done")]
     assert _rows(client, state="done", project=projects["Fresh"][0].pk) == []

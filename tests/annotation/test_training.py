@@ -84,7 +84,11 @@ def test_only_one_class_is_refused(owner, label) -> None:
             for c in complex_ if label == "aligned" else complex_[:1]:
                 services.label_record(project=project, annotator=annotator, pair=pair, simple_sentence_id=s.pk,
                                       complex_sentence_id=c.pk, label=label, expected_previous=None, source=LabelEvent.Source.IMPORT)  # fmt: skip
-    expected = "all 12 labels are 'not_aligned'" if label == "not_aligned" else "every one of the 48 sentence pairs of the 3 document pairs is linked"
+    expected = (
+        "all 12 labels are 'not_aligned'"
+        if label == "not_aligned"
+        else "every one of the 48 sentence pairs of the 3 document pairs is linked"
+    )
     with pytest.raises(TrainingDataError, match=f"only one class present: {expected}"):
         snapshot_create(project=project, created_by=owner)
 
@@ -282,7 +286,10 @@ def test_manage_py_train_registers_a_version_and_reports_figures(gold_project, o
 
 @pytest.mark.parametrize(
     ("argv", "message"),
-    [(["--project", "Nope"], "no annotation project named 'Nope'"), (["--project", "Gold retraining", "--epochs", "0"], "epochs must be >= 1")],
+    [
+        (["--project", "Nope"], "no annotation project named 'Nope'"),
+        (["--project", "Gold retraining", "--epochs", "0"], "epochs must be >= 1"),
+    ],
 )
 def test_manage_py_train_rejects_bad_arguments(gold_project, argv, message) -> None:
     from django.core.management import CommandError, call_command
@@ -381,7 +388,9 @@ def test_import_gold_refuses_bad_input_and_writes_nothing(owner, tmp_path, gold_
     with pytest.raises(CommandError, match="a project named 'Gold retraining' exists already"):
         call_command("import_gold", "--gold", str(gold), "--format", "deplain", "--project", "Gold retraining", "--user", "owner")
     with pytest.raises(CommandError, match="corpus 'Gold articles' exists and has documents"):
-        call_command("import_gold", "--gold", str(gold), "--format", "deplain", "--project", "New", "--corpus", "Gold articles", "--user", "owner")
+        call_command(
+            "import_gold", "--gold", str(gold), "--format", "deplain", "--project", "New", "--corpus", "Gold articles", "--user", "owner"
+        )
     assert (AnnotationProject.objects.count(), LabelEvent.objects.count()) == before
 
 

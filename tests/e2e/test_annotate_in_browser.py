@@ -64,7 +64,11 @@ def _screen_url(live_server, project, pair) -> str:
 
 def _best_suggestion(run, simple_id: int) -> CandidateAlignment:
     """What j focuses: the simple sentence's best-scored candidate that the aligner predicted aligned or partial."""
-    return CandidateAlignment.objects.filter(run=run, simple_sentence_id=simple_id, label__in=["aligned", "partial"]).order_by("-score").first()
+    return (
+        CandidateAlignment.objects.filter(run=run, simple_sentence_id=simple_id, label__in=["aligned", "partial"])
+        .order_by("-score")
+        .first()
+    )
 
 
 def _latest(simple_id: int, complex_id: int) -> LabelEvent | None:

@@ -85,7 +85,9 @@ def test_webhook_export_download_and_signed_delivery(page: Page, live_server, go
     request = receiver.requests[0]
     headers = {k.lower(): v for k, v in request.headers.items()}
     assert headers["x-webhook-event"] == "export.ready"
-    expected = "sha256=" + hmac.new(secret.encode(), headers["x-webhook-timestamp"].encode() + b"." + request.body, hashlib.sha256).hexdigest()
+    expected = (
+        "sha256=" + hmac.new(secret.encode(), headers["x-webhook-timestamp"].encode() + b"." + request.body, hashlib.sha256).hexdigest()
+    )
     assert hmac.compare_digest(expected, headers["x-webhook-signature"])
     assert json.loads(request.body)["project"]["id"] == project.pk
 

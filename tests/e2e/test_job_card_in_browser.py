@@ -18,7 +18,9 @@ def test_cancel_and_resume_an_alignment_run_from_its_card(page: Page, live_serve
     corpus, _ = corpus_get_or_create(name="Bees", language="en", owner=owner)
     files = [("Bees-adv.txt", ADV.encode()), ("Bees-ele.txt", ELE.encode())]
     assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
-    run = aligning.alignment_run_create(corpus=corpus, aligner_config={"measure": "jaccard"}, measures=["jaccard"])  # no worker: stays queued
+    run = aligning.alignment_run_create(
+        corpus=corpus, aligner_config={"measure": "jaccard"}, measures=["jaccard"]
+    )  # no worker: stays queued
     violations: list[str] = []
     page.context.add_init_script(REPORT_VIOLATIONS)
     page.on("console", lambda message: "Content Security Policy" in message.text and violations.append(message.text))

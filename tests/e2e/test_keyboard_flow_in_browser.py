@@ -21,48 +21,64 @@ from tests.e2e.test_annotate_in_browser import _login, _screen_url
 
 # Twenty sentences on twenty different subjects, in four paragraphs, and a simpler version of each.
 COMPLEX = [
-    ["The volcano erupted violently, covering the surrounding villages with thick grey ash.",
-     "Farmers in the valley lost most of their rice harvest to the sudden flood.",
-     "The orchestra rehearsed the symphony for three weeks before the premiere.",
-     "Astronomers discovered a comet orbiting far beyond the planet Neptune.",
-     "The bakery on the corner sells fresh croissants every morning at dawn."],
-    ["A rare white tiger was born at the city zoo last Thursday.",
-     "Engineers designed the suspension bridge to withstand powerful earthquakes.",
-     "The marathon runner collapsed from exhaustion just before the finish line.",
-     "Local librarians organised a poetry contest for teenagers in the spring.",
-     "The chess champion defended her title against a young challenger from Norway."],
-    ["Heavy snowfall closed the mountain pass and stranded hundreds of skiers.",
-     "The museum unveiled a restored medieval tapestry depicting a royal hunt.",
-     "Scientists trained dolphins to recognise symbols on an underwater screen.",
-     "The government announced new taxes on sugary drinks and sweets.",
-     "A fisherman rescued two kayakers after their boat capsized near the lighthouse."],
-    ["The startup built a robot that folds laundry in under a minute.",
-     "Archaeologists unearthed Roman coins beneath a supermarket car park.",
-     "Wildfires destroyed thousands of acres of pine forest during the drought.",
-     "The violinist played a concerto on a violin made three centuries ago.",
-     "Parents protested against the closure of the village primary school."],
+    [
+        "The volcano erupted violently, covering the surrounding villages with thick grey ash.",
+        "Farmers in the valley lost most of their rice harvest to the sudden flood.",
+        "The orchestra rehearsed the symphony for three weeks before the premiere.",
+        "Astronomers discovered a comet orbiting far beyond the planet Neptune.",
+        "The bakery on the corner sells fresh croissants every morning at dawn.",
+    ],
+    [
+        "A rare white tiger was born at the city zoo last Thursday.",
+        "Engineers designed the suspension bridge to withstand powerful earthquakes.",
+        "The marathon runner collapsed from exhaustion just before the finish line.",
+        "Local librarians organised a poetry contest for teenagers in the spring.",
+        "The chess champion defended her title against a young challenger from Norway.",
+    ],
+    [
+        "Heavy snowfall closed the mountain pass and stranded hundreds of skiers.",
+        "The museum unveiled a restored medieval tapestry depicting a royal hunt.",
+        "Scientists trained dolphins to recognise symbols on an underwater screen.",
+        "The government announced new taxes on sugary drinks and sweets.",
+        "A fisherman rescued two kayakers after their boat capsized near the lighthouse.",
+    ],
+    [
+        "The startup built a robot that folds laundry in under a minute.",
+        "Archaeologists unearthed Roman coins beneath a supermarket car park.",
+        "Wildfires destroyed thousands of acres of pine forest during the drought.",
+        "The violinist played a concerto on a violin made three centuries ago.",
+        "Parents protested against the closure of the village primary school.",
+    ],
 ]
 SIMPLE = [
-    ["The volcano erupted and covered villages with grey ash.",
-     "A flood destroyed the rice harvest of the farmers.",
-     "The orchestra rehearsed the symphony for weeks.",
-     "Astronomers found a comet beyond Neptune.",
-     "The bakery sells fresh croissants every morning."],
-    ["A white tiger was born at the zoo.",
-     "Engineers made the bridge strong against earthquakes.",
-     "The marathon runner collapsed before the finish line.",
-     "Librarians organised a poetry contest for teenagers.",
-     "The chess champion kept her title against a challenger."],
-    ["Snowfall closed the mountain pass and stranded skiers.",
-     "The museum showed a medieval tapestry of a royal hunt.",
-     "Scientists trained dolphins to recognise symbols.",
-     "The government announced taxes on sugary drinks.",
-     "A fisherman rescued two kayakers near the lighthouse."],
-    ["The startup built a robot that folds laundry.",
-     "Archaeologists found Roman coins under a car park.",
-     "Wildfires destroyed pine forest in the drought.",
-     "The violinist played a concerto on an old violin.",
-     "Parents protested against closing the village school."],
+    [
+        "The volcano erupted and covered villages with grey ash.",
+        "A flood destroyed the rice harvest of the farmers.",
+        "The orchestra rehearsed the symphony for weeks.",
+        "Astronomers found a comet beyond Neptune.",
+        "The bakery sells fresh croissants every morning.",
+    ],
+    [
+        "A white tiger was born at the zoo.",
+        "Engineers made the bridge strong against earthquakes.",
+        "The marathon runner collapsed before the finish line.",
+        "Librarians organised a poetry contest for teenagers.",
+        "The chess champion kept her title against a challenger.",
+    ],
+    [
+        "Snowfall closed the mountain pass and stranded skiers.",
+        "The museum showed a medieval tapestry of a royal hunt.",
+        "Scientists trained dolphins to recognise symbols.",
+        "The government announced taxes on sugary drinks.",
+        "A fisherman rescued two kayakers near the lighthouse.",
+    ],
+    [
+        "The startup built a robot that folds laundry.",
+        "Archaeologists found Roman coins under a car park.",
+        "Wildfires destroyed pine forest in the drought.",
+        "The violinist played a concerto on an old violin.",
+        "Parents protested against closing the village school.",
+    ],
 ]
 
 
@@ -178,5 +194,7 @@ def test_jump_list_links_any_complex_sentence_and_s_f_c_are_stored_as_item_event
     page.keyboard.press("s")  # the annotator's only pair: skipping goes back to the project page
     expect(page).to_have_url(re.compile(rf"/annotate/projects/{project.pk}/$"))
     assert list(ItemEvent.objects.filter(project=project, pair=pair).values_list("kind", "text")) == [
-        ("flag", ""), ("comment", "Simple #19 drops the age of the violin."), ("skip", ""),
+        ("flag", ""),
+        ("comment", "Simple #19 drops the age of the violin."),
+        ("skip", ""),
     ]

@@ -52,7 +52,10 @@ def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(pa
     page.reload()
     page.get_by_label("Search").fill("honey")
     page.get_by_role("button", name="Apply").click()
-    expected = MinedPair.objects.filter(job=job, source_text__icontains="honey").count() or MinedPair.objects.filter(job=job, target_text__icontains="honey").count()
+    expected = (
+        MinedPair.objects.filter(job=job, source_text__icontains="honey").count()
+        or MinedPair.objects.filter(job=job, target_text__icontains="honey").count()
+    )
     expect(page.locator("#pairs")).to_contain_text(re.compile(r"\d+ pair\(s\) match"))
     expect(page.locator("#pairs tbody tr")).not_to_have_count(0)
     assert expected > 0

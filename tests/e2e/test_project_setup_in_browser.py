@@ -32,8 +32,15 @@ def team_project(transactional_db, tram_corpus, owner):
     users.create_user("berta", password="berta-pass-123")
     project, pair, simple, complex_ = tram_project(tram_corpus, owner, [anna, ben], "Trams")
     for user, label in ((anna, "aligned"), (ben, "partial")):
-        services.label_record(project=project, annotator=user, pair=pair, simple_sentence_id=simple[0], complex_sentence_id=complex_[0],
-                              label=label, expected_previous=None)
+        services.label_record(
+            project=project,
+            annotator=user,
+            pair=pair,
+            simple_sentence_id=simple[0],
+            complex_sentence_id=complex_[0],
+            label=label,
+            expected_previous=None,
+        )
     return project, pair
 
 

@@ -46,7 +46,9 @@ def _unlinked_gold_pair(project: AnnotationProject) -> tuple[DocumentPair, int, 
         simple = list(pair.simple_document.sentences.order_by("index"))
         complex_ = list(pair.complex_document.sentences.order_by("index"))
         for s, c in zip(simple, complex_):
-            linked = CandidateAlignment.objects.filter(run=project.suggestion_run, simple_sentence=s, complex_sentence=c).exclude(label="not_aligned")
+            linked = CandidateAlignment.objects.filter(run=project.suggestion_run, simple_sentence=s, complex_sentence=c).exclude(
+                label="not_aligned"
+            )
             if not linked.exists():
                 return pair, s.pk, c.pk
     raise AssertionError("the untrained aligner already proposes every gold link")

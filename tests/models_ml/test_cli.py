@@ -164,7 +164,9 @@ def test_evaluate_prints_both_tasks_at_both_levels(tmp_path: Path) -> None:
 
 def test_evaluate_sweeps_the_group_score_threshold_for_max_f1(tmp_path: Path) -> None:
     gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
-    gold.write_text('{"complex": [0], "simple": [0], "label": "aligned"}\n{"complex": [1], "simple": [1], "label": "aligned"}\n', encoding="utf-8")
+    gold.write_text(
+        '{"complex": [0], "simple": [0], "label": "aligned"}\n{"complex": [1], "simple": [1], "label": "aligned"}\n', encoding="utf-8"
+    )
     pred.write_text(
         '{"complex": [0], "simple": [0], "label": "aligned", "score": 0.9}\n'
         '{"complex": [2], "simple": [2], "label": "aligned", "score": 0.5}\n'

@@ -77,7 +77,15 @@ def tiny_case(request: pytest.FixtureRequest) -> tuple[NeuralCRF, torch.Tensor, 
 def test_span_states_put_single_sentences_first_then_longer_spans() -> None:
     starts, ends = span_states(4, 3)
     assert list(zip(starts.tolist(), ends.tolist())) == [
-        (0, 1), (1, 2), (2, 3), (3, 4), (0, 2), (1, 3), (2, 4), (0, 3), (1, 4),
+        (0, 1),
+        (1, 2),
+        (2, 3),
+        (3, 4),
+        (0, 2),
+        (1, 3),
+        (2, 4),
+        (0, 3),
+        (1, 4),
     ]
 
 
@@ -208,10 +216,12 @@ def test_groups_from_split_merge_and_fusion() -> None:
     state = {(int(s), int(e)): k + 1 for k, (s, e) in enumerate(zip(starts, ends))}
     decoded = [
         state[(0, 1)],  # s0 - c0: 1:1
-        state[(1, 2)], state[(1, 2)],  # s1, s2 - c1: 1:n split
+        state[(1, 2)],
+        state[(1, 2)],  # s1, s2 - c1: 1:n split
         state[(2, 4)],  # s3 - c2 c3: n:1 merge
         0,  # s4 aligned to nothing
-        state[(4, 6)], state[(5, 7)],  # s5, s6 - c4 c5 c6: n:m fusion through overlapping spans
+        state[(4, 6)],
+        state[(5, 7)],  # s5, s6 - c4 c5 c6: n:m fusion through overlapping spans
     ]
     assert states_to_groups(decoded, starts, ends) == [
         ([0], [0]),

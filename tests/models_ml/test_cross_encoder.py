@@ -35,9 +35,7 @@ SENTENCES = [
     "Farmers harvest wheat in August.",
 ]
 # Four identical pairs (aligned) and four unrelated pairs (not aligned).
-TINY_EXAMPLES = [(s, s, "aligned") for s in SENTENCES[:4]] + [
-    (SENTENCES[k], SENTENCES[k + 4], "not_aligned") for k in range(4)
-]
+TINY_EXAMPLES = [(s, s, "aligned") for s in SENTENCES[:4]] + [(SENTENCES[k], SENTENCES[k + 4], "not_aligned") for k in range(4)]
 TINY_TRAINING = PairTrainingConfig(epochs=8, batch_size=4, learning_rate=1e-4, head_learning_rate=1e-2)
 HELD_OUT = "The train was late again this morning."
 
@@ -130,22 +128,16 @@ def test_training_rejects_an_unknown_label_naming_the_example(fresh: PairClassif
         train_pair_classifier(copy.deepcopy(fresh), examples, seed=0, device="cpu")
 
 
-def test_save_and_load_give_identical_probabilities(
-    trained: tuple[PairClassifier, list[float]], tmp_path: Path
-) -> None:
+def test_save_and_load_give_identical_probabilities(trained: tuple[PairClassifier, list[float]], tmp_path: Path) -> None:
     model, _ = trained
     save_pair_classifier(model, tmp_path)
     loaded = load_pair_classifier(tmp_path, device="cpu")
     assert loaded.config == model.config
-    np.testing.assert_array_equal(
-        loaded.predict_proba(SENTENCES[:4], SENTENCES[4:]), model.predict_proba(SENTENCES[:4], SENTENCES[4:])
-    )
+    np.testing.assert_array_equal(loaded.predict_proba(SENTENCES[:4], SENTENCES[4:]), model.predict_proba(SENTENCES[:4], SENTENCES[4:]))
     assert set(json.loads((tmp_path / "checksums.json").read_text())) == {"config.json", "pair_classifier.pt"}
 
 
-def test_build_measure_loads_a_saved_classifier_from_model_dir(
-    trained: tuple[PairClassifier, list[float]], tmp_path: Path
-) -> None:
+def test_build_measure_loads_a_saved_classifier_from_model_dir(trained: tuple[PairClassifier, list[float]], tmp_path: Path) -> None:
     model, _ = trained
     save_pair_classifier(model, tmp_path)
     measure = build_measure("cross_encoder", device="cpu", model_dir=str(tmp_path), batch_size=8)

@@ -155,7 +155,9 @@ def test_deplain_row_whose_text_is_not_in_the_document_is_left_out_and_reported(
         AlignmentGroup(complex=(0,), simple=(0,), label="aligned"),
         AlignmentGroup(complex=(1,), simple=(1, 2), label="aligned"),
     ]
-    assert pairs[0].unplaced_rows == [f"{alignments_path}, line 4: the simple text does not match sentences of the document in {documents_path}"]
+    assert pairs[0].unplaced_rows == [
+        f"{alignments_path}, line 4: the simple text does not match sentences of the document in {documents_path}"
+    ]
     assert pairs[1].unplaced_rows == []
     summary = unplaced_summary(pairs)
     assert summary is not None and summary.splitlines()[0] == "1 gold row(s) in 1 pair(s) could not be placed and were left out:"
@@ -171,8 +173,13 @@ def test_deplain_strict_reading_names_the_line_of_an_unplaceable_row(tmp_path: P
 
 def test_deplain_row_with_a_repeated_id_and_odd_spacing_is_placed(tmp_path: Path) -> None:
     # As pair 812 of the real files: a one-word sentence joined to the next by two spaces, one id listed twice.
-    documents = [{"pair_id": "5", "original": "Radfahrer|||Lassen Sie das Auto stehen.|||Gut.",
-                  "simplification": 'Fahren Sie Rad.|||Lassen Sie das Auto stehen.|||"Gut."'}]
+    documents = [
+        {
+            "pair_id": "5",
+            "original": "Radfahrer|||Lassen Sie das Auto stehen.|||Gut.",
+            "simplification": 'Fahren Sie Rad.|||Lassen Sie das Auto stehen.|||"Gut."',
+        }
+    ]
     alignments = [
         {"original": "Radfahrer  Lassen Sie das Auto stehen.", "simplification": "Fahren Sie Rad. Lassen Sie das Auto stehen.",
          "original_id": "5-1-5-1|5-1-5-2|5-1-5-2", "simplification_id": "5-0-0-0|5-0-0-1", "pair_id": "5",

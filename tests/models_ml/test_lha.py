@@ -79,8 +79,7 @@ def test_align_documents_uses_the_given_search():
         asked.append(k)
         return top_k(queries, keys, k)
 
-    pairs = align_documents(np.stack([unit(1, 0)]), np.stack([unit(1, 0), unit(0, 1)]), k=5, theta_d=0.0,
-                            search=recording_search)
+    pairs = align_documents(np.stack([unit(1, 0)]), np.stack([unit(1, 0), unit(0, 1)]), k=5, theta_d=0.0, search=recording_search)
     assert asked == [2]  # k is capped at the number of target documents
     assert [(s, t) for s, t, _ in pairs] == [(0, 0), (0, 1)]
 
@@ -164,19 +163,24 @@ def test_relaxed_wmd_is_upper_bound_of_wmd_similarity_and_one_for_identical_bags
 
 def two_by_two_corpus() -> tuple[list[MiningDocument], list[MiningDocument], FakeEncoder]:
     """Source doc A (sentences about cats) matches target doc X; B (markets) matches Y."""
-    encoder = FakeEncoder({
-        "The cat chased the mouse.": unit(1, 0, 0),
-        "Stock markets fell sharply today.": unit(0, 1, 0),
-        "A cat chased a mouse through the house, barking dogs and singing birds everywhere.": unit(1, 0.05, 0),
-        "Markets fell.": unit(0.05, 1, 0),
-        "Rain is expected.": unit(0, 0, 1),
-        "Rain expected.": unit(0, 0.1, 1),
-    })
-    source = [MiningDocument("A", ["The cat chased the mouse.", "Rain is expected."]),
-              MiningDocument("B", ["Stock markets fell sharply today."])]
-    target = [MiningDocument("Y", ["Markets fell."]),
-              MiningDocument("X", ["A cat chased a mouse through the house, barking dogs and singing birds everywhere.",
-                                   "Rain expected."])]
+    encoder = FakeEncoder(
+        {
+            "The cat chased the mouse.": unit(1, 0, 0),
+            "Stock markets fell sharply today.": unit(0, 1, 0),
+            "A cat chased a mouse through the house, barking dogs and singing birds everywhere.": unit(1, 0.05, 0),
+            "Markets fell.": unit(0.05, 1, 0),
+            "Rain is expected.": unit(0, 0, 1),
+            "Rain expected.": unit(0, 0.1, 1),
+        }
+    )
+    source = [
+        MiningDocument("A", ["The cat chased the mouse.", "Rain is expected."]),
+        MiningDocument("B", ["Stock markets fell sharply today."]),
+    ]
+    target = [
+        MiningDocument("Y", ["Markets fell."]),
+        MiningDocument("X", ["A cat chased a mouse through the house, barking dogs and singing birds everywhere.", "Rain expected."]),
+    ]
     return source, target, encoder
 
 
@@ -185,7 +189,10 @@ def test_mine_lha_pairs_documents_then_sentences_with_features():
     config = LHAConfig(k_documents=1, theta_d=0.5, k_sentences=1, theta_s=0.8, **NO_FILTERS)
     mined = list(mine_lha(source, target, encode=encoder, config=config))
     assert [(m.source_doc, m.target_doc, m.source, m.target) for m in mined] == [
-        ("A", "X", (0,), (0,)), ("A", "X", (1,), (1,)), ("B", "Y", (0,), (0,))]
+        ("A", "X", (0,), (0,)),
+        ("A", "X", (1,), (1,)),
+        ("B", "Y", (0,), (0,)),
+    ]
     assert all(m.method == "lha" and m.doc_score is not None and m.score >= 0.8 for m in mined)
     assert mined[1].features["overlap"] == pytest.approx(1.0)  # {rain, expected} both in the source
     assert mined[1].features["length_ratio"] == pytest.approx(len("Rain expected.") / len("Rain is expected."))
@@ -214,8 +221,7 @@ def test_known_document_pairs_replace_the_document_step():
 
 
 def test_global_variant_finds_sentences_in_documents_the_document_step_misses():
-    encoder = FakeEncoder({"cats": unit(1, 0, 0), "markets": unit(0, 1, 0),
-                           "cat": unit(1, 0.1, 0), "market": unit(0.1, 1, 0)})
+    encoder = FakeEncoder({"cats": unit(1, 0, 0), "markets": unit(0, 1, 0), "cat": unit(1, 0.1, 0), "market": unit(0.1, 1, 0)})
     source = [MiningDocument("A", ["cats", "markets"])]
     target = [MiningDocument("X", ["cat"]), MiningDocument("Y", ["market"])]
     hierarchical = LHAConfig(k_documents=1, theta_d=0.5, k_sentences=1, theta_s=0.8, **NO_FILTERS)
@@ -250,11 +256,11 @@ def test_mine_lha_reranks_by_relaxed_wmd_over_token_vectors():
     source = [MiningDocument("A", ["alpha beta", "gamma delta"])]
     target = [MiningDocument("X", ["delta gamma", "beta alpha"])]
     plain = LHAConfig(k_sentences=1, theta_s=0.5, **NO_FILTERS)
-    assert [(m.source, m.target) for m in mine_lha(source, target, encode=encoder, config=plain,
-                                                    document_pairs=[(0, 0)])] == [((0, 1), (0, 1))]
+    assert [(m.source, m.target) for m in mine_lha(source, target, encode=encoder, config=plain, document_pairs=[(0, 0)])] == [
+        ((0, 1), (0, 1))
+    ]
     reranked = LHAConfig(k_sentences=1, theta_s=0.5, rerank="rwmd", rerank_depth=2, **NO_FILTERS)
-    mined = mine_lha(source, target, encode=encoder, config=reranked, document_pairs=[(0, 0)],
-                     token_vectors=token_vectors)
+    mined = mine_lha(source, target, encode=encoder, config=reranked, document_pairs=[(0, 0)], token_vectors=token_vectors)
     assert [(m.source, m.target) for m in mined] == [((0,), (1,)), ((1,), (0,))]
 
 
@@ -301,25 +307,44 @@ def minilm():
 
 def test_minilm_finds_the_simplified_version_of_each_document(minilm):
     source = [
-        MiningDocument("volcano", ["The volcano erupted violently on Tuesday, forcing thousands to evacuate.",
-                                   "Ash clouds disrupted flights across the region for several days."]),
-        MiningDocument("football", ["The national football team secured a dramatic victory in the final minutes.",
-                                    "Supporters celebrated in the streets until dawn."]),
-        MiningDocument("bees", ["Scientists warn that bee populations are declining because of pesticide use.",
-                                "Farmers depend on bees to pollinate many important crops."]),
+        MiningDocument(
+            "volcano",
+            [
+                "The volcano erupted violently on Tuesday, forcing thousands to evacuate.",
+                "Ash clouds disrupted flights across the region for several days.",
+            ],
+        ),
+        MiningDocument(
+            "football",
+            [
+                "The national football team secured a dramatic victory in the final minutes.",
+                "Supporters celebrated in the streets until dawn.",
+            ],
+        ),
+        MiningDocument(
+            "bees",
+            [
+                "Scientists warn that bee populations are declining because of pesticide use.",
+                "Farmers depend on bees to pollinate many important crops.",
+            ],
+        ),
     ]
     target = [
-        MiningDocument("bees-simple", ["Farmers need bees for their crops.",
-                                       "Scientists say there are fewer bees because of pesticides."]),
-        MiningDocument("volcano-simple", ["A volcano erupted on Tuesday and thousands of people had to leave.",
-                                          "Ash clouds stopped flights for days."]),
-        MiningDocument("football-simple", ["The football team won the final in the last minutes.",
-                                           "Fans celebrated in the streets all night."]),
+        MiningDocument("bees-simple", ["Farmers need bees for their crops.", "Scientists say there are fewer bees because of pesticides."]),
+        MiningDocument(
+            "volcano-simple", ["A volcano erupted on Tuesday and thousands of people had to leave.", "Ash clouds stopped flights for days."]
+        ),
+        MiningDocument(
+            "football-simple", ["The football team won the final in the last minutes.", "Fans celebrated in the streets all night."]
+        ),
     ]
     config = LHAConfig(k_documents=1, k_sentences=1, theta_s=0.5, min_overlap=0.2)
     mined = list(mine_lha(source, target, encode=lambda s: minilm.encode(s, batch_size=16), config=config))
     found = {(m.source_doc, m.target_doc, m.source, m.target) for m in mined}
     assert {(m.source_doc, m.target_doc) for m in mined} == {
-        ("volcano", "volcano-simple"), ("football", "football-simple"), ("bees", "bees-simple")}
+        ("volcano", "volcano-simple"),
+        ("football", "football-simple"),
+        ("bees", "bees-simple"),
+    }
     assert ("volcano", "volcano-simple", (0,), (0,)) in found
     assert ("bees", "bees-simple", (0,), (1,)) in found

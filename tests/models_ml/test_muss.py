@@ -340,7 +340,11 @@ def test_mine_muss_margin_drops_a_sequence_in_a_crowd_of_equally_close_neighbour
 
 def test_mine_muss_applies_the_exclude_set_case_insensitively() -> None:
     documents, encode = paraphrase_collection()
-    pairs = list(mine_muss(documents, encode=encode, config=MussConfig(k=3), exclude={"  on tuesday, THE new budget was passed by the municipal council."}))
+    pairs = list(
+        mine_muss(
+            documents, encode=encode, config=MussConfig(k=3), exclude={"  on tuesday, THE new budget was passed by the municipal council."}
+        )
+    )
     assert pairs == []
 
 
@@ -392,7 +396,11 @@ def test_shard_union_equals_the_unsharded_result_and_each_pair_appears_once() ->
 
 
 def test_a_pair_found_only_from_the_larger_index_is_yielded_by_that_shard() -> None:
-    anchor, twin, late = "An anchor sentence about rivers.", "A close twin that discusses streams.", "Late arrival mentioning waterways too."
+    anchor, twin, late = (
+        "An anchor sentence about rivers.",
+        "A close twin that discusses streams.",
+        "Late arrival mentioning waterways too.",
+    )
     table = {anchor: basis(0), twin: basis(0) + 0.2 * basis(1), late: basis(0) + 0.5 * basis(2)}
     documents = [MiningDocument("a", [anchor]), MiningDocument("m", [twin]), MiningDocument("q", [late])]
     config = MussConfig(k=1, min_margin=0.9)  # anchor's single neighbour is the twin; late's is the anchor

@@ -18,7 +18,9 @@ from models_ml.paragraphs import (
 )
 
 
-def block_similarity(simple_par: list[int], complex_par: list[int], paragraph_sim: dict[tuple[int, int], float], low: float = 0.0) -> np.ndarray:
+def block_similarity(
+    simple_par: list[int], complex_par: list[int], paragraph_sim: dict[tuple[int, int], float], low: float = 0.0
+) -> np.ndarray:
     """A (m, n) sentence matrix whose first sentence pair of paragraphs (i, j) has the given value, others ``low``."""
     sim = np.full((len(simple_par), len(complex_par)), low)
     for (i, j), value in paragraph_sim.items():

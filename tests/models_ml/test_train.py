@@ -320,7 +320,17 @@ def test_early_stopping_restores_the_given_weights_when_training_never_helps_dev
     before = {k: v.clone() for k, v in base.crf.state_dict().items()}
     # Wrong training gold (every simple sentence linked to a complex sentence it does not paraphrase),
     # correct dev gold: the weights given (epoch 0) stay the best on dev.
-    wrong = [GoldPair(p.pair_id, p.complex_sentences, p.simple_sentences, [AlignmentGroup(complex=((s + 2) % 3,), simple=(s,)) for s in range(3)], None, None) for p in pairs]
+    wrong = [
+        GoldPair(
+            p.pair_id,
+            p.complex_sentences,
+            p.simple_sentences,
+            [AlignmentGroup(complex=((s + 2) % 3,), simple=(s,)) for s in range(3)],
+            None,
+            None,
+        )
+        for p in pairs
+    ]
     report = train_aligner(
         wrong, aligner=base, training=TrainingConfig(epochs=5, lr=0.5, patience=2, tune_partial_threshold=False),
         seed=1, dev_pairs=[weak_overlap_pair(5)],
@@ -352,10 +362,17 @@ def test_cli_train_from_a_base_model_keeps_its_config(tmp_path: Path, config_fil
     assert [(g.complex, g.simple) for g in align_unseen_with(tuned, tmp_path)] == [((0,), (0,)), ((1,), (1,)), ((2,), (2,))]
 
 
-def test_cli_train_from_a_corrupted_base_exits_2_naming_the_file(tmp_path: Path, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_train_from_a_corrupted_base_exits_2_naming_the_file(
+    tmp_path: Path, config_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     gold = write_wiki_tsv(tmp_path / "gold.tsv", [weak_overlap_pair(i) for i in range(3)])
     base = tmp_path / "base"
-    assert main(["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(base), "--config", str(config_file), "--epochs", "1"]) == 0
+    assert (
+        main(
+            ["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(base), "--config", str(config_file), "--epochs", "1"]
+        )
+        == 0
+    )
     with (base / "crf.pt").open("ab") as handle:
         handle.write(b"tampered")
     capsys.readouterr()
@@ -366,7 +383,9 @@ def test_cli_train_from_a_corrupted_base_exits_2_naming_the_file(tmp_path: Path,
     assert not (tmp_path / "out").exists()
 
 
-def test_cli_train_with_early_stopping_needs_two_labelled_pairs(tmp_path: Path, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_train_with_early_stopping_needs_two_labelled_pairs(
+    tmp_path: Path, config_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     gold = write_wiki_tsv(tmp_path / "gold.tsv", [weak_overlap_pair(0)])
     status = main(["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(tmp_path / "m"), "--config", str(config_file)])
     assert status == 2
@@ -382,7 +401,9 @@ def test_cli_train_defaults_to_the_learned_scorer_and_base_fine_tunes_it(tmp_pat
     assert main(["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(first), "--epochs", "3"]) == 0
     config = json.loads((first / "config.json").read_text())
     assert config["measure"] == "learned" and "embedding_cosine" not in config["scorer"]["features"]
-    assert main(["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(second), "--base", str(first), "--epochs", "1"]) == 0
+    assert (
+        main(["train", "--gold", str(gold), "--format", "wiki-manual", "--output", str(second), "--base", str(first), "--epochs", "1"]) == 0
+    )
     tuned = json.loads((second / "config.json").read_text())["scorer"]
     assert tuned["mean"] == config["scorer"]["mean"]  # fine-tuned from the base's standardisation, not refitted
     assert "fitting the pair scorer" in capsys.readouterr().err

@@ -118,9 +118,7 @@ def test_vectorised_measures_equal_the_pure_functions_pair_by_pair():
     }
     for measure, pure in measures.items():
         expected = [[pure(threshold_token_similarity(x @ y.T, theta)) for y in complex] for x in simple]
-        np.testing.assert_allclose(
-            measure.score_token_vectors(simple, complex), expected, rtol=1e-5, err_msg=measure.name
-        )
+        np.testing.assert_allclose(measure.score_token_vectors(simple, complex), expected, rtol=1e-5, err_msg=measure.name)
     wmd_expected = [[word_movers_similarity(x, y) for y in complex] for x in simple]
     np.testing.assert_allclose(WordMoversSimilarity(None).score_token_vectors(simple, complex), wmd_expected, rtol=1e-5)
 
@@ -168,16 +166,12 @@ def test_identical_sentences_score_about_one_and_highest_in_their_row(encoder, s
 
 def test_static_subset_sentence_is_fully_covered_one_way_only(encoder):
     scores = {
-        direction: build_measure(f"word_max{direction}", encoder=encoder).score(
-            ["The cat sat."], ["The cat sat on the mat."]
-        )
+        direction: build_measure(f"word_max{direction}", encoder=encoder).score(["The cat sat."], ["The cat sat on the mat."])
         for direction in ("_simple_to_complex", "_complex_to_simple", "")
     }
     assert scores["_simple_to_complex"][0, 0] == pytest.approx(1.0, abs=1e-5)
     assert scores["_complex_to_simple"][0, 0] < 0.9
-    assert scores[""][0, 0] == pytest.approx(
-        (scores["_simple_to_complex"][0, 0] + scores["_complex_to_simple"][0, 0]) / 2
-    )
+    assert scores[""][0, 0] == pytest.approx((scores["_simple_to_complex"][0, 0] + scores["_complex_to_simple"][0, 0]) / 2)
 
 
 def test_theta_one_with_static_tokens_counts_only_shared_words(encoder):
@@ -188,9 +182,7 @@ def test_theta_one_with_static_tokens_counts_only_shared_words(encoder):
 
 
 def test_unrelated_sentences_score_low(encoder):
-    scores = build_measure("word_max", encoder=encoder).score(
-        ["Stocks fell sharply today."], ["Rain is expected in Paris."]
-    )
+    scores = build_measure("word_max", encoder=encoder).score(["Stocks fell sharply today."], ["Rain is expected in Paris."])
     assert scores[0, 0] < 0.3
 
 

@@ -112,7 +112,9 @@ def world_build() -> World:
     export_job.directory.mkdir(parents=True, exist_ok=True)
     for name in (EXPORT_FILE, "export.zip"):
         (export_job.directory / name).write_bytes(b"export")
-    webhook = webhook_services.webhook_create(project=project, url="https://receiver.example/hook", events=["label.created"], created_by=owner)
+    webhook = webhook_services.webhook_create(
+        project=project, url="https://receiver.example/hook", events=["label.created"], created_by=owner
+    )
     world.private.update({
         "project": project, "assignment": assignment, "label_event": LabelEvent.objects.get(project=project),
         "training_job": training_job, "model_version": model_version, "export_job": export_job,

@@ -193,7 +193,6 @@ API_DETAIL_OBJECTS = {  # DRF basename -> the object its ``pk`` names
 }  # fmt: skip
 
 
-
 def _label_item(world: World) -> dict[str, int]:
     """A sentence pair of the project's pair that nobody has labelled yet (the world's one label is on the first ones)."""
     pair = world.private["pair"]

@@ -44,7 +44,10 @@ def test_a_manager_exports_watches_and_downloads_the_zip(gold_world):
     listed = {entry["name"]: entry for entry in body["files"]}
     assert {"README.md", "export.zip", "jsonl/train.jsonl"} <= set(listed)
     download = client.get(gold_world.url(f"{EXPORTS}{job_id}/download/"))
-    assert download.status_code == 200 and download["Content-Disposition"] == f'attachment; filename="export-{gold_world.project.pk}-{job_id}.zip"'
+    assert (
+        download.status_code == 200
+        and download["Content-Disposition"] == f'attachment; filename="export-{gold_world.project.pk}-{job_id}.zip"'
+    )
     content = b"".join(download.streaming_content)
     assert hashlib.sha256(content).hexdigest() == listed["export.zip"]["sha256"]
     assert "README.md" in zipfile.ZipFile(io.BytesIO(content)).namelist()

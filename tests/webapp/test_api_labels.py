@@ -77,7 +77,9 @@ def test_bad_label_input_names_the_field_and_stores_nothing(api_world, change, f
 
 def test_a_pair_of_another_project_is_unknown_here(api_world):
     other = services.project_create(name="Other", corpus=api_world.corpus, created_by=api_world.users["owner"])
-    response = api_world.client("owner").post(f"/api/projects/{other.pk}/labels/", item(api_world, label="aligned", pair=999999), format="json")
+    response = api_world.client("owner").post(
+        f"/api/projects/{other.pk}/labels/", item(api_world, label="aligned", pair=999999), format="json"
+    )
     assert response.status_code == 400 and "does not exist" in response.json()["pair"][0]
 
 
@@ -158,4 +160,3 @@ def test_labels_are_never_deleted_or_patched(api_world):
     assert client.delete(api_world.url(f"{LABELS}{first['id']}/")).status_code == 405
     assert client.patch(api_world.url(f"{LABELS}{first['id']}/"), {"label": "partial"}, format="json").status_code == 405
     assert LabelEvent.objects.get().new_label == "aligned"
-

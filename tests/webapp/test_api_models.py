@@ -27,7 +27,9 @@ def registered_version(api_world) -> ModelVersion:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize(("persona", "code"), [("manager", 200), ("viewer", 200), ("staff", 200), ("anna", 403), ("outsider", 404), (None, 401)])
+@pytest.mark.parametrize(
+    ("persona", "code"), [("manager", 200), ("viewer", 200), ("staff", 200), ("anna", 403), ("outsider", 404), (None, 401)]
+)
 def test_model_versions_are_read_by_managers_and_viewers(api_world, registered_version, persona, code):
     client = api_world.client(persona)
     listing = client.get(api_world.url(VERSIONS))

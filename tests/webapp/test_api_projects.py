@@ -71,25 +71,38 @@ def test_a_pair_or_run_of_another_corpus_is_refused(api_world):
 
 def test_members_are_listed_for_every_role_and_managed_by_managers(api_world):
     rows = results(api_world.client("anna").get(api_world.url("projects/{project}/members/")))
-    assert {(row["username"], row["role"]) for row in rows} == {("owner", "manager"), ("anna", "annotator"), ("ben", "annotator"), ("vera", "viewer")}
-    added = api_world.client("manager").post(api_world.url("projects/{project}/members/"), {"username": "outsider", "role": "annotator"}, format="json")
+    assert {(row["username"], row["role"]) for row in rows} == {
+        ("owner", "manager"),
+        ("anna", "annotator"),
+        ("ben", "annotator"),
+        ("vera", "viewer"),
+    }
+    added = api_world.client("manager").post(
+        api_world.url("projects/{project}/members/"), {"username": "outsider", "role": "annotator"}, format="json"
+    )
     assert added.status_code == 201 and added.json()["role"] == "annotator"
     assert ProjectMembership.objects.get(project=api_world.project, user=api_world.users["outsider"]).role == "annotator"
 
 
 @pytest.mark.parametrize(("persona", "code"), [("anna", 403), ("viewer", 403), ("outsider", 404)])
 def test_non_managers_cannot_change_members(api_world, persona, code):
-    response = api_world.client(persona).post(api_world.url("projects/{project}/members/"), {"username": "anna", "role": "manager"}, format="json")
+    response = api_world.client(persona).post(
+        api_world.url("projects/{project}/members/"), {"username": "anna", "role": "manager"}, format="json"
+    )
     assert response.status_code == code
     assert ProjectMembership.objects.get(project=api_world.project, user=api_world.users["anna"]).role == "annotator"
 
 
 def test_adding_an_unknown_user_names_the_field(api_world):
-    response = api_world.client("manager").post(api_world.url("projects/{project}/members/"), {"username": "ghost", "role": "viewer"}, format="json")
+    response = api_world.client("manager").post(
+        api_world.url("projects/{project}/members/"), {"username": "ghost", "role": "viewer"}, format="json"
+    )
     assert response.status_code == 400 and "no user called 'ghost'" in response.json()["username"][0]
 
 
-@pytest.mark.parametrize(("persona", "expected"), [("manager", {"anna", "ben"}), ("viewer", {"anna", "ben"}), ("staff", {"anna", "ben"}), ("anna", {"anna"})])
+@pytest.mark.parametrize(
+    ("persona", "expected"), [("manager", {"anna", "ben"}), ("viewer", {"anna", "ben"}), ("staff", {"anna", "ben"}), ("anna", {"anna"})]
+)
 def test_assignments_managers_and_viewers_see_all_annotators_their_own(api_world, persona, expected):
     rows = results(api_world.client(persona).get(api_world.url("projects/{project}/assignments/")))
     assert {row["annotator"] for row in rows} == expected and all(row["pair"] == api_world.pair.pk for row in rows)
@@ -114,7 +127,9 @@ def test_assignments_filter_by_annotator_and_completion(api_world):
 def test_manager_assigns_a_pair_to_an_annotator(api_world):
     client = api_world.client("manager")
     client.post(api_world.url("projects/{project}/members/"), {"username": "outsider", "role": "annotator"}, format="json")
-    response = client.post(api_world.url("projects/{project}/assignments/"), {"pair": api_world.pair.pk, "annotator": "outsider"}, format="json")
+    response = client.post(
+        api_world.url("projects/{project}/assignments/"), {"pair": api_world.pair.pk, "annotator": "outsider"}, format="json"
+    )
     assert response.status_code == 201 and response.json()["annotator"] == "outsider"
     assert Assignment.objects.filter(project=api_world.project).count() == 3
 
@@ -138,7 +153,12 @@ def test_bad_assignments_name_the_field(api_world, payload, field, message):
 @pytest.mark.parametrize(("persona", "code"), [("anna", 403), ("viewer", 403), ("outsider", 404)])
 def test_only_managers_assign(api_world, persona, code):
     client = api_world.client(persona)
-    assert client.post(api_world.url("projects/{project}/assignments/"), {"pair": api_world.pair.pk, "annotator": "anna"}, format="json").status_code == code
+    assert (
+        client.post(
+            api_world.url("projects/{project}/assignments/"), {"pair": api_world.pair.pk, "annotator": "anna"}, format="json"
+        ).status_code
+        == code
+    )
     assert client.post(api_world.url("projects/{project}/assignments/distribute/")).status_code == code
 
 

@@ -15,7 +15,9 @@ LEXICAL = {"measure": "tfidf_cosine", "paragraph_variant": "none", "also_score":
 def test_owner_starts_a_run_over_chosen_pairs_and_it_is_queued_for_the_worker(api_world, django_capture_on_commit_callbacks):
     client = api_world.client("owner")
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post("/api/alignment-runs/", {"corpus": api_world.corpus.pk, "pairs": [api_world.pair.pk], **LEXICAL}, format="json")
+        response = client.post(
+            "/api/alignment-runs/", {"corpus": api_world.corpus.pk, "pairs": [api_world.pair.pk], **LEXICAL}, format="json"
+        )
     assert response.status_code == 201, response.content
     body = response.json()
     run = AlignmentRun.objects.get(pk=body["id"])
@@ -68,7 +70,9 @@ def test_bad_run_input_names_the_field_and_starts_nothing(api_world, extra, fiel
 
 def test_a_pair_of_another_corpus_is_refused(api_world):
     other, _ = corpus_get_or_create(name="Other", language="en", owner=api_world.users["owner"])
-    response = api_world.client("owner").post("/api/alignment-runs/", {"corpus": other.pk, "pairs": [api_world.pair.pk], **LEXICAL}, format="json")
+    response = api_world.client("owner").post(
+        "/api/alignment-runs/", {"corpus": other.pk, "pairs": [api_world.pair.pk], **LEXICAL}, format="json"
+    )
     assert response.status_code == 400 and "do not belong to corpus" in response.json()["pairs"][0]
     assert AlignmentRun.objects.count() == 1
 

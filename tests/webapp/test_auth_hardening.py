@@ -236,7 +236,6 @@ def test_the_locked_out_address_is_never_the_one_a_client_writes_in_the_header(s
 
 def test_a_forged_forwarded_for_header_does_not_escape_the_lockout(client, rita):
     answers = [
-        client.post(LOGIN, {"username": "rita", "password": "bad"}, HTTP_X_FORWARDED_FOR=f"198.51.100.{n}").status_code
-        for n in range(10)
+        client.post(LOGIN, {"username": "rita", "password": "bad"}, HTTP_X_FORWARDED_FOR=f"198.51.100.{n}").status_code for n in range(10)
     ]
     assert answers[-1] == 429

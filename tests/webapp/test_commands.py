@@ -151,8 +151,14 @@ def test_runapp_serves_with_gunicorn_hashed_compressed_static_and_stops_the_data
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "EMBEDDED_DB_DELETE_ON_EXIT", "DEBUG", "DEV_SERVER"}}
     env.update(STATE_DIR=str(tmp_path), WEB_CONCURRENCY="2", STATIC_MANIFEST="1")
-    runapp = subprocess.Popen([sys.executable, "manage.py", "runapp", "--no-demo", f"127.0.0.1:{port}"], cwd=REPO_ROOT,
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    runapp = subprocess.Popen(
+        [sys.executable, "manage.py", "runapp", "--no-demo", f"127.0.0.1:{port}"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         login = _get(f"http://127.0.0.1:{port}/accounts/login/")
         assert login.headers["Server"].startswith("gunicorn")

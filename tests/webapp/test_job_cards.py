@@ -58,7 +58,9 @@ def _mining_job_page(labelled) -> Shown:
 
 
 def _webhook_delivery_log(labelled) -> Shown:
-    webhook = webhook_services.webhook_create(project=labelled.project, url="https://receiver.example/hook", events=["label.created"], created_by=None)
+    webhook = webhook_services.webhook_create(
+        project=labelled.project, url="https://receiver.example/hook", events=["label.created"], created_by=None
+    )
     delivery = webhook_services.webhook_ping(webhook=webhook, by=None)
     return Shown(delivery, reverse("webhooks:webhook_log", args=[labelled.project.pk, webhook.pk]), "delivery-", False, False, "Redeliver")
 
@@ -167,7 +169,9 @@ def test_cancel_from_the_mining_card_answers_with_the_card_not_a_redirect(client
 
 
 def test_redeliver_from_a_delivery_card_keeps_the_log_page(client, labelled_project, django_capture_on_commit_callbacks):
-    webhook = webhook_services.webhook_create(project=labelled_project.project, url="https://receiver.example/hook", events=["label.created"], created_by=None)
+    webhook = webhook_services.webhook_create(
+        project=labelled_project.project, url="https://receiver.example/hook", events=["label.created"], created_by=None
+    )
     deliveries = [webhook_services.webhook_ping(webhook=webhook, by=None) for _ in range(12)]
     oldest = deliveries[0]
     WebhookDelivery.objects.filter(pk__in=[d.pk for d in deliveries]).update(status="succeeded")

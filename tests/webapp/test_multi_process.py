@@ -170,13 +170,17 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
     web_urls = []
     for index in (1, 2):
         port = free_port()
-        deployed.start(f"web-{index}", [str(BIN / "gunicorn"), "webapp.wsgi:application", "-b", f"127.0.0.1:{port}", "-w", "1", "--no-control-socket"])
+        deployed.start(
+            f"web-{index}", [str(BIN / "gunicorn"), "webapp.wsgi:application", "-b", f"127.0.0.1:{port}", "-w", "1", "--no-control-socket"]
+        )
         web_urls.append(f"http://127.0.0.1:{port}")
     # Workers start one after the other, so procrastinate_workers ids say which process is which.
     worker_ids = []
     for index in (1, 2):
         deployed.start(f"worker-{index}", [sys.executable, "manage.py", "procrastinate", "worker"])
-        deployed.wait_for(f"worker {index} to register", lambda index=index: len(deployed.sql("SELECT id FROM procrastinate_workers")) == index)
+        deployed.wait_for(
+            f"worker {index} to register", lambda index=index: len(deployed.sql("SELECT id FROM procrastinate_workers")) == index
+        )
         worker_ids.append(max(row[0] for row in deployed.sql("SELECT id FROM procrastinate_workers")))
 
     def web_ready() -> bool:

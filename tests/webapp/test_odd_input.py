@@ -17,7 +17,9 @@ def _owner_client(api_world) -> APIClient:
 
 
 def _post_raw(api_world, body: str):
-    return _owner_client(api_world).generic("POST", "/api/projects/", body.encode("utf-8", "surrogatepass"), content_type="application/json")
+    return _owner_client(api_world).generic(
+        "POST", "/api/projects/", body.encode("utf-8", "surrogatepass"), content_type="application/json"
+    )
 
 
 def test_deeply_nested_json_body_is_a_400_naming_the_nesting(api_world):
@@ -31,9 +33,7 @@ def test_json_nested_below_the_parser_limit_but_past_ours_is_refused(api_world):
     assert response.status_code == 400 and "nested more than 32 levels" in response.json()["detail"]
 
 
-@pytest.mark.parametrize(
-    ("escaped", "message"), [("\\ud800", "lone surrogate \\ud800"), ("a\\u0000b", "NUL character")]
-)
+@pytest.mark.parametrize(("escaped", "message"), [("\\ud800", "lone surrogate \\ud800"), ("a\\u0000b", "NUL character")])
 def test_unstorable_strings_in_a_json_body_are_a_400_naming_the_field(api_world, escaped, message):
     response = _post_raw(api_world, '{"name": "Odd ' + escaped + f'", "corpus": {api_world.corpus.pk}, "guidelines": "ok"}}')
     assert response.status_code == 400, response.content

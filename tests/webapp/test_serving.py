@@ -156,7 +156,11 @@ def _settings_subprocess(env: dict[str, str], *args: str) -> subprocess.Complete
 
 
 def _base_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "BEHIND_HTTPS_PROXY", "SECRET_KEY", "DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DEBUG", "BEHIND_HTTPS_PROXY", "SECRET_KEY", "DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    }
     return {**env, "DJANGO_SETTINGS_MODULE": "webapp.settings", **extra}
 
 

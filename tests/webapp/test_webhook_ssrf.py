@@ -93,7 +93,9 @@ def test_a_public_host_is_saved(labelled_project, monkeypatch):
 def test_a_name_resolving_to_one_private_address_among_public_ones_is_refused(labelled_project, monkeypatch):
     monkeypatch.setattr(outbound, "resolve", Resolver({"mixed.example.com": ["93.184.216.34", "10.0.0.8"]}))
     with pytest.raises(ValidationError, match="mixed.example.com resolves to 10.0.0.8, which is a private address"):
-        services.webhook_create(project=labelled_project.project, url="http://mixed.example.com/", events=["label.created"], created_by=None)
+        services.webhook_create(
+            project=labelled_project.project, url="http://mixed.example.com/", events=["label.created"], created_by=None
+        )
 
 
 def test_the_send_time_check_refuses_a_name_that_now_resolves_to_a_private_address(labelled_project, receiver_factory, monkeypatch):
@@ -183,7 +185,10 @@ def test_the_log_keeps_status_and_timing_but_not_the_receivers_reply(client, lab
 
 def test_only_http_and_https_are_sent(labelled_project):
     result = outbound.post("file:///etc/passwd", b"{}", {}, timeout=1)
-    assert result.status_code is None and result.error == "blocked: webhook URL 'file:///etc/passwd': only http:// and https:// URLs are allowed"
+    assert (
+        result.status_code is None
+        and result.error == "blocked: webhook URL 'file:///etc/passwd': only http:// and https:// URLs are allowed"
+    )
 
 
 @pytest.fixture

@@ -129,7 +129,9 @@ class AlignmentRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
         require_job_control(request, data["corpus"])
-        form = AlignmentRunForm({"measure": data["measure"], "paragraph_variant": data["paragraph_variant"], "also_score": data["also_score"]})
+        form = AlignmentRunForm(
+            {"measure": data["measure"], "paragraph_variant": data["paragraph_variant"], "also_score": data["also_score"]}
+        )
         if not form.is_valid():  # the serializer offers the form's choices, so this only guards against drift
             raise ValidationError(form.errors)
         try:

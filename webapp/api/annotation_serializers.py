@@ -39,9 +39,7 @@ class ProjectCreateSerializer(serializers.Serializer):
     """The project form's fields; ``corpora`` are the ones the user may build projects on (their own; all for staff)."""
 
     name = serializers.CharField(max_length=200)
-    corpus = serializers.PrimaryKeyRelatedField(
-        queryset=Corpus.objects.none(), help_text="One of your own corpora (any corpus for staff)."
-    )
+    corpus = serializers.PrimaryKeyRelatedField(queryset=Corpus.objects.none(), help_text="One of your own corpora (any corpus for staff).")
     pairs = serializers.PrimaryKeyRelatedField(
         queryset=DocumentPair.objects.none(), many=True, required=False, help_text="Default: every pair of the corpus."
     )
@@ -175,7 +173,9 @@ class LabelCreateSerializer(serializers.Serializer):
 
     def validate(self, data: dict) -> dict:
         pair = data["pair"]
-        documents = dict(Sentence.objects.filter(pk__in=[data["simple_sentence"], data["complex_sentence"]]).values_list("pk", "document_id"))
+        documents = dict(
+            Sentence.objects.filter(pk__in=[data["simple_sentence"], data["complex_sentence"]]).values_list("pk", "document_id")
+        )
         errors = {}
         if documents.get(data["simple_sentence"]) != pair.simple_document_id:
             errors["simple_sentence"] = f"sentence {data['simple_sentence']} is not a sentence of the simple document of pair {pair.pk}"
@@ -205,7 +205,20 @@ class ModelVersionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ModelVersion
-        fields = ["id", "name", "number", "active", "snapshot", "config", "training", "checksum", "metrics", "baseline", "created_by", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "number",
+            "active",
+            "snapshot",
+            "config",
+            "training",
+            "checksum",
+            "metrics",
+            "baseline",
+            "created_by",
+            "created_at",
+        ]
         read_only_fields = fields
 
     def get_active(self, version: ModelVersion) -> bool:

@@ -93,7 +93,9 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
 @extend_schema(parameters=[PROJECT_ID])
 @extend_schema_view(
     list=extend_schema(summary="Members of the project and their roles"),
-    create=extend_schema(summary="Add a member or change their role (managers)", request=MemberInputSerializer, responses={201: MemberSerializer}),
+    create=extend_schema(
+        summary="Add a member or change their role (managers)", request=MemberInputSerializer, responses={201: MemberSerializer}
+    ),
 )
 class MemberViewSet(ProjectScopedViewSet, mixins.ListModelMixin, mixins.CreateModelMixin):
     serializer_class = MemberSerializer

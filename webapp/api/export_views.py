@@ -108,7 +108,8 @@ class ExportJobViewSet(ProjectScopedViewSet, mixins.ListModelMixin, mixins.Retri
         name = request.query_params.get("name") or ARCHIVE
         path = job.file_path(name)  # None for anything the job did not list: no path tricks
         if path is None or not path.is_file():
-            raise NotFound(f"export job {job.pk} has no file called {name!r}" + ("" if job.status == "succeeded" else f" (it is {job.status})"))
+            raise NotFound(
+                f"export job {job.pk} has no file called {name!r}" + ("" if job.status == "succeeded" else f" (it is {job.status})")
+            )
         download = f"export-{self.project.pk}-{job.pk}.zip" if name == ARCHIVE else name.replace("/", "-")
         return FileResponse(path.open("rb"), as_attachment=True, filename=download, content_type="application/octet-stream")
-

@@ -1,9 +1,9 @@
 """The REST API (Django REST framework): routes, token login, the OpenAPI schema and its docs pages.
 
-    POST /api/auth/token/   {"username", "password"} -> {"token", "expires_at"}; send it as ``Authorization: Token <token>``
-    GET  /api/auth/tokens/  my tokens; DELETE /api/auth/tokens/<id>/ revokes one (webapp/api/token_views.py)
-    GET  /api/schema/       OpenAPI 3 (YAML; ``?format=json`` for JSON)
-    GET  /api/docs/         Swagger UI, /api/redoc/ ReDoc (assets served from our static files)
+POST /api/auth/token/   {"username", "password"} -> {"token", "expires_at"}; send it as ``Authorization: Token <token>``
+GET  /api/auth/tokens/  my tokens; DELETE /api/auth/tokens/<id>/ revokes one (webapp/api/token_views.py)
+GET  /api/schema/       OpenAPI 3 (YAML; ``?format=json`` for JSON)
+GET  /api/docs/         Swagger UI, /api/redoc/ ReDoc (assets served from our static files)
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ PROJECT = r"projects/(?P<project_id>[0-9]+)"
 # The docs pages' third-party UIs set inline styles (and ReDoc loads web fonts and runs a blob: worker);
 # the app's strict Content-Security-Policy is relaxed for these two URLs only. Swagger's start-up
 # script comes from the split view's own URL, so no inline script is allowed even here.
-_docs_csp = csp_update({
-    "style-src": ["'unsafe-inline'", "https://fonts.googleapis.com"],
-    "font-src": ["'self'", "https://fonts.gstatic.com"],
-    "worker-src": ["'self'", "blob:"],
-})
+_docs_csp = csp_update(
+    {
+        "style-src": ["'unsafe-inline'", "https://fonts.googleapis.com"],
+        "font-src": ["'self'", "https://fonts.gstatic.com"],
+        "worker-src": ["'self'", "blob:"],
+    }
+)
 
 router = DefaultRouter()
 router.register("corpora", alignment_views.CorpusViewSet, basename="corpus")

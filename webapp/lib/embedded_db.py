@@ -90,8 +90,7 @@ def embedded_database_start(*, state_dir: Path, cleanup: CleanupMode = "stop") -
         server = pgserver.get_server(pgdata, cleanup_mode=cleanup)
     except Exception as exc:  # the server log explains; point at it
         raise RuntimeError(
-            f"Could not start the embedded PostgreSQL in {pgdata}: {exc}. "
-            f"See {pgdata / 'log'} for the server's own message."
+            f"Could not start the embedded PostgreSQL in {pgdata}: {exc}. See {pgdata / 'log'} for the server's own message."
         ) from exc
     _forget_dead_processes(server)
     # Registered after pgserver's own exit hook, so it runs first (atexit is LIFO):

@@ -43,7 +43,9 @@ class Command(BaseCommand):
                 raise CommandError(str(error)) from None
         else:
             run = self._create(options)
-        self.stdout.write(f"Alignment run {run.pk}: {run.pairs_total} pair(s), model {run.model_version}, measures {', '.join(run.measures)}.")
+        self.stdout.write(
+            f"Alignment run {run.pk}: {run.pairs_total} pair(s), model {run.model_version}, measures {', '.join(run.measures)}."
+        )
         if options["now"]:
             self._execute(run)
         else:
@@ -95,4 +97,8 @@ class Command(BaseCommand):
             raise CommandError(f"run {run.pk} failed: {type(error).__name__}: {error}") from None
         counts = ", ".join(f"{label} {count}" for label, count in sorted(run.label_counts.items()))
         rate = f"{run.pairs_per_second:.2f} pairs/s" if run.pairs_per_second else "no pairs"
-        self.stdout.write(self.style.SUCCESS(f"Run {run.pk} {run.status}: {run.pairs_done} pairs, {run.candidates_written} candidates ({counts}), {rate}."))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Run {run.pk} {run.status}: {run.pairs_done} pairs, {run.candidates_written} candidates ({counts}), {rate}."
+            )
+        )

@@ -28,10 +28,17 @@ class Command(BaseCommand):
         parser.add_argument("--shared", action="store_true", help="Make a new corpus visible to every user.")
         parser.add_argument("--pairing", choices=Corpus.Pairing.values, default=Corpus.Pairing.ALL)
         parser.add_argument("--level-order", help="Comma-separated levels from most complex to simplest, e.g. adv,int,ele.")
-        parser.add_argument("--paragraph-mode", choices=["blank", "line"], default="blank",
-                            help="text format: a blank line separates paragraphs, or each line is one.")
-        parser.add_argument("--filename-pattern", default=DEFAULT_FILENAME_PATTERN,
-                            help="Regex with groups id and level, matched against the file name without extension.")
+        parser.add_argument(
+            "--paragraph-mode",
+            choices=["blank", "line"],
+            default="blank",
+            help="text format: a blank line separates paragraphs, or each line is one.",
+        )
+        parser.add_argument(
+            "--filename-pattern",
+            default=DEFAULT_FILENAME_PATTERN,
+            help="Regex with groups id and level, matched against the file name without extension.",
+        )
         parser.add_argument("--drop-level-header", action="store_true", help="Drop a leading line such as 'Intermediate'.")
         parser.add_argument("--level-header-pattern", default=DEFAULT_LEVEL_HEADER_PATTERN)
         parser.add_argument("--max-file-bytes", type=int, default=settings.IMPORT_MAX_FILE_BYTES)

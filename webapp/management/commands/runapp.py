@@ -44,14 +44,23 @@ def gunicorn_command(bind: str) -> list[str]:
     """The production web server: gunicorn's prefork workers on the WSGI app, logs to stderr."""
     threads = envint("WEB_THREADS", 1)
     return [
-        sys.executable, "-m", "gunicorn", "webapp.wsgi:application",
-        "--bind", bind,
-        "--workers", str(web_workers()),
-        "--threads", str(max(1, threads)),
-        "--timeout", str(envint("WEB_TIMEOUT", 120)),  # a large corpus upload is parsed in the request
-        "--graceful-timeout", "15",  # runapp waits 20 s before killing
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "webapp.wsgi:application",
+        "--bind",
+        bind,
+        "--workers",
+        str(web_workers()),
+        "--threads",
+        str(max(1, threads)),
+        "--timeout",
+        str(envint("WEB_TIMEOUT", 120)),  # a large corpus upload is parsed in the request
+        "--graceful-timeout",
+        "15",  # runapp waits 20 s before killing
         *(["--access-logfile", "-"] if envbool("WEB_ACCESS_LOG", False) else []),  # none by default: it costs every request
-        "--error-logfile", "-",
+        "--error-logfile",
+        "-",
         "--no-control-socket",  # one fixed socket path per user: a second server (tests, a bench) would clash
     ]
 

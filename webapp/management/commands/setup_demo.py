@@ -22,8 +22,7 @@ class Command(BaseCommand):
         manager = get_user_model().objects.get(username="manager")
         corpus, report = demo_corpus_import(owner=manager)
         self.stdout.write(
-            f"Demo corpus {corpus.name!r}: {report.documents_created} documents imported, "
-            f"{report.documents_unchanged} already there."
+            f"Demo corpus {corpus.name!r}: {report.documents_created} documents imported, {report.documents_unchanged} already there."
         )
         project = demo_project_ensure(corpus=corpus, manager=manager, annotator=get_user_model().objects.get(username="annotator"))
         self.stdout.write(f"Demo annotation project {project.name!r}: the annotator has {project.assignments.count()} pairs to label.")
