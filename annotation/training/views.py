@@ -98,10 +98,14 @@ def training_start(request: HttpRequest, project_id: int) -> HttpResponse:
 
 
 def training_job_card(request: HttpRequest, project_id: int, job_id: int) -> HttpResponse:
-    """One job's card: polled by htmx while the job is queued or running."""
+    """One job's card: polled by htmx while the job is queued or running; once it registered a version, the
+    answer also tells the page (``HX-Trigger: versions-changed``) to reload the Versions table."""
     project, role = _project(request, project_id)
     job = get_object_or_404(TrainingJob.objects.select_related("version"), pk=job_id, project=project)
-    return render(request, "annotation/project_models.html#job", {"project": project, "role": role, "job": job})
+    response = render(request, "annotation/project_models.html#job", {"project": project, "role": role, "job": job})
+    if job.version_id is not None:  # the poll that sees the new version makes the page reload its Versions table
+        response["HX-Trigger"] = "versions-changed"
+    return response
 
 
 @require_POST

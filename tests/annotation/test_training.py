@@ -238,11 +238,14 @@ def test_models_page_trains_shows_progress_and_versions_and_promotes(gold_projec
     response = client.post(url + "train/", {"base": "active", "epochs": 12, "lr": 0.1, "patience": 3, "seed": 0})
     assert response.status_code == 302
     job = TrainingJob.objects.get()
+    assert "HX-Trigger" not in client.get(f"{url}jobs/{job.pk}/").headers  # queued: no version yet
     training.training_job_execute(job_id=job.pk, build_measure=run_measure, device="cpu")
     card = client.get(f"{url}jobs/{job.pk}/")
     assert b"Succeeded" in card.content and b"hx-trigger" not in card.content and b"Registered <strong>v1" in card.content
+    assert card.headers["HX-Trigger"] == "versions-changed"  # the page then reloads its Versions table, no manual reload
     page = client.get(url).content.decode()
     assert 'id="version-1"' in page and "untrained:" in page and "better" in page
+    assert 'hx-trigger="versions-changed from:body" hx-select="#versions"' in page
     version = ModelVersion.objects.get()
     response = client.post(f"{url}{version.pk}/promote/", {})
     assert response.status_code == 302
