@@ -9,6 +9,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from alignment.importing.models import ImportJob
+from tests.alignment.conftest import run_worker  # noqa: F401 - the fixture: a real worker in this process
 from tests.conftest import SAMPLE_ADV, SAMPLE_ELE
 from tests.e2e.test_annotate_in_browser import _login
 

@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 from alignment.models import CandidateAlignment
 from annotation.models import ItemEvent, LabelEvent
 from tests.e2e.test_annotate_in_browser import _login
+from tests.e2e.test_keyboard_flow_in_browser import twenty_sentence_pair  # noqa: F401 - a fixture
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from alignment.models import Corpus, Document
-from tests.webapp.api_support import results  # fixtures
+from tests.webapp.api_support import api_world, fast_password_hashing, results  # noqa: F401 - pytest fixtures used as arguments
 
 LIST_ENDPOINTS = ["corpora/", "documents/", "pairs/", "alignment-runs/", "candidates/", "projects/"]
 

@@ -11,7 +11,7 @@ import pytest
 from annotation import services
 from annotation.export import service as export
 from annotation.export.models import ExportJob
-from tests.webapp.api_support import results  # fixtures
+from tests.webapp.api_support import api_world, fast_password_hashing, results  # noqa: F401 - pytest fixtures used as arguments
 
 EXPORTS = "projects/{project}/exports/"
 

@@ -6,7 +6,7 @@ import pytest
 
 from annotation import services
 from annotation.models import LabelEvent
-from tests.webapp.api_support import results  # fixtures
+from tests.webapp.api_support import api_world, fast_password_hashing, results  # noqa: F401 - pytest fixtures used as arguments
 
 LABELS = "projects/{project}/labels/"
 

@@ -11,7 +11,7 @@ from annotation import services
 from annotation.models import AnnotationProject, ModelActivation, ModelVersion, TrainingSnapshot
 from annotation.training import service as training
 from tests.annotation.gold_set import build_gold_project
-from tests.webapp.api_support import results  # fixtures
+from tests.webapp.api_support import api_world, fast_password_hashing, results  # noqa: F401 - pytest fixtures used as arguments
 from webapp.accounts.services import api_token_create
 
 VERSIONS = "projects/{project}/model-versions/"

@@ -6,7 +6,7 @@ import pytest
 
 from alignment.services import corpus_get_or_create
 from annotation.models import AnnotationProject, Assignment, ProjectMembership
-from tests.webapp.api_support import results  # fixtures
+from tests.webapp.api_support import api_world, fast_password_hashing, results  # noqa: F401 - pytest fixtures used as arguments
 
 
 @pytest.mark.parametrize(

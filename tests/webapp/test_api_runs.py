@@ -7,7 +7,7 @@ from procrastinate.contrib.django.models import ProcrastinateJob
 
 from alignment.models import AlignmentRun, CandidateAlignment, Corpus
 from alignment.services import corpus_get_or_create
-from tests.webapp.api_support import results  # fixtures
+from tests.webapp.api_support import api_world, fast_password_hashing, results  # noqa: F401 - pytest fixtures used as arguments
 
 LEXICAL = {"measure": "tfidf_cosine", "paragraph_variant": "none", "also_score": ["jaccard"]}
 

@@ -20,6 +20,7 @@ from alignment.models import CandidateAlignment
 from annotation import services
 from annotation.export import service as export
 from annotation.models import Assignment, ModelVersion, TrainingSnapshot
+from tests.webapp.api_support import api_world, fast_password_hashing  # noqa: F401 - pytest fixtures used as arguments
 from webapp.accounts.services import api_token_create
 from webapp.wsgi import application
 

@@ -6,6 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation.models import AnnotationProject
+from tests.webapp.api_support import api_world, fast_password_hashing  # noqa: F401 - pytest fixtures used as arguments
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

@@ -16,6 +16,7 @@ from django.urls import path
 from rest_framework.views import APIView
 
 from webapp import error_views
+from webapp.urls import handler400, handler403, handler404, handler500  # noqa: F401 - the test URLconf's handlers
 from webapp.urls import urlpatterns as app_urlpatterns
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
