@@ -6,6 +6,7 @@ import asyncio
 import signal
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -117,7 +118,9 @@ def test_killed_worker_loses_no_finished_batch_and_requeued_job_resumes(big_corp
     assert 0 < stored_at_kill < 3000
     assert stored_at_kill >= run.batches_done * 16  # every committed batch is stored
 
-    requeued = asyncio.run(_retry_stalled())
+    # its own thread and loop: after browser tests, pytest-playwright keeps an event loop running in this thread
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        requeued = pool.submit(asyncio.run, _retry_stalled()).result()
     assert requeued == 1
     run_worker()
     run.refresh_from_db()
