@@ -173,6 +173,14 @@ class LabelEvent(models.Model):
     def delete(self, *args, **kwargs):
         raise ValidationError("label events are append-only and are never deleted")
 
+    @classmethod
+    def label_name(cls, value: str) -> str:
+        """A stored label as people read it: ``not_aligned`` -> "not aligned", ``""`` -> "unlabelled"."""
+        try:
+            return str(cls.Label(value).label).lower()
+        except ValueError:
+            return value
+
 
 ITEM_COMMENT_MAX_CHARS = 2000
 

@@ -440,9 +440,7 @@ def item_skip_undo(*, skip: ItemEvent) -> ItemEvent:
 
 
 def _label_name(event: LabelEvent | None) -> str:
-    if event is None or not event.new_label:
-        return "unlabelled"
-    return str(LabelEvent.Label(event.new_label).label).lower()
+    return LabelEvent.label_name(event.new_label if event is not None else "")
 
 
 def paragraph_correction_record(

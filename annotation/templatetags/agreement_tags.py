@@ -22,8 +22,5 @@ def measure(value) -> str:
 
 @register.filter
 def label_name(value: str) -> str:
-    """A stored label as people read it: ``not_aligned`` -> "not aligned"."""
-    try:
-        return str(LabelEvent.Label(value).label).lower()
-    except ValueError:
-        return value
+    """A stored label as people read it: ``not_aligned`` -> "not aligned" (:meth:`LabelEvent.label_name`)."""
+    return LabelEvent.label_name(value)
