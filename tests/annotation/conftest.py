@@ -68,3 +68,11 @@ def tram_project(corpus, owner, annotators: list, name: str) -> tuple[Annotation
     simple = list(pair.simple_document.sentences.order_by("index").values_list("pk", flat=True))
     complex_ = list(pair.complex_document.sentences.order_by("index").values_list("pk", flat=True))
     return project, pair, simple, complex_
+
+
+def label_now(project, annotator, pair, simple_id: int, complex_id: int, label: str = "aligned", **options):
+    """One first label by ``annotator`` through the service (``expected_previous`` None), as the screen saves it."""
+    return services.label_record(
+        project=project, annotator=annotator, pair=pair, simple_sentence_id=simple_id, complex_sentence_id=complex_id,
+        label=label, expected_previous=None, **options,
+    )  # fmt: skip

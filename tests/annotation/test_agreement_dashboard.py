@@ -8,6 +8,7 @@ from django.urls import reverse
 from annotation import services
 from annotation.agreement import SCOPE_SHOWN, agreement_report
 from annotation.agreement_data import project_agreement
+from tests.annotation.conftest import label_now, tram_project
 
 
 @pytest.fixture
@@ -65,18 +66,8 @@ def test_dashboard_of_a_project_without_labels_says_what_is_undefined(client, ow
 
 
 def test_a_per_pair_dash_says_why_the_measure_is_undefined(client, tram_corpus, owner, annotator):
-    from tests.annotation.conftest import tram_project
-
     project, pair, simple, complex_ = tram_project(tram_corpus, owner, [annotator], "Lone")
-    services.label_record(
-        project=project,
-        annotator=annotator,
-        pair=pair,
-        simple_sentence_id=simple[0],
-        complex_sentence_id=complex_[0],
-        label="aligned",
-        expected_previous=None,
-    )
+    label_now(project, annotator, pair, simple[0], complex_[0])
     client.force_login(owner)
     page = client.get(reverse("annotation:project_agreement", args=[project.pk])).content.decode()
     assert '<td class="small muted undefined-why">undefined: needs at least 2 annotators</td>' in page

@@ -11,7 +11,7 @@ from django.urls import reverse
 from alignment.models import AlignmentRun, Corpus
 from annotation import members, services
 from annotation.models import AnnotationProject, ProjectMembership
-from tests.annotation.conftest import tram_project
+from tests.annotation.conftest import label_now, tram_project
 
 
 @pytest.fixture
@@ -104,15 +104,7 @@ def test_an_unmet_overlap_is_warned_about_and_counted_in_the_progress(client, ow
     assert "1 pair still has fewer than 2 annotators: the project has 1 annotator" in page
     assert 'id="overlap-warning"' in page
     for s in simple:
-        services.label_record(
-            project=project,
-            annotator=annotator,
-            pair=pair,
-            simple_sentence_id=s,
-            complex_sentence_id=complex_[0],
-            label="aligned",
-            expected_previous=None,
-        )
+        label_now(project, annotator, pair, s, complex_[0])
     assert re.search(r'id="project-progress">50%<', _detail(client, project))
     client.force_login(annotator)  # the annotator's own progress is theirs alone
     assert re.search(r'id="project-progress">100%<', _detail(client, project))
@@ -139,16 +131,7 @@ def test_time_per_label_per_annotator_and_for_the_project(client, owner, tram_co
     project, pair, simple, complex_ = tram_project(tram_corpus, owner, [annotator, ben], "Timed")
     for user, seconds in ((annotator, [2.0, 4.0, 30.0]), (ben, [6.0])):
         for i, spent in enumerate(seconds):
-            services.label_record(
-                project=project,
-                annotator=user,
-                pair=pair,
-                simple_sentence_id=simple[i],
-                complex_sentence_id=complex_[0],
-                label="aligned",
-                expected_previous=None,
-                seconds_spent=spent,
-            )
+            label_now(project, user, pair, simple[i], complex_[0], seconds_spent=spent)
     services.label_undo(project=project, annotator=ben, pair=pair)  # an undo is not a label: it adds no time
     rows = {row.annotator: row for row in members.label_times(project)}
     assert (rows["anna"].labels, rows["anna"].median_seconds, rows["anna"].mean_seconds) == (3, 4.0, 12.0)

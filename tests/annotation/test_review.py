@@ -8,6 +8,7 @@ from django.urls import reverse
 from annotation import selectors, services
 from annotation.models import LabelEvent, PairVerification
 from annotation.review import pair_item_states, pair_verified
+from tests.annotation.conftest import label_now, tram_project
 
 
 @pytest.fixture
@@ -134,17 +135,7 @@ def test_a_decision_from_htmx_answers_its_row_and_the_open_count_with_human_labe
 
 
 def test_a_pair_only_one_annotator_labelled_is_not_called_agreed(tram_corpus, owner, annotator):
-    from tests.annotation.conftest import tram_project
-
     project, pair, simple, complex_ = tram_project(tram_corpus, owner, [annotator], "Single")
-    services.label_record(
-        project=project,
-        annotator=annotator,
-        pair=pair,
-        simple_sentence_id=simple[0],
-        complex_sentence_id=complex_[0],
-        label="aligned",
-        expected_previous=None,
-    )
+    label_now(project, annotator, pair, simple[0], complex_[0])
     (state,) = pair_item_states(project, pair)
     assert (state.status, state.final) == ("one annotator", "aligned")

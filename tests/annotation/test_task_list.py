@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation import services, worklist
-from tests.annotation.conftest import tram_project
+from tests.annotation.conftest import label_now, tram_project
 
 
 def _rows(client, **params) -> list[tuple[str, str]]:
@@ -24,15 +24,7 @@ def test_tasks_move_from_not_started_to_adjudicated_and_filter_by_state_and_proj
     projects = {name: tram_project(tram_corpus, owner, [annotator, ben], name) for name in names}
     for name in ("Started", "Finished", "Reviewed"):
         project, pair, simple, complex_ = projects[name]
-        services.label_record(
-            project=project,
-            annotator=annotator,
-            pair=pair,
-            simple_sentence_id=simple[0],
-            complex_sentence_id=complex_[0],
-            label="aligned",
-            expected_previous=None,
-        )
+        label_now(project, annotator, pair, simple[0], complex_[0])
     project, pair, *_ = projects["Finished"]
     services.assignment_complete(project=project, annotator=annotator, pair=pair)
     project, pair, simple, complex_ = projects["Reviewed"]
