@@ -86,43 +86,35 @@ def delivery_headers(delivery: WebhookDelivery, secret: str, body: bytes, timest
     }
 
 
-def webhook_delivery_attempt(
-    *, delivery_id: int, timeout: float | None = None, backoff_base: float | None = None, backoff_cap: float | None = None
-) -> AttemptOutcome:
-    """Make the next attempt of a pending delivery and record it; says when to retry, if at all.
-
-    Succeeded and failed deliveries are left alone (idempotent), deleted ones are skipped. A delivery whose webhook
-    was disabled meanwhile is marked failed without sending.
-    """
+def _delivery_claim(delivery_id: int) -> tuple[WebhookDelivery | None, bool]:
+    """Lock the delivery and count the attempt about to be made; (delivery, whether to send)."""
     with transaction.atomic():
         delivery = WebhookDelivery.objects.select_for_update().select_related("webhook").filter(pk=delivery_id).first()
         if delivery is None:  # its webhook was deleted after the attempt was queued
-            return AttemptOutcome(None, None)
+            return None, False
         if delivery.status != WebhookDelivery.Status.PENDING:
-            return AttemptOutcome(delivery, None)
+            return delivery, False
         if not delivery.webhook.active:
             delivery.status = WebhookDelivery.Status.FAILED
             delivery.last_error = "the webhook was disabled before this delivery was sent"
             delivery.next_attempt_at = None
             delivery.error, delivery.finished_at = delivery.last_error, timezone.now()
             delivery.save(update_fields=["status", "last_error", "next_attempt_at", "error", "finished_at"])
-            return AttemptOutcome(delivery, None)
+            return delivery, False
         if delivery.attempts >= delivery.attempt_limit:  # the worker making the last attempt died before recording it
             delivery.mark_failed(f"the worker sending attempt {delivery.attempts} of {delivery.attempt_limit} stopped")
-            return AttemptOutcome(delivery, None)
+            return delivery, False
         delivery.attempts += 1
         delivery.heartbeat_at = timezone.now()
         delivery.started_at = delivery.started_at or delivery.heartbeat_at
         delivery.save(update_fields=["attempts", "heartbeat_at", "started_at"])
-    number = delivery.attempts
+    return delivery, True
 
-    body = body_encode(delivery.payload)
-    started_at = timezone.now()
-    clock = time.perf_counter()
-    headers = delivery_headers(delivery, delivery.webhook.secret, body, int(time.time()))
-    result = http_post(delivery.webhook.url, body, headers, settings.WEBHOOK_TIMEOUT_SECONDS if timeout is None else timeout)
-    duration_ms = round((time.perf_counter() - clock) * 1000)
 
+def _delivery_record(
+    delivery_id: int, number: int, started_at, duration_ms: int, result, backoff_base: float | None, backoff_cap: float | None
+) -> AttemptOutcome:
+    """Store attempt ``number``'s outcome and decide: delivered, given up, or retried after a backoff."""
     retry_in = None
     with transaction.atomic():
         delivery = WebhookDelivery.objects.select_for_update().filter(pk=delivery_id).first()
@@ -147,6 +139,26 @@ def webhook_delivery_attempt(
             delivery.next_attempt_at = timezone.now() + timedelta(seconds=retry_in)
         delivery.save()
     return AttemptOutcome(delivery, retry_in)
+
+
+def webhook_delivery_attempt(
+    *, delivery_id: int, timeout: float | None = None, backoff_base: float | None = None, backoff_cap: float | None = None
+) -> AttemptOutcome:
+    """Make the next attempt of a pending delivery and record it; says when to retry, if at all.
+
+    Succeeded and failed deliveries are left alone (idempotent), deleted ones are skipped. A delivery whose webhook
+    was disabled meanwhile is marked failed without sending. No lock is held while the request is in flight.
+    """
+    delivery, send = _delivery_claim(delivery_id)
+    if not send:
+        return AttemptOutcome(delivery, None)
+    body = body_encode(delivery.payload)
+    started_at = timezone.now()
+    clock = time.perf_counter()
+    headers = delivery_headers(delivery, delivery.webhook.secret, body, int(time.time()))
+    result = http_post(delivery.webhook.url, body, headers, settings.WEBHOOK_TIMEOUT_SECONDS if timeout is None else timeout)
+    duration_ms = round((time.perf_counter() - clock) * 1000)
+    return _delivery_record(delivery_id, delivery.attempts, started_at, duration_ms, result, backoff_base, backoff_cap)
 
 
 def webhook_delivery_step(*, delivery_id: int) -> AttemptOutcome:

@@ -46,6 +46,35 @@ class Command(BaseCommand):
         parser.add_argument("--no-align", action="store_true", help="Do not queue an alignment run of the new pairs afterwards.")
 
     def handle(self, *args, **options) -> None:
+        import_options, paths, target = self._parse(options)
+        progress = tqdm(total=len(paths), unit="file", disable=options["verbosity"] == 0)
+        root = options["path"] if options["path"].is_dir() else options["path"].parent
+
+        def files():
+            for path in paths:
+                progress.set_postfix_str(path.name[:30])
+                yield str(path.relative_to(root)), path.read_bytes()
+
+        def on_file_done(result) -> None:
+            progress.update(1)
+            if result.error:
+                progress.write(self.style.ERROR(result.error))
+            for warning in result.warnings:
+                progress.write(self.style.WARNING(warning))
+
+        try:
+            outcome = corpus_import_and_queue(
+                target=target, files=files(), options=import_options, on_file_done=on_file_done,
+                embed=not options["no_embed"], align=not options["no_align"],
+            )  # fmt: skip
+        except ValueError as exc:  # the corpus exists in another language
+            raise CommandError(str(exc)) from None
+        finally:
+            progress.close()
+        self._report(target, outcome)
+
+    def _parse(self, options) -> tuple[ImportOptions, list, CorpusTarget]:
+        """The import options, the files to read and the target corpus, or a CommandError naming what is wrong."""
         try:
             import_options = ImportOptions(
                 format=options["format"],
@@ -71,31 +100,9 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         if not paths:  # before the corpus is created: a new one would stay empty
             raise CommandError(f"{options['path']}: no {options['format']} files found")
+        return import_options, paths, target
 
-        progress = tqdm(total=len(paths), unit="file", disable=options["verbosity"] == 0)
-        root = options["path"] if options["path"].is_dir() else options["path"].parent
-
-        def files():
-            for path in paths:
-                progress.set_postfix_str(path.name[:30])
-                yield str(path.relative_to(root)), path.read_bytes()
-
-        def on_file_done(result) -> None:
-            progress.update(1)
-            if result.error:
-                progress.write(self.style.ERROR(result.error))
-            for warning in result.warnings:
-                progress.write(self.style.WARNING(warning))
-
-        try:
-            outcome = corpus_import_and_queue(
-                target=target, files=files(), options=import_options, on_file_done=on_file_done,
-                embed=not options["no_embed"], align=not options["no_align"],
-            )  # fmt: skip
-        except ValueError as exc:  # the corpus exists in another language
-            raise CommandError(str(exc)) from None
-        finally:
-            progress.close()
+    def _report(self, target: CorpusTarget, outcome) -> None:
         report = outcome.report
         self.stdout.write(
             f"{'Created' if outcome.corpus_created else 'Updated'} corpus {target.name!r}: {report.documents_created} documents created, "
