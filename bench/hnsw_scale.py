@@ -51,9 +51,7 @@ from __future__ import annotations
 import argparse
 import math
 import resource
-import struct
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,12 +62,11 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _django import setup_django
 from _synthetic import MINILM_PARTICIPATION_RATIO, SyntheticCollection
+from ann.pgload import ServerMemorySampler, copy_vectors, gb, postmaster_pid, relation_bytes, vector_text
 
 TOP_K = 10
 TABLE = "bench_vectors"
 PROBE_TABLE = "bench_vectors_probe"
-COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
-COPY_TRAILER = struct.pack(">h", -1)
 
 
 @dataclass(frozen=True)
@@ -133,85 +130,6 @@ class GroundTruth:
         self.seconds += time.perf_counter() - started
 
 
-def copy_binary_rows(ids: np.ndarray, doc_ids: np.ndarray, vectors: np.ndarray) -> bytes:
-    """One COPY BINARY payload: per row 3 fields; pgvector's binary form is int16 dim, int16 0, float4[dim]."""
-    dim = vectors.shape[1]
-    row = np.dtype(
-        [
-            ("fields", ">i2"),
-            ("id_len", ">i4"),
-            ("id", ">i8"),
-            ("doc_len", ">i4"),
-            ("doc", ">i4"),
-            ("v_len", ">i4"),
-            ("v_dim", ">i2"),
-            ("v_unused", ">i2"),
-            ("v", ">f4", (dim,)),
-        ]
-    )  # packed, no padding
-    rows = np.zeros(len(ids), dtype=row)
-    rows["fields"], rows["id_len"], rows["id"] = 3, 8, ids
-    rows["doc_len"], rows["doc"] = 4, doc_ids
-    rows["v_len"], rows["v_dim"], rows["v"] = 4 + 4 * dim, dim, vectors
-    return COPY_HEADER + rows.tobytes() + COPY_TRAILER
-
-
-class ServerMemorySampler:
-    """Peak summed RSS and PSS over the postmaster and its children, sampled in a thread.
-
-    The parallel HNSW build keeps its graph in dynamic shared memory, which RSS
-    counts once per attached process; PSS splits shared pages among the
-    processes that map them, so its sum is the server's real footprint.
-    """
-
-    def __init__(self, postmaster_pid: int | None, interval: float = 0.5) -> None:
-        self.pid, self.interval = postmaster_pid, interval
-        self.peak_rss = self.peak_pss = self.peak_processes = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def sample(self) -> tuple[int, int, int]:
-        if self.pid is None:
-            return 0, 0, 0
-        root = psutil.Process(self.pid)
-        rss = pss = count = 0
-        for process in [root, *root.children(recursive=True)]:
-            try:
-                info = process.memory_full_info()  # Linux: reads /proc/PID/smaps_rollup
-            except psutil.Error:
-                continue
-            rss, pss, count = rss + info.rss, pss + getattr(info, "pss", info.rss), count + 1
-        return rss, pss, count
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            rss, pss, count = self.sample()
-            self.peak_rss, self.peak_pss = max(self.peak_rss, rss), max(self.peak_pss, pss)
-            self.peak_processes = max(self.peak_processes, count)
-            self._stop.wait(self.interval)
-
-    def __enter__(self) -> ServerMemorySampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
-def vector_text(vector: np.ndarray) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
-
-
-def postmaster_pid(cursor) -> int | None:
-    cursor.execute("SELECT setting FROM pg_settings WHERE name = 'data_directory'")
-    pid_file = Path(cursor.fetchone()[0]) / "postmaster.pid"
-    try:
-        return int(pid_file.read_text().split()[0])
-    except OSError:
-        return None  # a remote DATABASE_URL: memory is not measured
-
-
 def load_collection(raw, config: BenchConfig, collection: SyntheticCollection, truth: GroundTruth) -> dict[str, float]:
     timings = {"generate": 0.0, "copy": 0.0}
     next_report = config.vectors // 5
@@ -223,9 +141,7 @@ def load_collection(raw, config: BenchConfig, collection: SyntheticCollection, t
             timings["generate"] += time.perf_counter() - started
             truth.update(ids, doc_ids, vectors)
             copy_started = time.perf_counter()
-            payload = copy_binary_rows(ids, doc_ids, vectors)
-            with cursor.copy(f"COPY {TABLE} (id, doc_id, v) FROM STDIN WITH (FORMAT BINARY)") as copy:
-                copy.write(payload)
+            copy_vectors(cursor, TABLE, ids, doc_ids, vectors)
             timings["copy"] += time.perf_counter() - copy_started
             if ids[-1] + 1 >= next_report:
                 print(f"  loaded {ids[-1] + 1:>10,} vectors", flush=True)
@@ -236,11 +152,6 @@ def load_collection(raw, config: BenchConfig, collection: SyntheticCollection, t
         cursor.execute("CHECKPOINT")
         timings["vacuum"] = time.perf_counter() - vacuum_started
     return timings
-
-
-def relation_bytes(cursor, name: str) -> int:
-    cursor.execute("SELECT pg_total_relation_size(%s)", [name])
-    return int(cursor.fetchone()[0])
 
 
 def build_index(raw, table: str, m: int, ef_construction: int, config: BenchConfig, pid: int | None) -> dict[str, float]:
@@ -286,12 +197,6 @@ def recall_at_k(results: list[list[int]], truth_ids: np.ndarray) -> float:
 def plan_uses_index(cursor, sql: str, text: str) -> bool:
     cursor.execute("EXPLAIN " + sql, [text])
     return any("hnsw" in row[0] for row in cursor.fetchall())
-
-
-def gb(value: float) -> str:
-    if value < 1e9:
-        return f"{value / 1e6:,.0f} MB"
-    return f"{value / 1e9:,.2f} GB" if value < 1e12 else f"{value / 1e12:,.2f} TB"
 
 
 def parse_settings(text: str) -> tuple[tuple[int, int], ...]:
