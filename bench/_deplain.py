@@ -13,13 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
-from models_ml.aligner import Aligner, AlignerConfig, learned_config
-from models_ml.crf import CRFConfig
-from models_ml.evaluate import EvaluationReport
-from models_ml.io import GoldPair, read_deplain, unplaced_summary
-from models_ml.pair_features import pair_features
-from models_ml.pair_scorer import unit_cosine
-from models_ml.train import TrainingConfig, evaluate_aligner, train_aligner
+from models_ml.aligning.aligner import Aligner
+from models_ml.aligning.aligner_config import AlignerConfig, learned_config
+from models_ml.aligning.crf import CRFConfig
+from models_ml.aligning.train import TrainingConfig, evaluate_aligner, train_aligner
+from models_ml.data.deplain import read_deplain, unplaced_summary
+from models_ml.data.evaluate import EvaluationReport
+from models_ml.data.io import GoldPair
+from models_ml.similarity.pair_features import pair_features
+from models_ml.similarity.pair_scorer import unit_cosine
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEPLAIN = REPO_ROOT.parent / "shared" / "data" / "deplain-web-dev"
@@ -55,7 +57,7 @@ def load_corpus(*, embeddings: bool, device: str = "cpu") -> Corpus:
         rows = {row["pair_id"]: row for row in csv.DictReader(handle)}
     corpus = Corpus(pairs, [rows[p.pair_id]["domain"] for p in pairs], [rows[p.pair_id]["license"] for p in pairs])
     if embeddings:
-        from models_ml.encoders import load_sentence_encoder
+        from models_ml.similarity.encoders import load_sentence_encoder
 
         encoder = load_sentence_encoder(device=device)
         started = time.perf_counter()

@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import torch
 
-from models_ml.crf import CRFConfig, NeuralCRF
+from models_ml.aligning.crf import CRFConfig, NeuralCRF
 
 SIZES = (30, 60, 120)
 MAX_SPANS = (1, 3)

@@ -20,7 +20,7 @@ so the last point (the whole pool) is the same model for both orders.
 - random: a seeded permutation of the pool (one per fold).
 - uncertainty: before each reveal the current model (untrained at step 0) aligns every
   unrevealed pool pair, and the ``--k`` pairs with the highest document uncertainty
-  (:func:`models_ml.uncertainty.document_uncertainty`, ``--uncertainty``) are revealed.
+  (:func:`models_ml.aligning.uncertainty.document_uncertainty`, ``--uncertainty``) are revealed.
 
 Candidate marginals (what the document uncertainty averages): the CRF pair marginal
 (``AlignmentResult.pair_marginals[j, i]``) of every candidate pair the app would store for
@@ -60,11 +60,13 @@ from alignment.aligning.scoring import select_candidates
 from bench._svg import LineChart, Series, write_line_chart
 from bench.deplain_aligner import predict, t_interval
 from bench.deplain_measures import DEPLAIN, document_folds
-from models_ml.aligner import Aligner, AlignerConfig
-from models_ml.io import GoldPair, read_deplain
-from models_ml.similarity import build_measure
-from models_ml.train import TrainingConfig, train_aligner
-from models_ml.uncertainty import METHODS, document_uncertainty
+from models_ml.aligning.aligner import Aligner
+from models_ml.aligning.aligner_config import AlignerConfig
+from models_ml.aligning.train import TrainingConfig, train_aligner
+from models_ml.aligning.uncertainty import METHODS, document_uncertainty
+from models_ml.data.deplain import read_deplain
+from models_ml.data.io import GoldPair
+from models_ml.similarity.measures import build_measure
 
 ORDERS = ("random", "uncertainty")
 DEFAULT_PLOT = REPO_ROOT / "docs" / "active_learning.svg"

@@ -7,7 +7,7 @@ Needs ../shared/data/deplain-web-dev (44 German complex/simple pairs, manual n:m
 paragraph breaks, so every document is one CRF block). For each measure, every pair's
 similarity matrix is computed once and reused:
 
-- untrained: the hand calibration of :class:`models_ml.aligner.AlignerConfig` (its
+- untrained: the hand calibration of :class:`models_ml.aligning.aligner_config.AlignerConfig` (its
   null_score is set for MiniLM cosines; the lexical measures get the same values, as is);
   ``--max-spans`` runs the default CRF (spans of up to 3 complex sentences: merges) and
   the paper's single-sentence states (max_span 1; DEplain's gold is mostly 1:1 and 1:n);
@@ -40,12 +40,14 @@ import numpy as np
 from scipy import stats
 
 from bench.deplain_measures import DEPLAIN, PUBLISHED_MASSALIGN, document_folds
-from models_ml.aligner import Aligner, AlignerConfig
-from models_ml.crf import CRFConfig
-from models_ml.evaluate import EvaluationReport, evaluate_pairs
-from models_ml.io import GoldPair, read_deplain
-from models_ml.similarity import build_measure
-from models_ml.train import TrainingConfig, train_aligner
+from models_ml.aligning.aligner import Aligner
+from models_ml.aligning.aligner_config import AlignerConfig
+from models_ml.aligning.crf import CRFConfig
+from models_ml.aligning.train import TrainingConfig, train_aligner
+from models_ml.data.deplain import read_deplain
+from models_ml.data.evaluate import EvaluationReport, evaluate_pairs
+from models_ml.data.io import GoldPair
+from models_ml.similarity.measures import build_measure
 
 DEFAULT_MEASURES = ("embedding_cosine", "tfidf_cosine", "char3_tfidf_cosine")
 

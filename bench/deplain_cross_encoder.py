@@ -45,15 +45,11 @@ from bench.deplain_measures import (
     cross_validate,
     groups_from_links,
 )
-from models_ml.cross_encoder import (
-    CrossEncoderMeasure,
-    PairClassifier,
-    PairTrainingConfig,
-    pair_examples_from_groups,
-    train_pair_classifier,
-)
-from models_ml.evaluate import PRF, EvaluationReport, evaluate_pairs
-from models_ml.io import GoldPair, read_deplain
+from models_ml.data.deplain import read_deplain
+from models_ml.data.evaluate import PRF, EvaluationReport, evaluate_pairs
+from models_ml.data.io import GoldPair
+from models_ml.similarity.cross_encoder import CrossEncoderMeasure, PairClassifier
+from models_ml.similarity.cross_encoder_training import PairTrainingConfig, pair_examples_from_groups, train_pair_classifier
 
 
 def fold_assignment(count: int, folds: int, seed: int) -> list[int]:

@@ -14,7 +14,7 @@ Protocols:
 
 Systems (the trained ones use the CLI's recipe: a fifth of the training pairs for early stopping):
 - char 3-gram TF-IDF arg-max >= 0.5, no CRF (the ten-line baseline) and Gale–Church length
-  alignment (models_ml.baselines): no training;
+  alignment (models_ml.aligning.baselines): no training;
 - the previous default: untrained, hand-calibrated MiniLM cosine, spans <= 3;
 - char 3-gram CRF, single-sentence states, trained (the previous best configuration);
 - the learned pair scorer + CRF, lexical features only, and with MiniLM cosines.
@@ -38,10 +38,11 @@ import numpy as np
 
 from bench._deplain import DOMAINS, Corpus, load_corpus, train_learned, train_measure_crf
 from bench.deplain_measures import document_folds
-from models_ml.aligner import Aligner, AlignerConfig
-from models_ml.baselines import argmax_baseline, gale_church_align
-from models_ml.evaluate import EvaluationReport, evaluate_pairs, format_shape_table, shape_table
-from models_ml.io import AlignmentGroup
+from models_ml.aligning.aligner import Aligner
+from models_ml.aligning.aligner_config import AlignerConfig
+from models_ml.aligning.baselines import argmax_baseline, gale_church_align
+from models_ml.data.evaluate import EvaluationReport, evaluate_pairs, format_shape_table, shape_table
+from models_ml.data.io import AlignmentGroup
 
 Predict = Callable[[list[int], list[int]], dict[int, list[AlignmentGroup]]]  # (train, test) -> groups per test pair
 

@@ -9,7 +9,7 @@ of the first three are labelled (the same test documents for every k of a draw, 
 paired). k = 6 would leave nothing to score: the domain has six pairs.
 
 Two ways to use the k labels, both scored on the same documents:
-- *adapt* (``models_ml.adapt.adapt_aligner``, what the CLI's ``train --base`` and the app do now):
+- *adapt* (``models_ml.aligning.adapt.adapt_aligner``, what the CLI's ``train --base`` and the app do now):
   fine-tune from the starting model on the new pairs only, scorer held near its start, early
   stopping and the kept model chosen on a held-out new pair;
 - *pool* (the loop before): retrain from zero on the old pairs plus the k new ones, with early
@@ -31,8 +31,8 @@ import numpy as np
 from scipy import stats
 
 from bench._deplain import Corpus, load_corpus, score_learned, train_learned
-from models_ml.adapt import adapt_aligner
-from models_ml.aligner import Aligner
+from models_ml.aligning.adapt import adapt_aligner
+from models_ml.aligning.aligner import Aligner
 
 KS = (0, 1, 3)
 

@@ -31,12 +31,13 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import numpy as np
 
-from models_ml.encoders import load_sentence_encoder
-from models_ml.evaluate import PRF, evaluate_pairs
-from models_ml.io import AlignmentGroup, GoldPair, read_deplain
-from models_ml.lha import LHAConfig, align_documents, document_vectors, mine_lha
-from models_ml.mining import MinedPair, MiningDocument
-from models_ml.wordalign import TokenVectorizer
+from models_ml.data.deplain import read_deplain
+from models_ml.data.evaluate import PRF, evaluate_pairs
+from models_ml.data.io import AlignmentGroup, GoldPair
+from models_ml.mining.lha import LHAConfig, align_documents, document_vectors, mine_lha
+from models_ml.mining.types import MinedPair, MiningDocument
+from models_ml.similarity.encoders import load_sentence_encoder
+from models_ml.similarity.wordalign import TokenVectorizer
 
 DEPLAIN = REPO_ROOT.parent / "shared" / "data" / "deplain-web-dev"
 THETAS = [round(t, 2) for t in np.arange(0.30, 0.91, 0.05)]

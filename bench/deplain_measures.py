@@ -24,9 +24,10 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import numpy as np
 
-from models_ml.evaluate import EvaluationReport, evaluate_pairs, pair_labels_from_groups, threshold_sweep
-from models_ml.io import AlignmentGroup, GoldPair, connected_groups, read_deplain
-from models_ml.similarity import build_measure
+from models_ml.data.deplain import read_deplain
+from models_ml.data.evaluate import EvaluationReport, evaluate_pairs, pair_labels_from_groups, threshold_sweep
+from models_ml.data.io import AlignmentGroup, GoldPair, connected_groups
+from models_ml.similarity.measures import build_measure
 
 DEPLAIN = REPO_ROOT.parent / "shared" / "data" / "deplain-web-dev"
 DEFAULT_MEASURES = (

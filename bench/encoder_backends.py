@@ -3,7 +3,7 @@
     .venv/bin/python bench/encoder_backends.py [--limit N] [--threads T] [--backends torch,onnx,onnx-int8,openvino]
 
 Needs ../shared/data/onestopenglish (and ../shared/data/deplain-web-dev for the aligner figure).
-For every backend (models_ml.encoders.load_sentence_encoder with ``backend=``):
+For every backend (models_ml.similarity.encoders.load_sentence_encoder with ``backend=``):
 
 - sentences/s encoding the OneStopEnglish sentences (adv + ele, split as the app imports them), batch 32,
   T threads for every backend (torch.set_num_threads and the runtimes' own setting), best of two passes,
@@ -33,11 +33,12 @@ sys.path.insert(0, str(REPO_ROOT))
 import numpy as np
 
 from bench.onestopenglish_lha import ONESTOP, read_level
-from models_ml.aligner import Aligner, AlignerConfig
-from models_ml.encoders import load_sentence_encoder
-from models_ml.evaluate import evaluate_pairs
-from models_ml.io import read_deplain
-from models_ml.lha import align_documents, document_vectors
+from models_ml.aligning.aligner import Aligner
+from models_ml.aligning.aligner_config import AlignerConfig
+from models_ml.data.deplain import read_deplain
+from models_ml.data.evaluate import evaluate_pairs
+from models_ml.mining.lha import align_documents, document_vectors
+from models_ml.similarity.encoders import load_sentence_encoder
 
 DEPLAIN = REPO_ROOT.parent / "shared" / "data" / "deplain-web-dev"
 

@@ -45,7 +45,7 @@ def main() -> None:
     from alignment.importing.readers import ImportOptions
     from alignment.importing.service import corpus_import_files, import_paths
     from alignment.models import Document, DocumentPair, Paragraph, Sentence
-    from models_ml.encoders import load_sentence_encoder
+    from models_ml.similarity.encoders import load_sentence_encoder
 
     corpus, _ = services.corpus_get_or_create(name="OneStopEnglish", language="en", owner=bench_owner())
     options = ImportOptions(format="text", paragraph_mode="line", drop_level_header=True)

@@ -10,7 +10,7 @@ Two paths, same 189 document pairs (the advanced and elementary versions of each
   candidate). Both jobs run in a real ``manage.py procrastinate worker`` process. Pairs per
   second are counted over embedding + alignment, and the encoder's share is the embedding
   job's part of that (the alignment job finds every vector stored and encodes nothing).
-* DB-free: ``models_ml.aligner.Aligner.align`` on the same sentence lists, as
+* DB-free: ``models_ml.aligning.aligner.Aligner.align`` on the same sentence lists, as
   ``python -m models_ml align`` runs it (it encodes both documents itself). The encoder's
   share is the time inside ``encoder.encode``.
 """
@@ -91,9 +91,10 @@ def main() -> None:
 
 def _cli_path(pairs) -> None:
     from alignment.aligning.service import side_sentences
-    from models_ml.aligner import Aligner, AlignerConfig
-    from models_ml.encoders import load_sentence_encoder
-    from models_ml.similarity import build_measure
+    from models_ml.aligning.aligner import Aligner
+    from models_ml.aligning.aligner_config import AlignerConfig
+    from models_ml.similarity.encoders import load_sentence_encoder
+    from models_ml.similarity.measures import build_measure
 
     encoder = load_sentence_encoder(device="cpu")
     spent = {"encode": 0.0}

@@ -30,9 +30,9 @@ import numpy as np
 
 from alignment.importing.readers import ImportOptions, read_file
 from alignment.importing.segment import layout_from_paragraphs
-from models_ml.encoders import load_sentence_encoder
-from models_ml.lha import LHAConfig, align_documents, document_vectors, mine_lha
-from models_ml.mining import MiningDocument
+from models_ml.mining.lha import LHAConfig, align_documents, document_vectors, mine_lha
+from models_ml.mining.types import MiningDocument
+from models_ml.similarity.encoders import load_sentence_encoder
 
 ONESTOP = REPO_ROOT.parent / "shared" / "data" / "onestopenglish"
 # seed 000, Table 1 (document alignment): approach -> (F1_max, TP %, theta_d, doc/s)

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._deplain import SHIPPABLE_LICENCES, load_corpus, score_learned, train_learned
-from models_ml.checkpoint import DEFAULT_MODEL_DIR, write_checksums
+from models_ml.data.checkpoint import DEFAULT_MODEL_DIR, write_checksums
 
 
 def main() -> None:
@@ -61,7 +61,7 @@ The model the app and `python -m models_ml align` use when no model is configure
 (`ALIGNER_MODEL_DIR=untrained` or `align --untrained` give the old hand-calibrated MiniLM aligner).
 
 - **What it is:** a logistic regression over the features of every (simple, complex) sentence pair
-  (`models_ml/pair_features.py`: character 3-gram cosine, how much of each sentence the other covers in
+  (`models_ml/similarity/pair_features.py`: character 3-gram cosine, how much of each sentence the other covers in
   character 3-grams and in content words, length ratio, relative position, their margins over the
   sentence's row and column and the neighbouring sentence's score; features: {features}), whose log-odds
   are the emissions of the neural CRF (single complex sentence per simple sentence; splits come from

@@ -21,16 +21,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from models_ml.io import (
-    AlignmentGroup,
-    GoldPair,
-    read_deplain,
-    read_groups_jsonl,
-    read_sentences_file,
-    read_wiki_manual_tsv,
-    unplaced_summary,
-    write_groups_jsonl,
-)
+from models_ml.data.deplain import read_deplain, unplaced_summary
+from models_ml.data.io import AlignmentGroup, GoldPair, read_groups_jsonl, read_sentences_file, write_groups_jsonl
+from models_ml.data.wiki_manual import read_wiki_manual_tsv
 
 EXIT_BAD_INPUT = 2
 
@@ -41,10 +34,15 @@ class InputError(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m models_ml",
-        description="Sentence alignment of complex and simplified documents, without a database.",
+        prog="python -m models_ml", description="Sentence alignment of complex and simplified documents, without a database."
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    for add_command in (_add_align, _add_evaluate, _add_train, _add_mine):
+        add_command(commands)
+    return parser
+
+
+def _add_align(commands: argparse._SubParsersAction) -> None:
     align = commands.add_parser("align", help="align one document pair and write JSON-lines groups")
     align.add_argument("--complex", required=True, type=Path, help="complex document: one sentence a line")
     align.add_argument("--simple", required=True, type=Path, help="simple document: one sentence a line")
@@ -56,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--config", type=Path, help="AlignerConfig as JSON for an untrained aligner")
     source.add_argument("--untrained", action="store_true", help="the untrained, hand-calibrated MiniLM aligner")
     align.add_argument("--device", default=None, help="override the device, e.g. cpu or cuda:0")
+
+
+def _add_evaluate(commands: argparse._SubParsersAction) -> None:
     evaluate = commands.add_parser(
         "evaluate",
         help="score predicted groups against gold groups",
@@ -74,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--pred-dir", type=Path, help="directory of <pair_id>.jsonl predictions")
     evaluate.add_argument("--exclude-identical", action="store_true", help="leave out gold pairs marked identical")
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+
+
+def _add_train(commands: argparse._SubParsersAction) -> None:
     train = commands.add_parser(
         "train",
         help="train the aligner's CRF on gold alignments and save the model directory",
@@ -101,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--device", default=None, help="override the device, e.g. cpu or cuda:0")
     train.add_argument("--pair-classifier-output", type=Path, help="also fine-tune the cross-encoder pair classifier and save it here")
     train.add_argument("--pair-classifier-epochs", type=int, default=1, help="epochs for the pair classifier (default 1)")
+
+
+def _add_mine(commands: argparse._SubParsersAction) -> None:
     mine = commands.add_parser(
         "mine",
         help="mine pseudo-parallel sentence pairs from unpaired documents (LHA or MUSS)",
@@ -122,11 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--no-filters", action="store_true", help="lha: keep pairs that fail the overlap or length filter")
     mine.add_argument("--language", default="en", help="stop words and word frequencies (en, de)")
     mine.add_argument("--device", default=None, help="encoder device, e.g. cpu or cuda:0")
-    return parser
 
 
 def _read_folder(folder: Path) -> list:
-    from models_ml.mining import MiningDocument
+    from models_ml.mining.types import MiningDocument
 
     if not folder.is_dir():
         raise InputError(f"{folder}: no such folder")
@@ -142,9 +148,9 @@ def run_mine(args: argparse.Namespace) -> str:
     source = _read_folder(args.source)
     target = _read_folder(args.target) if args.target is not None else []
     _check_writable_directory(args.output.parent if str(args.output.parent) else Path("."))
-    from models_ml.encoders import load_sentence_encoder
-    from models_ml.lha import LHAConfig, mine_lha
-    from models_ml.muss import MussConfig, mine_muss
+    from models_ml.mining.lha import LHAConfig, mine_lha
+    from models_ml.mining.muss import MussConfig, mine_muss
+    from models_ml.similarity.encoders import load_sentence_encoder
 
     options = {
         "k_sentences": args.k, "k_documents": args.k_documents, "theta_d": args.theta_d, "theta_s": args.theta_s,
@@ -187,7 +193,7 @@ def _read_sentences(path: Path) -> tuple[list[str], list[int]]:
 
 
 def _load_config(path: Path, device: str | None) -> object:
-    from models_ml.aligner import AlignerConfig
+    from models_ml.aligning.aligner_config import AlignerConfig
 
     if not path.is_file():
         raise InputError(f"{path}: no such file")
@@ -206,11 +212,9 @@ def _load_config(path: Path, device: str | None) -> object:
 def run_align(args: argparse.Namespace) -> None:
     complex_sentences, complex_paragraphs = _read_sentences(args.complex)
     simple_sentences, simple_paragraphs = _read_sentences(args.simple)
-    from models_ml.aligner import (  # imports torch: only once the inputs are read
-        Aligner,
-        AlignerConfig,
-    )
-    from models_ml.checkpoint import DEFAULT_MODEL_DIR
+    from models_ml.aligning.aligner import Aligner  # imports torch: only once the inputs are read
+    from models_ml.aligning.aligner_config import AlignerConfig
+    from models_ml.data.checkpoint import DEFAULT_MODEL_DIR
 
     if args.config is not None:
         aligner = Aligner(_load_config(args.config, args.device))  # type: ignore[arg-type]
@@ -248,7 +252,7 @@ def _document_size(*group_lists: Sequence[AlignmentGroup]) -> tuple[int, int]:
 
 
 def run_evaluate(args: argparse.Namespace) -> str:
-    from models_ml.evaluate import (
+    from models_ml.data.evaluate import (
         evaluate_corpus,
         format_report,
         format_sweep,
@@ -324,7 +328,7 @@ def read_gold(path: Path, gold_format: str, warn: Callable[[str], None] = _warn)
 
 def _dev_split(pairs: list[GoldPair], fraction: float, seed: int, source: Path) -> tuple[list[GoldPair], list[GoldPair]]:
     """Document pairs for training and for early stopping (never one pair in both)."""
-    from models_ml.splits import assign_splits
+    from models_ml.data.splits import assign_splits
 
     if not 0.0 <= fraction < 1.0:
         raise InputError(f"train: --dev-fraction must be in [0, 1), got {fraction}")
@@ -358,17 +362,15 @@ def run_train(args: argparse.Namespace) -> str:
     pair_training = None
     if args.pair_classifier_output is not None:
         _check_writable_directory(args.pair_classifier_output)
-        from models_ml.cross_encoder import PairTrainingConfig
+        from models_ml.similarity.cross_encoder_training import PairTrainingConfig
 
         try:
             pair_training = PairTrainingConfig(epochs=args.pair_classifier_epochs)
         except ValueError as error:
             raise InputError(f"pair classifier: {error}") from None
-    from models_ml.aligner import (  # imports torch: only once the gold is read
-        Aligner,
-        learned_config,
-    )
-    from models_ml.train import TrainingConfig, train_aligner
+    from models_ml.aligning.aligner import Aligner  # imports torch: only once the gold is read
+    from models_ml.aligning.aligner_config import learned_config
+    from models_ml.aligning.train import TrainingConfig, train_aligner
 
     defaults = TrainingConfig()
     try:
@@ -411,9 +413,9 @@ def run_train(args: argparse.Namespace) -> str:
 
 
 def _train_pair_classifier(args: argparse.Namespace, pairs: list, training: object) -> str:
-    from models_ml.cross_encoder import save_pair_classifier
-    from models_ml.encoders import default_device
-    from models_ml.train import fine_tune_pair_classifier
+    from models_ml.similarity.cross_encoder import save_pair_classifier
+    from models_ml.similarity.cross_encoder_training import fine_tune_pair_classifier
+    from models_ml.similarity.encoders import default_device
 
     try:
         model, losses, count = fine_tune_pair_classifier(pairs, training=training, seed=args.seed, device=args.device or default_device())

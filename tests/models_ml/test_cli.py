@@ -77,7 +77,8 @@ def test_untrained_hand_calibration_stays_available(documents: tuple[Path, Path]
 
 def test_align_with_saved_model_and_lexical_config(documents: tuple[Path, Path], tmp_path: Path) -> None:
     """--config builds an untrained aligner; the same settings saved as a model give the same output."""
-    from models_ml.aligner import Aligner, AlignerConfig
+    from models_ml.aligning.aligner import Aligner
+    from models_ml.aligning.aligner_config import AlignerConfig
 
     complex_path, simple_path = documents
     config = AlignerConfig(measure="jaccard", device="cpu", null_score=0.1)

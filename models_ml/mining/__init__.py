@@ -1,0 +1,1 @@
+"""Pseudo-parallel mining without a database: LHA, MUSS and the exact kNN search they share."""

@@ -1,0 +1,1 @@
+"""Similarity of sentence pairs: encoders, measures, word alignment, the cross-encoder and the learned pair scorer."""

@@ -1,0 +1,213 @@
+"""Faster CPU backends for a sentence-transformers encoder: ONNX Runtime (fp32 or int8) and OpenVINO.
+
+The transformer of the (bundled) model is exported once, locally, with ``torch.onnx.export``
+and cached in a folder keyed by the checksum of the source weights; nothing is downloaded.
+The export is checked against PyTorch on a few sentences before it is kept (cosine ≥ 0.9999),
+so a wrong export can never reach the database. int8 is ONNX Runtime's dynamic quantization of
+the MatMul weights, per channel: measured against torch's vectors on OneStopEnglish sentences
+(bench/encoder_backends.py) its cosine is median ≥ 0.99, 1st percentile ≥ 0.97, the bar under
+which vectors count as the same encoder's.
+
+Pooling and normalisation run in NumPy, the way sentence-transformers' Pooling module does
+them (mean over the attention mask, or the CLS token). Models with other modules stay on torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from models_ml.data.checkpoint import CHECKSUMS, verify_checksums, write_checksums
+
+BACKENDS = ("torch", "onnx", "onnx-int8", "openvino")
+FP32, INT8 = "model.onnx", "model-int8.onnx"
+EXPORT_CHECK_COSINE = 0.9999  # fp32 export vs torch on the check sentences: anything less is a broken export
+_CHECK_SENTENCES = (
+    "The cat sat on the mat.",
+    "Eine deutlich längere Zeile, die weitergeht, damit das Auffüllen (padding) mitgeprüft wird, auch bei Umlauten.",
+    "Kurz.",
+)
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend cannot run this model here (missing package, unsupported pooling, failed export check)."""
+
+
+def default_cache_dir() -> Path:
+    """ENCODER_CACHE_DIR, else ~/.cache/sentence-aligner/encoders (the app passes its state directory's)."""
+    configured = os.environ.get("ENCODER_CACHE_DIR", "")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "sentence-aligner" / "encoders"
+
+
+def _source_key(model_path: Path) -> str:
+    """sha256 over the model folder's config and weight files: a changed model gets a new export."""
+    digest = hashlib.sha256()
+    names = sorted(p.name for p in model_path.iterdir() if p.suffix in {".json", ".safetensors", ".bin", ".txt"})
+    if not any(name.endswith((".safetensors", ".bin")) for name in names):
+        raise BackendUnavailable(f"{model_path}: no weights file (.safetensors or .bin) to export")
+    for name in names:
+        digest.update(name.encode())
+        with (model_path / name).open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+def _pooling(model) -> str:
+    """ "mean" or "cls" from the model's Pooling module; BackendUnavailable for anything else."""
+    names = [type(module).__name__ for module in model]
+    if names[:2] != ["Transformer", "Pooling"] or any(n != "Normalize" for n in names[2:]):
+        raise BackendUnavailable(f"the ONNX backends support Transformer + Pooling (+ Normalize) models, not {names}")
+    pooling = model[1]
+    legacy = getattr(pooling, "get_pooling_mode_str", None)  # sentence-transformers < 6
+    mode = legacy() if legacy is not None else getattr(pooling, "pooling_mode", None)
+    if mode not in ("mean", "cls"):
+        raise BackendUnavailable(f"the ONNX backends support mean or CLS pooling, not {mode!r}")
+    return mode
+
+
+def _pool(hidden: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
+    if mode == "cls":
+        vectors = hidden[:, 0]
+    else:
+        weights = mask[..., None].astype(np.float32)
+        vectors = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+    return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+
+
+def _export(model, folder: Path, mode: str) -> None:
+    """Export the transformer to ``folder``/model.onnx, check it against torch, quantize to int8, write checksums."""
+    import onnxruntime
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    transformer = model[0].auto_model.eval()
+    tokenizer = model.tokenizer
+    sample = tokenizer(list(_CHECK_SENTENCES), padding=True, truncation=True, max_length=model.max_seq_length, return_tensors="pt")
+    inputs = [name for name in ("input_ids", "attention_mask", "token_type_ids") if name in sample]
+
+    class Hidden(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(self, *tensors):
+            return self.transformer(**dict(zip(inputs, tensors, strict=True))).last_hidden_state
+
+    axes = {name: {0: "batch", 1: "tokens"} for name in [*inputs, "hidden"]}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on shape-dependent Python branches (checked below)
+        torch.onnx.export(
+            Hidden(), tuple(sample[name] for name in inputs), str(folder / FP32), input_names=inputs, output_names=["hidden"],
+            dynamic_axes=axes, opset_version=17, dynamo=False,
+        )  # fmt: skip
+        expected = model.encode(list(_CHECK_SENTENCES), normalize_embeddings=True, convert_to_numpy=True)
+    session = onnxruntime.InferenceSession(str(folder / FP32), providers=["CPUExecutionProvider"])
+    hidden = session.run(None, {name: sample[name].numpy().astype(np.int64) for name in inputs})[0]
+    cosine = (_pool(hidden, sample["attention_mask"].numpy(), mode) * expected).sum(axis=1)
+    if cosine.min() < EXPORT_CHECK_COSINE:
+        raise BackendUnavailable(f"the ONNX export disagrees with torch (cosine {cosine.min():.5f} < {EXPORT_CHECK_COSINE}); use torch")
+    quantize_dynamic(str(folder / FP32), str(folder / INT8), per_channel=True, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
+    (folder / "export.json").write_text(
+        json.dumps({"inputs": inputs, "pooling": mode, "max_length": model.max_seq_length, "check_cosine": float(cosine.min())})
+    )
+    write_checksums(folder, [FP32, INT8, "export.json"])
+
+
+def exported_model_dir(model, model_path: str, cache_dir: Path) -> Path:
+    """The cached export of ``model`` (made now when missing or when its files fail their checksums)."""
+    source = Path(model_path)
+    if not source.is_dir():
+        raise BackendUnavailable(f"{model_path}: the ONNX backends export a local model folder")
+    mode = _pooling(model)
+    folder = cache_dir / f"{source.name}-{_source_key(source)}"
+    if folder.is_dir():
+        try:
+            verify_checksums(folder, [FP32, INT8, "export.json"], "ONNX encoder export")
+            return folder
+        except ValueError:
+            shutil.rmtree(folder, ignore_errors=True)  # derived data: export again
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=cache_dir))
+    try:
+        _export(model, staging, mode)
+        try:
+            staging.rename(folder)  # atomic; another process may have finished the same export first
+        except OSError:
+            if not (folder / CHECKSUMS).is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+@dataclass
+class OnnxEncoder:
+    """The :class:`~models_ml.similarity.encoders.SentenceEncoder` interface over an exported model (ONNX Runtime or OpenVINO)."""
+
+    name: str
+    dimensions: int
+    backend: str
+    model: object  # the SentenceTransformer it was exported from (word-alignment measures read its token vectors)
+    tokenizer: object
+    run: object  # callable: {input name: int64 array} -> hidden states (batch, tokens, dim)
+    inputs: list[str]
+    pooling: str
+    max_length: int
+
+    def encode(self, sentences: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        texts = list(sentences)
+        vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))  # similar lengths together: less padding
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            tokens = self.tokenizer(
+                [texts[k] for k in chunk], padding=True, truncation=True, max_length=self.max_length, return_tensors="np"
+            )
+            hidden = self.run({name: tokens[name].astype(np.int64) for name in self.inputs})
+            vectors[chunk] = _pool(np.asarray(hidden, dtype=np.float32), tokens["attention_mask"], self.pooling)
+        return vectors
+
+
+def onnx_encoder(
+    name: str, model, model_path: str, backend: str, dimensions: int, *, cache_dir: Path | None = None, threads: int = 0
+) -> OnnxEncoder:  # fmt: skip
+    """``model`` (a loaded SentenceTransformer) served by ``backend`` ("onnx", "onnx-int8" or "openvino")."""
+    folder = exported_model_dir(model, model_path, cache_dir or default_cache_dir())
+    meta = json.loads((folder / "export.json").read_text())
+    file = folder / (INT8 if backend == "onnx-int8" else FP32)
+    if backend == "openvino":
+        try:
+            import openvino
+        except ImportError:
+            raise BackendUnavailable("ENCODER_BACKEND=openvino needs the openvino package (pip install openvino)") from None
+        config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
+        compiled = openvino.Core().compile_model(str(file), "CPU", config)
+
+        def run(feed: dict) -> np.ndarray:
+            return compiled(feed)[0]
+    elif backend in ("onnx", "onnx-int8"):
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads  # 0: one per core
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session = onnxruntime.InferenceSession(str(file), options, providers=["CPUExecutionProvider"])
+
+        def run(feed: dict) -> np.ndarray:
+            return session.run(None, feed)[0]
+    else:
+        raise BackendUnavailable(f"unknown encoder backend {backend!r}; backends: {', '.join(BACKENDS)}")
+    return OnnxEncoder(
+        name=name, dimensions=dimensions, backend=backend, model=model, tokenizer=model.tokenizer, run=run,
+        inputs=meta["inputs"], pooling=meta["pooling"], max_length=meta["max_length"],
+    )  # fmt: skip

