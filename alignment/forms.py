@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from alignment.importing.layout import PARAGRAPH_MODE_LABELS
 from alignment.importing.patterns import PATTERN_MAX_LENGTH
 from alignment.importing.readers import DEFAULT_FILENAME_PATTERN, FORMATS, ImportOptions
 from alignment.models import Corpus
@@ -19,6 +20,8 @@ class MultipleFileField(forms.FileField):
     def clean(self, data, initial=None):
         single = super().clean
         if isinstance(data, (list, tuple)):
+            if not data and self.required:  # no file chosen: the browser sends none, and no single clean() would run
+                raise forms.ValidationError(self.error_messages["required"], code="required")
             return [single(d, initial) for d in data]
         return [single(data, initial)]
 
@@ -40,9 +43,10 @@ class CorpusImportForm(forms.Form):
     language = forms.CharField(max_length=16, initial="en", help_text="ISO 639-1 code, e.g. en or de.")
     format = forms.ChoiceField(choices=[(f, f"{f}: {FORMAT_HELP[f]}") for f in FORMATS], initial="text")
     paragraph_mode = forms.ChoiceField(
-        choices=[("blank", "a blank line separates paragraphs"), ("line", "each line is a paragraph")],
-        initial="blank",
-        help_text="For the text format.",
+        choices=[("auto", "detect it in each file"), *PARAGRAPH_MODE_LABELS.items()],
+        initial="auto",
+        help_text="For the text format. Detect: when most lines end a sentence (or are headings), each line is a "
+        "paragraph; wrapped lines are joined up to a blank line. Preview shows what it finds.",
     )
     filename_pattern = forms.CharField(
         max_length=PATTERN_MAX_LENGTH,
@@ -52,6 +56,14 @@ class CorpusImportForm(forms.Form):
     drop_level_header = forms.BooleanField(required=False, help_text="Drop a first line such as “Intermediate”.")
     pairing = forms.ChoiceField(choices=Corpus.Pairing.choices, initial=Corpus.Pairing.ALL, help_text="For a new corpus.")
     files = MultipleFileField(help_text="One or more files.")
+
+    def import_options(self, *, max_file_bytes: int) -> ImportOptions:
+        """The reading options of a valid form (ValueError when they are refused)."""
+        data = self.cleaned_data
+        return ImportOptions(
+            format=data["format"], language=data["language"], paragraph_mode=data["paragraph_mode"],
+            filename_pattern=data["filename_pattern"], drop_level_header=data["drop_level_header"], max_file_bytes=max_file_bytes,
+        )  # fmt: skip
 
     def clean_filename_pattern(self) -> str:
         pattern = self.cleaned_data["filename_pattern"]
@@ -71,6 +83,14 @@ class CorpusImportForm(forms.Form):
             except ValueError as exc:
                 self.add_error("filename_pattern", str(exc))
         return cleaned
+
+
+class CorpusImportPreviewForm(CorpusImportForm):
+    """The import form as *Preview* reads it: the corpus is not needed to look at the files."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["corpus_name"].required = False
 
 
 MEASURE_CHOICES = [

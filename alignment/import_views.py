@@ -1,4 +1,4 @@
-"""The Import page and its job page: the upload is checked and staged in the request, imported by a worker."""
+"""The Import page, its preview and its job page: the upload is checked and staged in the request, imported by a worker."""
 
 from __future__ import annotations
 
@@ -7,14 +7,20 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from alignment import selectors
-from alignment.forms import CorpusImportForm
+from alignment.forms import CorpusImportForm, CorpusImportPreviewForm
 from alignment.importing.jobs import import_job_create
 from alignment.importing.models import ImportJob
-from alignment.importing.readers import ImportOptions
+from alignment.importing.preview import ImportPreview, import_preview
 from alignment.importing.uploads import ImportUploadLimit, upload_too_large
+
+
+def _install_upload_limit(request: HttpRequest) -> ImportUploadLimit:
+    return ImportUploadLimit.install(
+        request, max_file_bytes=settings.IMPORT_MAX_FILE_BYTES, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES
+    )
 
 
 @csrf_exempt  # the CSRF check reads the body, so it runs in _corpus_import, after the upload limit is installed
@@ -24,10 +30,7 @@ def corpus_import(request: HttpRequest) -> HttpResponse:
         refusal = upload_too_large(request, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES)
         if refusal:
             return _corpus_import_page(request, CorpusImportForm(), upload_error=refusal, status=413)
-    limit = ImportUploadLimit.install(
-        request, max_file_bytes=settings.IMPORT_MAX_FILE_BYTES, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES
-    )
-    return _corpus_import(request, limit)
+    return _corpus_import(request, _install_upload_limit(request))
 
 
 @csrf_protect
@@ -39,14 +42,10 @@ def _corpus_import(request: HttpRequest, limit: ImportUploadLimit) -> HttpRespon
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            options = ImportOptions(
-                format=data["format"], language=data["language"], paragraph_mode=data["paragraph_mode"],
-                filename_pattern=data["filename_pattern"], drop_level_header=data["drop_level_header"],
-                max_file_bytes=settings.IMPORT_MAX_FILE_BYTES,
-            )  # fmt: skip
             job = import_job_create(
                 user=request.user, corpus_name=data["corpus_name"], language=data["language"], pairing=data["pairing"],
-                options=options, files=((f.name, f.read()) for f in data["files"]),
+                options=form.import_options(max_file_bytes=settings.IMPORT_MAX_FILE_BYTES),
+                files=((f.name, f.read()) for f in data["files"]),
             )  # fmt: skip
         except ValueError as exc:
             form.add_error(None, str(exc))
@@ -55,12 +54,51 @@ def _corpus_import(request: HttpRequest, limit: ImportUploadLimit) -> HttpRespon
     return _corpus_import_page(request, form)
 
 
-def _corpus_import_page(request: HttpRequest, form: CorpusImportForm, *, upload_error: str = "", status: int = 200) -> HttpResponse:
+def _corpus_import_page(
+    request: HttpRequest, form: CorpusImportForm, *, upload_error: str = "", preview: ImportPreview | None = None, status: int = 200
+) -> HttpResponse:
     context = {
         "form": form, "upload_error": upload_error, "corpus_names": selectors.corpus_names_for_import(request.user),
-        "recent_jobs": ImportJob.objects.filter(created_by=request.user)[:5],
+        "recent_jobs": ImportJob.objects.filter(created_by=request.user)[:5], "preview": preview,
     }  # fmt: skip
     return render(request, "alignment/corpus_import.html", context, status=status)
+
+
+@csrf_exempt  # as corpus_import: the CSRF check runs in _corpus_import_preview, after the upload limit is installed
+@require_POST
+def corpus_import_preview(request: HttpRequest) -> HttpResponse:
+    """The first document of the chosen files, read as the import would read it; nothing is stored.
+
+    htmx swaps the preview panel (and the paragraph mode field, which the panel's switch button sets);
+    without JavaScript the whole Import page comes back with the preview below the form.
+    """
+    refusal = upload_too_large(request, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES)
+    if refusal:
+        return _corpus_import_preview_page(request, CorpusImportPreviewForm(), upload_error=refusal, status=413)
+    return _corpus_import_preview(request, _install_upload_limit(request))
+
+
+@csrf_protect
+def _corpus_import_preview(request: HttpRequest, limit: ImportUploadLimit) -> HttpResponse:
+    uploaded = request.FILES  # the body is parsed here, through the limit
+    if limit.refusal:
+        form = CorpusImportPreviewForm(initial=request.POST.dict())
+        return _corpus_import_preview_page(request, form, upload_error=limit.refusal, status=413)
+    form = CorpusImportPreviewForm(request.POST, uploaded)
+    preview = None
+    if form.is_valid():
+        options = form.import_options(max_file_bytes=settings.IMPORT_MAX_FILE_BYTES)
+        preview = import_preview(files=((f.name, f.read()) for f in form.cleaned_data["files"]), options=options)
+    return _corpus_import_preview_page(request, form, preview=preview)
+
+
+def _corpus_import_preview_page(
+    request: HttpRequest, form: CorpusImportForm, *, upload_error: str = "", preview: ImportPreview | None = None, status: int = 200
+) -> HttpResponse:
+    if not request.htmx:
+        return _corpus_import_page(request, form, upload_error=upload_error, preview=preview, status=status)
+    context = {"form": form, "upload_error": upload_error, "preview": preview, "preview_only": True}
+    return render(request, "alignment/corpus_import.html#preview", context, status=status)
 
 
 def _import_jobs_for_user(user: AbstractBaseUser):

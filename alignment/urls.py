@@ -8,6 +8,7 @@ app_name = "alignment"
 urlpatterns = [
     path("", views.corpus_list, name="corpus_list"),
     path("corpora/import/", import_views.corpus_import, name="corpus_import"),
+    path("corpora/import/preview/", import_views.corpus_import_preview, name="corpus_import_preview"),
     path("imports/<int:job_id>/", import_views.import_job, name="import_job"),
     path("corpora/<int:corpus_id>/", views.corpus_detail, name="corpus_detail"),
     path("corpora/<int:corpus_id>/embed/", views.corpus_embed, name="corpus_embed"),

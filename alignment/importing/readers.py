@@ -1,7 +1,8 @@
 """Readers for the four corpus formats. Each turns one file into parsed documents or raises.
 
 * ``text``: one ``.txt`` file per document; a blank line (or each line, with
-  ``paragraph_mode="line"``) marks a paragraph; id and level come from the file
+  ``paragraph_mode="line"``; ``"auto"``: whichever :mod:`~alignment.importing.layout`
+  detects in the file) marks a paragraph; id and level come from the file
   name through ``filename_pattern``.
 * ``csv``: one column per level, one row per paragraph; an optional ``id``
   column groups rows into articles, otherwise the file name is the article id.
@@ -23,10 +24,13 @@ from typing import Literal
 
 from alignment.importing.cleaning import CleaningReport, ImportFormatError, clean_text, decode_bytes, fold_whitespace
 from alignment.importing.json_input import JsonInputError, json_loads_bounded
+from alignment.importing.layout import LayoutGuess, detect_paragraph_layout
 from alignment.importing.patterns import PatternTooSlow, check_pattern_on_names, compile_pattern, match_bounded
 
 ImportFormat = Literal["text", "csv", "jsonl", "presplit"]
 FORMATS: tuple[ImportFormat, ...] = ("text", "csv", "jsonl", "presplit")
+# "auto" detects the mode per file (the Import page's default); the command line offers blank and line.
+PARAGRAPH_MODES = ("auto", "blank", "line")
 FILE_SUFFIXES: dict[str, tuple[str, ...]] = {
     "text": (".txt",),
     "presplit": (".txt",),
@@ -46,7 +50,7 @@ PATTERN_RULES: dict[str, tuple[str, tuple[str, ...]]] = {
 class ImportOptions:
     format: ImportFormat = "text"
     language: str = "en"
-    paragraph_mode: Literal["blank", "line"] = "blank"
+    paragraph_mode: Literal["auto", "blank", "line"] = "blank"
     filename_pattern: str = DEFAULT_FILENAME_PATTERN
     drop_level_header: bool = False
     level_header_pattern: str = DEFAULT_LEVEL_HEADER_PATTERN
@@ -57,6 +61,8 @@ class ImportOptions:
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
             raise ValueError(f"unknown format {self.format!r}; choose one of {', '.join(FORMATS)}")
+        if self.paragraph_mode not in PARAGRAPH_MODES:
+            raise ValueError(f"unknown paragraph mode {self.paragraph_mode!r}; choose one of {', '.join(PARAGRAPH_MODES)}")
         for name, (label, groups) in PATTERN_RULES.items():
             try:
                 compile_pattern(getattr(self, name), label=label, required_groups=groups)
@@ -84,6 +90,8 @@ class ParsedDocument:
     title: str = ""
     paragraphs: list[str] | None = None  # running text, to be sentence-split
     sentences: list[list[str]] | None = None  # pre-split: sentences per paragraph
+    paragraph_mode: str = ""  # text format: the mode its paragraphs were read with ("auto" resolved)
+    detected_layout: LayoutGuess | None = None  # text format: the mode its lines suggest, and why
     cleaning: CleaningReport = field(default_factory=CleaningReport)
 
 
@@ -157,7 +165,9 @@ def _drop_header(name: str, blocks: list[tuple[int, list[str]]], options: Import
 
 def _read_text(name: str, text: str, options: ImportOptions, report: CleaningReport) -> list[ParsedDocument]:
     external_id, level = _id_and_level_from_name(name, options)
-    if options.paragraph_mode == "line":
+    detected = detect_paragraph_layout(text)
+    mode = detected.paragraph_mode if options.paragraph_mode == "auto" else options.paragraph_mode
+    if mode == "line":
         blocks = [(n, [line]) for n, line in enumerate(text.split("\n"), start=1) if line]
     else:
         blocks = _blocks(text)
@@ -165,7 +175,11 @@ def _read_text(name: str, text: str, options: ImportOptions, report: CleaningRep
     if not blocks:
         raise ImportFormatError("empty document: no text after cleaning", file=name)
     paragraphs = [" ".join(lines) for _, lines in blocks]
-    return [ParsedDocument(external_id=external_id, level=level, file=name, line=blocks[0][0], paragraphs=paragraphs)]
+    document = ParsedDocument(
+        external_id=external_id, level=level, file=name, line=blocks[0][0], paragraphs=paragraphs,
+        paragraph_mode=mode, detected_layout=detected,
+    )  # fmt: skip
+    return [document]
 
 
 def _read_presplit(name: str, text: str, options: ImportOptions, report: CleaningReport) -> list[ParsedDocument]:

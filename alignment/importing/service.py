@@ -8,6 +8,7 @@ their article at the end.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 from django.db import DatabaseError, IntegrityError, transaction
 
 from alignment.importing.cleaning import ImportFormatError
+from alignment.importing.layout import PARAGRAPH_MODE_LABELS
 from alignment.importing.readers import FILE_SUFFIXES, ImportOptions, ParsedDocument, read_file
 from alignment.importing.segment import DocumentLayout, layout_from_paragraphs, layout_from_sentences
 from alignment.models import Corpus, Document, Paragraph, Sentence
@@ -29,6 +31,7 @@ class FileImportResult:
     sentences_created: int = 0
     control_characters_removed: int = 0
     punctuation_repaired: int = 0
+    paragraph_mode: str = ""  # text format: the mode its paragraphs were read with (what "auto" found)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
 
@@ -65,6 +68,12 @@ class ImportReport:
     @property
     def control_characters_removed(self) -> int:
         return sum(f.control_characters_removed for f in self.files)
+
+    @property
+    def paragraph_modes(self) -> list[tuple[str, int]]:
+        """How many imported text files were read in each paragraph mode: [("each line is a paragraph", 3), ...]."""
+        counts = Counter(f.paragraph_mode for f in self.files if f.ok and f.paragraph_mode)
+        return [(PARAGRAPH_MODE_LABELS[mode], count) for mode, count in counts.most_common()]
 
     @property
     def punctuation_repaired(self) -> int:
@@ -113,6 +122,7 @@ def _import_one_file(*, corpus: Corpus, name: str, data: bytes, options: ImportO
         return FileImportResult(file=name, error=f"{name}: conflicts with a document stored meanwhile ({exc.__cause__ or exc})")
     except DatabaseError as exc:  # the database refused a value; the atomic block has undone the file
         return FileImportResult(file=name, error=f"{name}: the database refused the content ({exc.__cause__ or exc})")
+    result.paragraph_mode = parsed[0].paragraph_mode
     for document in parsed:
         result.control_characters_removed += document.cleaning.control_characters_removed
         result.punctuation_repaired += document.cleaning.punctuation_repaired
