@@ -25,7 +25,7 @@ def corpus_detail(request: HttpRequest, corpus_id: int) -> HttpResponse:
     context = {
         "corpus": corpus,
         "documents": corpus.documents.order_by("external_id", "level").only("id", "external_id", "title", "level", "source"),
-        "pairs": corpus.pairs.select_related("complex_document", "simple_document"),
+        "pairs": corpus.pairs.select_related("complex_document", "simple_document__corpus"),
         "run_form": AlignmentRunForm(),
         **_jobs_context(request, corpus),
     }

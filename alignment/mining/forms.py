@@ -6,7 +6,7 @@ from alignment.models import Corpus
 
 
 class MiningJobForm(forms.Form):
-    """LHA settings; defaults are models_ml.lha.LHAConfig's."""
+    """LHA settings; defaults are models_ml.mining.lha.LHAConfig's."""
 
     target_corpus = forms.ModelChoiceField(queryset=Corpus.objects.none(), help_text="the corpus in the other style")
     k_documents = forms.IntegerField(min_value=1, max_value=50, initial=5, label="K documents")
@@ -19,14 +19,14 @@ class MiningJobForm(forms.Form):
 
     def __init__(self, *args, targets=None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        from models_ml.lha import LHAConfig
+        from models_ml.mining.lha import LHAConfig
 
         self.fields["target_corpus"].queryset = targets if targets is not None else Corpus.objects.none()
         self.fields["theta_s"].initial = LHAConfig().theta_s
 
 
 class MussJobForm(forms.Form):
-    """MUSS settings; defaults are models_ml.muss.MussConfig's."""
+    """MUSS settings; defaults are models_ml.mining.muss.MussConfig's."""
 
     k = forms.IntegerField(min_value=1, max_value=50, initial=8, label="K neighbours")
     max_distance = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.25, label="Max cosine distance")

@@ -1,6 +1,6 @@
 """MUSS paraphrase mining in the app, sharded over sequence ranges in two phases.
 
-prepare     builds the corpus's sequences (``models_ml.muss.candidate_sequences``), encodes them
+prepare     builds the corpus's sequences (``models_ml.mining.muss.candidate_sequences``), encodes them
             in batches into MiningSequence rows (idempotent: stops where it stopped) and builds a
             partial HNSW index over the job's vectors;
 neighbours  shards: every sequence's k nearest sequences from pgvector (self excluded) and
@@ -28,8 +28,7 @@ from pgvector.django import CosineDistance, VectorField
 
 from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
 from alignment.models import Document, Sentence
-from models_ml.mining import MiningDocument
-from models_ml.muss import (
+from models_ml.mining.muss import (
     MussConfig,
     Sequence,
     access_attributes,
@@ -37,6 +36,7 @@ from models_ml.muss import (
     ratio_margin,
     rejection_reason,
 )
+from models_ml.mining.types import MiningDocument
 
 SHARD_SEQUENCES = 2000
 BATCH = 100

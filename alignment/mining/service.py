@@ -1,6 +1,6 @@
 """Mining jobs in the app: create (deduplicated by settings), prepare (document vectors, shards), run shards.
 
-LHA here follows ``models_ml.lha`` with the database doing the nearest-neighbour search:
+LHA here follows ``models_ml.mining.lha`` with the database doing the nearest-neighbour search:
 document vectors (mean of the stored sentence vectors, renormalised) live in
 DocumentEmbedding with a partial HNSW index per encoder, and each source document's K
 nearest target documents come from it; the sentence step runs on the two documents' stored
@@ -38,7 +38,8 @@ from alignment.mining.muss_service import (
     pairs_shards_create,
 )
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
-from models_ml.lha import LHAConfig, align_sentences, unigram_overlap
+from models_ml.mining.lha import LHAConfig, align_sentences
+from models_ml.similarity.stop_words import unigram_overlap
 
 SHARD_DOCUMENTS = 50
 
@@ -94,6 +95,27 @@ def mining_job_create(
         enqueue_on_commit(PREPARE_TASK, job, job_id=job.pk)
     job.refresh_from_db()
     return job, created
+
+
+def corpora_ready_for_mining(*, corpora: list[Corpus], encoder_name: str | None) -> None:
+    """ValueError naming the corpus when one has nothing to mine: no documents or no sentences (checked for all
+    corpora first), then, with ``encoder_name`` (LHA reads stored vectors), sentences without a vector from it.
+    The start form calls it before :func:`mining_job_create`, so a job never "succeeds" with 0 pairs because a
+    corpus was empty or not embedded yet; prepare checks again (documents here, vectors later) for other callers."""
+    unique = list(dict.fromkeys(corpora))
+    for corpus in unique:
+        if not Document.objects.filter(corpus=corpus).exists():
+            raise ValueError(f"corpus {corpus.name!r} has no documents: import documents into it before mining")
+        if not Sentence.objects.filter(document__corpus=corpus).exists():
+            raise ValueError(f"corpus {corpus.name!r} has documents but no sentences: nothing to mine")
+    for corpus in unique if encoder_name else []:
+        sentences = Sentence.objects.filter(document__corpus=corpus)
+        missing = sentences.exclude(embeddings__encoder__name=encoder_name).count()
+        if missing:
+            raise ValueError(
+                f"corpus {corpus.name!r}: {missing} of {sentences.count()} sentence(s) have no vector from {encoder_name} yet; "
+                "run its embedding job (corpus page → Embed missing sentences) and wait for it to finish, then start mining"
+            )
 
 
 PREPARE_TASK = "alignment.mining_prepare"
@@ -165,6 +187,11 @@ def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray]
     job = MiningJob.objects.select_related("source_corpus", "target_corpus").get(pk=job_id)
     if job.pickup() in (Pickup.SKIP, Pickup.GAVE_UP):
         return job
+    try:
+        corpora_ready_for_mining(corpora=[job.source_corpus, job.target_corpus], encoder_name=None)
+    except ValueError as error:
+        _fail(job_id, str(error))
+        return MiningJob.objects.get(pk=job_id)
     if job.method == MiningJob.Method.MUSS:
         try:
             if encode is None:

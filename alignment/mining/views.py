@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from alignment import selectors
@@ -14,6 +18,7 @@ from alignment.mining import browse
 from alignment.mining.forms import MiningJobForm, MussJobForm
 from alignment.mining.models import MiningJob
 from alignment.mining.service import (
+    corpora_ready_for_mining,
     mining_job_cancel,
     mining_job_create,
     mining_job_statistics,
@@ -47,6 +52,8 @@ def mining_start(request: HttpRequest, corpus_id: int) -> HttpResponse:
         data = dict(chosen.cleaned_data)
         target = data.pop("target_corpus", None)
         try:
+            encoder = settings.ENCODER_MODEL if method == "lha" else None  # LHA reads stored vectors
+            corpora_ready_for_mining(corpora=[corpus, target or corpus], encoder_name=encoder)
             job, created = mining_job_create(
                 source_corpus=corpus, target_corpus=target, config=data, method=method, created_by=request.user
             )
@@ -59,25 +66,40 @@ def mining_start(request: HttpRequest, corpus_id: int) -> HttpResponse:
     return render(request, "alignment/mining_start.html", {"corpus": corpus, "form": form, "muss_form": muss_form, "jobs": jobs})
 
 
+def _pairs_context(request: HttpRequest, job: MiningJob, query: QueryDict) -> dict:
+    """What the pairs table needs: ``query`` holds the filters (FilterError on a bad one)."""
+    filters = browse.filters_from(query)
+    page = Paginator(browse.mined_pairs(job, filters), 50).get_page(query.get("page"))
+    return {"job": job, "page": page, "filters": filters, "query": query.urlencode(),
+            "may_send": request.user.is_staff or job.source_corpus.owner_id == request.user.pk}  # fmt: skip
+
+
 def mining_job(request: HttpRequest, job_id: int) -> HttpResponse:
     job = _job_for_user(request, job_id)
     try:
-        filters = browse.filters_from(request.GET)
+        context = _pairs_context(request, job, request.GET)
     except browse.FilterError as error:
         return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")  # the message quotes the input
-    page = Paginator(browse.mined_pairs(job, filters), 50).get_page(request.GET.get("page"))
-    context = {"job": job, "stats": mining_job_statistics(job), "page": page, "filters": filters,
-               "sorts": list(browse.SORTS), "shapes": browse.SHAPES, "query": request.GET.urlencode(),
-               "may_send": request.user.is_staff or job.source_corpus.owner_id == request.user.pk,
-               "may_control": selectors.user_may_run_jobs(request.user, job.source_corpus)}  # fmt: skip
+    context.update({"stats": mining_job_statistics(job), "sorts": list(browse.SORTS), "shapes": browse.SHAPES,
+                    "may_control": selectors.user_may_run_jobs(request.user, job.source_corpus)})  # fmt: skip
     template = "alignment/mining_job.html#pairs" if request.htmx and request.htmx.target == "pairs" else "alignment/mining_job.html"
     return render(request, template, context)
 
 
 def mining_job_progress(request: HttpRequest, job_id: int) -> HttpResponse:
+    """The job card; once the job has ended, the pairs table too (out of band), filtered as the page is,
+    so the table never says "No pairs yet" beside a card that counts them."""
     job = _job_for_user(request, job_id)
     context = {"job": job, "stats": mining_job_statistics(job), "may_control": selectors.user_may_run_jobs(request.user, job.source_corpus)}
-    return render(request, "alignment/mining_job.html#progress", context)
+    html = render_to_string("alignment/mining_job.html#progress", context, request)
+    if request.htmx and not job.is_active:
+        page_query = QueryDict(urlsplit(request.htmx.current_url or "").query)
+        try:
+            pairs = _pairs_context(request, job, page_query)
+        except browse.FilterError:  # the page itself answered 400 to those filters; show them unfiltered
+            pairs = _pairs_context(request, job, QueryDict())
+        html += render_to_string("alignment/mining_job.html#pairs", {**pairs, "out_of_band": True}, request)
+    return HttpResponse(html)
 
 
 @require_POST

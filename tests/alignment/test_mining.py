@@ -126,16 +126,57 @@ def test_cancel_stops_between_documents_and_keeps_the_pairs_found(two_corpora, r
     assert job.status == MiningJob.Status.CANCELLED and job.documents_done == 1 and shard.position == 1
 
 
-def test_missing_sentence_vectors_fail_the_job_with_the_corpus_named(owner, db) -> None:
+def test_missing_sentence_vectors_are_refused_at_start_and_fail_the_prepare_with_the_corpus_named(owner, db) -> None:
     source, _ = corpus_get_or_create(name="No vectors", language="en", owner=owner)
     assert not corpus_import_files(
         corpus=source, files=[("A-adv.txt", b"One sentence.\n")], options=ImportOptions(format="presplit")
     ).errors
     services.encoder_get_or_create(name=settings.ENCODER_MODEL, dimensions=384)
-    job, _ = mining.mining_job_create(source_corpus=source, target_corpus=source, config={})
+    with pytest.raises(ValueError, match=r"corpus 'No vectors': 1 of 1 sentence\(s\) have no vector .* embedding job"):
+        mining.corpora_ready_for_mining(corpora=[source], encoder_name=settings.ENCODER_MODEL)
+    job, _ = mining.mining_job_create(source_corpus=source, target_corpus=source, config={})  # a caller that did not check
     job = mining.mining_job_prepare(job_id=job.pk)
     assert job.status == MiningJob.Status.FAILED
     assert "corpus 'No vectors': 1 sentence(s) have no vector" in job.error and "embedding job" in job.error
+
+
+def test_mining_from_or_into_an_empty_corpus_is_refused_on_the_form_with_the_corpus_named(owner, client, db) -> None:
+    filled, _ = corpus_get_or_create(name="Filled", language="en", owner=owner)
+    assert not corpus_import_files(
+        corpus=filled, files=[("A-adv.txt", b"One sentence.\n")], options=ImportOptions(format="presplit")
+    ).errors
+    empty, _ = corpus_get_or_create(name="Empty", language="en", owner=owner)
+    client.force_login(owner)
+    lha = {"method": "lha", "k_documents": 5, "theta_d": 0.5, "k_sentences": 5, "theta_s": 0.6, "language": "en"}
+    from_empty = client.post(f"/corpora/{empty.pk}/mine/", {**lha, "target_corpus": filled.pk})
+    assert from_empty.status_code == 200
+    assert "corpus &#x27;Empty&#x27; has no documents: import documents into it before mining" in from_empty.content.decode()
+    into_empty = client.post(f"/corpora/{filled.pk}/mine/", {**lha, "target_corpus": empty.pk})
+    assert "corpus &#x27;Empty&#x27; has no documents" in into_empty.content.decode()  # emptiness first, then vectors
+    both_filled = client.post(f"/corpora/{filled.pk}/mine/", {**lha, "target_corpus": filled_too(owner).pk})
+    assert "corpus &#x27;Filled&#x27;: 1 of 1 sentence(s) have no vector" in both_filled.content.decode()
+    services.embedding_run_create(corpus=filled, encoder_name=settings.ENCODER_MODEL)  # queued, not run: still no vectors
+    muss = client.post(f"/corpora/{empty.pk}/mine/", {"method": "muss", "k": 6, "max_distance": 0.3, "min_margin": 1.04, "language": "en"})
+    assert "corpus &#x27;Empty&#x27; has no documents" in muss.content.decode()
+    assert not MiningJob.objects.exists()
+    job, _ = mining.mining_job_create(source_corpus=filled, target_corpus=empty, config={})  # a caller that did not check
+    job = mining.mining_job_prepare(job_id=job.pk)
+    assert job.status == MiningJob.Status.FAILED and job.error == "corpus 'Empty' has no documents: import documents into it before mining"
+
+
+def filled_too(owner):
+    corpus, _ = corpus_get_or_create(name="Filled too", language="en", owner=owner)
+    assert not corpus_import_files(corpus=corpus, files=[("B-adv.txt", b"Another one.\n")], options=ImportOptions(format="presplit")).errors
+    return corpus
+
+
+def test_into_an_embedded_corpus_with_nothing_similar_the_card_says_why_there_are_no_pairs(two_corpora, run_worker, client, owner) -> None:
+    source, target = two_corpora
+    job, _ = _mine(source, target, run_worker, k_documents=1, theta_d=0.99, theta_s=0.99)
+    assert job.status == MiningJob.Status.SUCCEEDED and job.pairs_found == 0
+    client.force_login(owner)
+    page = client.get(f"/mining/{job.pk}/").content.decode()
+    assert 'id="no-pairs-reason"' in page and "θd 0.99" in page and "No pairs: the job found none" in page
 
 
 @pytest.mark.parametrize(
@@ -171,6 +212,24 @@ def test_browser_filters_sorts_searches_and_refuses_bad_parameters(two_corpora, 
     assert client.get(url, {"sort": "nonsense"}).status_code == 400
     client.force_login(outsider)
     assert client.get(url).status_code == 404
+
+
+def test_the_last_poll_of_the_job_card_also_swaps_in_the_pairs_table_filtered_as_the_page_is(
+    two_corpora, run_worker, client, owner
+) -> None:
+    source, target = two_corpora
+    job, _ = _mine(source, target, run_worker, k_documents=1, theta_d=0.3, theta_s=0.5)
+    client.force_login(owner)
+    poll = f"/mining/{job.pk}/progress/"
+    page_url = f"http://testserver/mining/{job.pk}/?q=honey"
+    html = client.get(poll, HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=page_url).content.decode()
+    assert 'id="pairs" hx-swap-oob="true"' in html and "Beekeepers" in html and "tram" not in html.split('id="pairs"')[1].lower()
+    honey = MinedPair.objects.filter(job=job, source_text__icontains="honey") | MinedPair.objects.filter(
+        job=job, target_text__icontains="honey"
+    )
+    assert f"{honey.count()} pair(s) match" in html
+    MiningJob.objects.filter(pk=job.pk).update(status=MiningJob.Status.RUNNING)  # while it runs, the card alone
+    assert 'id="pairs"' not in client.get(poll, HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=page_url).content.decode()
 
 
 def test_start_page_creates_a_job_from_the_form(two_corpora, client, owner) -> None:
@@ -224,9 +283,9 @@ PARAPHRASES = {
 
 
 def test_muss_job_mines_paraphrases_of_different_documents_in_two_sharded_phases(owner, run_worker) -> None:
-    from models_ml.encoders import load_sentence_encoder
-    from models_ml.mining import MiningDocument
-    from models_ml.muss import MussConfig, mine_muss
+    from models_ml.mining.muss import MussConfig, mine_muss
+    from models_ml.mining.types import MiningDocument
+    from models_ml.similarity.encoders import load_sentence_encoder
 
     corpus, _ = corpus_get_or_create(name="Paraphrases", language="en", owner=owner)
     files = [(f"{title}-adv.txt", text.encode()) for title, text in PARAPHRASES.items()]
@@ -271,6 +330,9 @@ def test_bad_muss_settings_are_refused(owner, db) -> None:
 
 def test_start_page_creates_a_muss_job(owner, client, db) -> None:
     corpus, _ = corpus_get_or_create(name="Solo", language="en", owner=owner)
+    assert not corpus_import_files(
+        corpus=corpus, files=[("A-adv.txt", b"One sentence.\n")], options=ImportOptions(format="presplit")
+    ).errors
     client.force_login(owner)
     assert b"MUSS: paraphrases within Solo" in client.get(f"/corpora/{corpus.pk}/mine/").content
     response = client.post(

@@ -87,8 +87,26 @@ def test_a_viewer_of_a_shared_corpus_cannot_start_mining_on_it(client, shared, t
 @pytest.mark.parametrize("form", [LHA_FORM, MUSS_FORM], ids=["lha", "muss"])
 def test_owner_and_staff_start_mining(client, shared, target, persona, form, request):
     data = {**form, "target_corpus": target.pk} if form is LHA_FORM else form
+    _mineable(shared, target)  # the start form refuses an empty corpus or one without sentence vectors
     response = _as(client, request.getfixturevalue(persona)).post(reverse("alignment:mining_start", args=[shared.pk]), data)
     assert response.status_code == 302 and MiningJob.objects.filter(source_corpus=shared).count() == 1
+
+
+def _mineable(*corpora) -> None:
+    """Give each corpus a document if it has none, and a (fake, constant) vector for every sentence."""
+    from django.conf import settings
+
+    from alignment.models import Sentence, SentenceEmbedding
+    from alignment.services import encoder_get_or_create
+
+    encoder = encoder_get_or_create(name=settings.ENCODER_MODEL, dimensions=384)
+    for corpus in corpora:
+        if not corpus.documents.exists():
+            files = [("Tram-adv.txt", SAMPLE_ADV.encode())]
+            assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="text")).errors
+        vector = [1.0] + [0.0] * 383
+        sentences = Sentence.objects.filter(document__corpus=corpus)
+        SentenceEmbedding.objects.bulk_create([SentenceEmbedding(sentence=s, encoder=encoder, vector=vector) for s in sentences])
 
 
 @pytest.mark.parametrize("method", ["lha", "muss"])

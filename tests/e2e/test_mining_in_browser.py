@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
 from procrastinate.contrib.django import app
@@ -29,6 +30,7 @@ def _work(queues: list[str]) -> None:
 def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(page: Page, live_server, transactional_db, owner):
     corpora = embedded_news_corpora(owner, _work)
     source, _target = corpora
+    Path("/tmp/shots").mkdir(exist_ok=True)
 
     _login(page, live_server, "owner", "owner-pass-123")
     page.goto(f"{live_server.url}/corpora/{source.pk}/")
@@ -48,8 +50,12 @@ def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(pa
     expect(page.locator("#progress .status")).to_have_text("Succeeded", timeout=30_000)  # htmx polled the card
     job = MiningJob.objects.get()
     expect(page.locator("#job-stats")).to_contain_text(str(job.pairs_found))
+    # no reload: the card's last poll swapped the pairs table in too
+    expect(page.locator("#pairs")).to_contain_text(f"{job.pairs_found} pair(s) match")
+    expect(page.locator("#pairs tbody tr")).to_have_count(min(job.pairs_found, 50))
+    expect(page.locator("#pairs")).not_to_contain_text("No pairs")
+    page.screenshot(path="/tmp/shots/H1-mining-finished.png", full_page=True)
 
-    page.reload()
     page.get_by_label("Search").fill("honey")
     page.get_by_role("button", name="Apply").click()
     expected = (
