@@ -35,5 +35,6 @@ def candidate_diff(request: HttpRequest, candidate_id: int) -> HttpResponse:
         "diff": inspection.word_diff(candidate.complex_sentence.text, candidate.simple_sentence.text),
         "group_members": inspection.candidate_group_members(candidate),
         "scores": inspection.candidate_scores(candidate, candidate.run.measures),
+        "marginal_note": inspection.marginal_notes([candidate]).get(candidate.pk),
     }
     return render(request, "alignment/pair_inspect.html#diff", context)

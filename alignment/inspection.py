@@ -85,11 +85,20 @@ class InspectState:
         return "?" + urlencode({key: value for key, value in values.items() if value not in (None, "")})
 
 
+@dataclass(frozen=True)
+class MarginalNote:
+    """Why a candidate's CRF marginal looks at odds with its label: a short tag for the table and a sentence."""
+
+    tag: str
+    text: str
+
+
 @dataclass
 class CandidateRow:
     candidate: CandidateAlignment
     scores: list[float | None]  # one per run measure, in run.measures order
     link: str  # the full page with this candidate's diff open
+    marginal_note: MarginalNote | None = None
 
 
 @dataclass
@@ -126,6 +135,8 @@ class PairInspection:
     diff: WordDiff | None = None
     group_members: list[CandidateAlignment] = field(default_factory=list)
     selected_scores: list[tuple[str, float | None]] = field(default_factory=list)
+    selected_note: MarginalNote | None = None
+    marginal_tags: set[str] = field(default_factory=set)  # the tags in the table, explained once above it
     label_choices: list[tuple[str, str]] = field(default_factory=lambda: list(LABEL_CHOICES))
 
 
@@ -208,6 +219,56 @@ def candidate_group_members(candidate: CandidateAlignment) -> list[CandidateAlig
 def candidate_scores(candidate: CandidateAlignment, measures: list[str]) -> list[tuple[str, float | None]]:
     """(measure, score) in the run's measure order; the stored JSON does not keep that order."""
     return [(name, candidate.scores.get(name)) for name in measures]
+
+
+def marginal_notes(candidates: list[CandidateAlignment]) -> dict[int, MarginalNote]:
+    """Candidate id -> why its CRF marginal is surprising, for candidates of one run and pair (others left out).
+
+    Both cases are right but puzzle a reader. *via group*: a predicted pair whose simple sentence's
+    own Viterbi state does not cover the complex sentence; neighbours sharing complex sentences form
+    one n:m group whose label covers all its pairs (as gold groups are read), while the marginal is
+    this sentence's own belief, which can be 0.000. *not scored*: a pair outside every aligned
+    paragraph group, where the CRF never decodes, so its marginal is 0 by construction.
+    """
+    if not candidates:
+        return {}
+    run_id, pair = candidates[0].run_id, candidates[0].pair
+    viterbi = AlignedPair.objects.filter(run_id=run_id, pair=pair).values_list("viterbi", flat=True).first() or []
+    simple_paragraphs = _paragraph_positions(pair.simple_document_id)
+    complex_paragraphs = _paragraph_positions(pair.complex_document_id)
+    blocks = [
+        (set(simple), set(complex_))
+        for simple, complex_ in ParagraphAlignment.objects.filter(run_id=run_id, pair=pair).values_list(
+            "simple_paragraphs", "complex_paragraphs"
+        )
+    ]
+    notes: dict[int, MarginalNote] = {}
+    for candidate in candidates:
+        j, i = candidate.simple_sentence.index, candidate.complex_sentence.index
+        own = viterbi[j] if j < len(viterbi) else []
+        if candidate.label != CandidateAlignment.Label.NOT_ALIGNED and i not in own:
+            span = f"{min(own) + 1}" + (f"–{max(own) + 1}" if len(own) > 1 else "") if own else ""  # 1-based, "3" or "3–4"
+            chose = f"complex #{span}" if own else "no complex sentence"
+            notes[candidate.pk] = MarginalNote(
+                tag="via group",
+                text=f"In group {candidate.group_index} through its neighbours: simple #{j + 1}'s own CRF choice is {chose}, "
+                f"not complex #{i + 1}. The group's label covers every simple × complex pair of the group; the CRF marginal "
+                "is this simple sentence's own belief in this complex sentence.",
+            )
+        elif not any(simple_paragraphs.get(j) in simple and complex_paragraphs.get(i) in complex_ for simple, complex_ in blocks):
+            notes[candidate.pk] = MarginalNote(
+                tag="not scored",
+                text="Outside the aligned paragraphs: the CRF only decodes sentence pairs inside an aligned paragraph group, "
+                "so it never scored this pair and its marginal is 0. It is listed for its similarity scores.",
+            )
+    return notes
+
+
+def _paragraph_positions(document_id: int) -> dict[int, int]:
+    """Sentence index -> its paragraph's position among paragraphs with sentences, as ParagraphAlignment counts them."""
+    rows = list(Sentence.objects.filter(document_id=document_id).values_list("index", "paragraph__index"))
+    dense = {number: position for position, number in enumerate(sorted({paragraph for _, paragraph in rows}))}
+    return {index: dense[paragraph] for index, paragraph in rows}
 
 
 def word_diff(complex_text: str, simple_text: str) -> WordDiff:
@@ -331,10 +392,18 @@ def pair_inspection_build(*, pair: DocumentPair, query: QueryDict, with_heatmap:
 
     candidates = pair_candidates(run, pair, sort=state.sort, label=state.label, min_disagreement=state.min_disagreement)
     view.matching = candidates.count()
+    shown = list(candidates.select_related("pair")[:TABLE_ROW_LIMIT])
+    notes = marginal_notes(shown + ([view.selected] if view.selected is not None else []))
     view.rows = [
-        CandidateRow(candidate=c, scores=[c.scores.get(name) for name in run.measures], link=state.query(candidate_id=c.pk))
-        for c in candidates[:TABLE_ROW_LIMIT]
+        CandidateRow(
+            candidate=c,
+            scores=[c.scores.get(name) for name in run.measures],
+            link=state.query(candidate_id=c.pk),
+            marginal_note=notes.get(c.pk),
+        )
+        for c in shown
     ]
+    view.marginal_tags = {row.marginal_note.tag for row in view.rows if row.marginal_note}
     view.sort_links = {
         column: state.query(sort="position" if column == "position" else (column if state.sort == f"-{column}" else f"-{column}"))
         for column in ("position", "score", "crf_marginal", "disagreement")
@@ -343,6 +412,7 @@ def pair_inspection_build(*, pair: DocumentPair, query: QueryDict, with_heatmap:
         view.diff = word_diff(view.selected.complex_sentence.text, view.selected.simple_sentence.text)
         view.group_members = candidate_group_members(view.selected)
         view.selected_scores = candidate_scores(view.selected, run.measures)
+        view.selected_note = notes.get(view.selected.pk)
     if with_heatmap:
         _attach_heatmap(view, run, pair, measure)
     return view
@@ -352,7 +422,9 @@ def _selected_candidate(run: AlignmentRun, pair: DocumentPair, candidate_id: int
     if candidate_id is None:
         return None
     selected = (
-        CandidateAlignment.objects.filter(run=run, pair=pair, pk=candidate_id).select_related("simple_sentence", "complex_sentence").first()
+        CandidateAlignment.objects.filter(run=run, pair=pair, pk=candidate_id)
+        .select_related("pair", "simple_sentence", "complex_sentence")
+        .first()
     )
     if selected is None:
         errors.append(f"candidate: candidate {candidate_id} does not belong to run {run.pk} of this pair")

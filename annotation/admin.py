@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
+from annotation.models import AnnotationProject, Assignment, ItemEvent, LabelEvent, ProjectMembership
 
 
 class MembershipInline(admin.TabularInline):
@@ -29,6 +29,25 @@ class LabelEventAdmin(admin.ModelAdmin):
 
     list_display = ["pk", "project", "annotator", "simple_sentence", "complex_sentence", "old_label", "new_label", "source", "created_at"]
     list_filter = ["project", "source", "new_label"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ItemEvent)
+class ItemEventAdmin(admin.ModelAdmin):
+    """Read-only like the label history: skips, flags and comments are append-only events."""
+
+    list_display = ["pk", "project", "annotator", "pair", "kind", "text", "simple_sentence", "complex_sentence", "created_at"]
+    list_filter = ["project", "kind"]
+    search_fields = ["text", "annotator__username"]
+    list_select_related = ["project", "annotator", "pair", "simple_sentence", "complex_sentence"]
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -117,6 +117,9 @@ def world_build() -> World:
     )
     world.private.update({
         "project": project, "assignment": assignment, "label_event": LabelEvent.objects.get(project=project),
+        "item_event": annotation_services.item_event_record(
+            project=project, annotator=world.users["annotator"], pair=pair, kind="flag"
+        ),  # the annotator's own, so annotators, viewers and managers all may read it
         "training_job": training_job, "model_version": model_version, "export_job": export_job,
         "webhook": webhook, "delivery": webhook_services.webhook_ping(webhook=webhook, by=owner),
         "api_token": api_token_create(user=owner, name="matrix").token,

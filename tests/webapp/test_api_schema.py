@@ -98,6 +98,9 @@ def real_ids(api_world, settings, tmp_path) -> dict[str, int]:
         "corpora": api_world.corpus.pk, "documents": api_world.pair.simple_document_id, "pairs": api_world.pair.pk,
         "projects": api_world.project.pk, "assignments": Assignment.objects.filter(annotator=anna).get().pk,
         "labels": event.pk, "model-versions": version.pk, "exports": export_job.pk,
+        "item-events": services.item_event_record(
+            project=api_world.project, annotator=anna, pair=api_world.pair, kind="comment", text="unclear"
+        ).pk,
         "tokens": api_token_create(user=api_world.users["owner"], name="a spare token to revoke").token.pk,
         # body fields
         "pair": api_world.pair.pk, "corpus": api_world.corpus.pk, "simple_sentence": api_world.simple[0].pk,

@@ -11,10 +11,11 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from alignment.models import AlignmentRun, Corpus, DocumentPair, Sentence
-from annotation.models import AnnotationProject, Assignment, LabelEvent, ModelVersion, ProjectMembership
+from annotation import labels
+from annotation.models import AnnotationProject, Assignment, ItemEvent, LabelEvent, ModelVersion, ProjectMembership
 from webapp.api.schema_fields import enum_field
 
-LABELS = [("aligned", "aligned"), ("partial", "partial"), ("not_aligned", "not aligned"), ("", "unlabelled (cleared)")]
+LABELS = [(label, LabelEvent.label_name(label)) for label in labels.LABELS] + [(labels.UNLABELLED, "unlabelled (cleared)")]
 WRITABLE_SOURCES = [
     (LabelEvent.Source.HUMAN.value, "an annotator's own label"),
     (LabelEvent.Source.SUGGESTION.value, "an annotator accepted the aligner's suggestion"),
@@ -153,6 +154,18 @@ class LabelEventSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class ItemEventSerializer(serializers.ModelSerializer):
+    """An annotator's skip, flag, unflag, comment or skip undo; append-only like labels. Sentences are null for the whole pair."""
+
+    annotator = serializers.CharField(source="annotator.get_username", read_only=True)
+    kind = enum_field("ItemEventKindEnum", ItemEvent.Kind.choices, read_only=True)
+
+    class Meta:
+        model = ItemEvent
+        fields = ["id", "pair", "annotator", "kind", "text", "simple_sentence", "complex_sentence", "undoes", "created_at"]
+        read_only_fields = fields
+
+
 class LabelCreateSerializer(serializers.Serializer):
     pair = serializers.PrimaryKeyRelatedField(queryset=DocumentPair.objects.none(), help_text="A document pair of the project.")
     simple_sentence = serializers.IntegerField(min_value=1, help_text="A sentence of the pair's simple document.")
@@ -182,7 +195,7 @@ class LabelCreateSerializer(serializers.Serializer):
         if documents.get(data["complex_sentence"]) != pair.complex_document_id:
             errors["complex_sentence"] = f"sentence {data['complex_sentence']} is not a sentence of the complex document of pair {pair.pk}"
         if data["source"] == LabelEvent.Source.ADJUDICATION and not data["label"]:
-            errors["label"] = "an adjudication sets a final label: aligned, partial or not_aligned"
+            errors["label"] = labels.FINAL_LABEL_NEEDED
         if errors:
             raise serializers.ValidationError(errors)
         return data

@@ -6,7 +6,8 @@ import django_filters
 from django import forms
 
 from alignment.models import AlignmentRun, CandidateAlignment, Corpus, Document, DocumentPair
-from annotation.models import Assignment, LabelEvent
+from annotation.item_events import item_events_open
+from annotation.models import Assignment, ItemEvent, LabelEvent
 
 
 class IdFilter(django_filters.NumberFilter):
@@ -87,3 +88,22 @@ class LabelEventFilter(django_filters.FilterSet):
     class Meta:
         model = LabelEvent
         fields = ["pair", "annotator", "source", "simple_sentence", "complex_sentence"]
+
+
+class ItemEventFilter(django_filters.FilterSet):
+    pair = IdFilter(field_name="pair")
+    annotator = django_filters.CharFilter(field_name="annotator__username", help_text="The annotator's username.")
+    open = django_filters.BooleanFilter(
+        method="filter_open",
+        help_text="true: only what still stands (flags not removed, skips not undone, comments), as the project page lists them.",
+    )
+
+    class Meta:
+        model = ItemEvent
+        fields = ["pair", "annotator", "kind", "open"]
+
+    def filter_open(self, queryset, name: str, value: bool | None):
+        if value is None:
+            return queryset
+        standing = [event.pk for event in item_events_open(queryset)]
+        return queryset.filter(pk__in=standing) if value else queryset.exclude(pk__in=standing)

@@ -13,7 +13,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from webapp.api import alignment_views, annotation_views, export_views, token_views, training_views
+from webapp.api import alignment_views, annotation_views, export_views, item_event_views, token_views, training_views
 
 app_name = "api"
 
@@ -40,6 +40,7 @@ router.register("projects", annotation_views.ProjectViewSet, basename="project")
 router.register(f"{PROJECT}/members", annotation_views.MemberViewSet, basename="project-member")
 router.register(f"{PROJECT}/assignments", annotation_views.AssignmentViewSet, basename="project-assignment")
 router.register(f"{PROJECT}/labels", annotation_views.LabelViewSet, basename="project-label")
+router.register(f"{PROJECT}/item-events", item_event_views.ItemEventViewSet, basename="project-item-event")
 router.register(f"{PROJECT}/model-versions", training_views.ModelVersionViewSet, basename="project-model-version")
 router.register(f"{PROJECT}/exports", export_views.ExportJobViewSet, basename="project-export")
 
