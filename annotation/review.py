@@ -5,16 +5,19 @@ annotator assigned the document pair, their label is their current label, or
 "not aligned" when they marked the pair done without labelling the item, or missing
 while they are still working. The item is settled when a reviewer adjudicated it, or
 when every assigned annotator gave the same label (accepted automatically, unless the
-project adjudicates everything).
+project adjudicates everything). ``pair_review_read`` folds the items into what the review page
+shows: the decision table (open items first) and, per simple sentence, what each annotator linked
+it to next to the merged result (the side-by-side curation view).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from alignment.models import DocumentPair, Sentence
-from annotation.models import AnnotationProject, Assignment, LabelEvent, PairVerification
-from annotation.selectors import latest_label_events
+from annotation.labels import LINKED_LABELS, agreed_label, item_labels, latest_adjudications, latest_label_events
+from annotation.models import AnnotationProject, Assignment, LabelEvent
 
 
 @dataclass
@@ -29,6 +32,11 @@ class ItemState:
     def disagreement(self) -> bool:
         given = [label for label in self.labels.values() if label is not None]
         return len(set(given)) > 1
+
+    @property
+    def row_id(self) -> str:
+        """The HTML id of the item's row on the review page (htmx swaps it; the side-by-side view links to it)."""
+        return f"review-{self.simple.pk}-{self.complex.pk}"
 
     @property
     def final(self) -> str | None:
@@ -60,33 +68,20 @@ def pair_item_states(project: AnnotationProject, pair: DocumentPair, *, flagged:
         "annotator_id", "simple_sentence_id", "complex_sentence_id", "new_label"
     ):
         own.setdefault((simple_id, complex_id), {})[annotator_id] = label
-    adjudications = {
-        (event.simple_sentence_id, event.complex_sentence_id): event
-        for event in LabelEvent.objects.filter(project=project, pair=pair, source=LabelEvent.Source.ADJUDICATION)
-        .order_by("simple_sentence_id", "complex_sentence_id", "-pk")
-        .distinct("simple_sentence_id", "complex_sentence_id")
-    }
-    items = sorted({k for k, by in own.items() if any(by.values())} | set(adjudications))
-    sentences = Sentence.objects.in_bulk({i for key in items for i in key})
-    states = []
-    for key in items:
-        labels: dict[str, str | None] = {}
-        for assignment in assignments:
-            label = own.get(key, {}).get(assignment.annotator_id, "")
-            if not label:
-                label = "not_aligned" if assignment.completed_at else None
-            labels[assignment.annotator.get_username()] = label
-        given = list(labels.values())
-        agreed = given[0] if given and None not in given and len(set(given)) == 1 and not project.adjudicate_all else None
-        states.append(ItemState(sentences[key[0]], sentences[key[1]], labels, adjudications.get(key), agreed))
+    adjudications = {(e.simple_sentence_id, e.complex_sentence_id): e for e in latest_adjudications(project, pair=pair)}
+    by_item = item_labels(
+        own, [(a.annotator_id, a.annotator.get_username(), a.completed_at is not None) for a in assignments], adjudications
+    )
+    sentences = Sentence.objects.in_bulk({i for key in by_item for i in key})
+    states = [
+        ItemState(
+            sentences[key[0]], sentences[key[1]], labels, adjudications.get(key),
+            agreed_label(labels, adjudicate_all=project.adjudicate_all),
+        )
+        for key, labels in sorted(by_item.items())
+    ]  # fmt: skip
     states.sort(key=lambda s: (s.simple.index, s.complex.index))
     return states
-
-
-def pair_verified(project: AnnotationProject, pair: DocumentPair) -> PairVerification | None:
-    """The latest verification row when it says verified, else None."""
-    latest = PairVerification.objects.filter(project=project, pair=pair).order_by("-pk").first()
-    return latest if latest is not None and latest.verified else None
 
 
 def reviewer_changes(project: AnnotationProject, annotator) -> list[tuple[ItemState, str | None]]:
@@ -101,3 +96,95 @@ def reviewer_changes(project: AnnotationProject, annotator) -> list[tuple[ItemSt
             if state.adjudication is not None and state.labels.get(name) != state.final:
                 changes.append((state, state.labels.get(name)))
     return changes
+
+
+@dataclass
+class CurationLink:
+    """One complex sentence a simple sentence is linked to in one column of the side-by-side view."""
+
+    state: ItemState
+    label: str  # aligned or partial; "" in the merged column while the item is still open
+
+
+@dataclass
+class CurationCell:
+    """What one annotator linked one simple sentence to."""
+
+    links: list[CurationLink]
+    working: bool  # still working on an item of this line: their label there is not known yet
+
+
+@dataclass
+class CurationLine:
+    """One simple sentence as each annotator linked it, next to the merged result: INCEpTION's curation view,
+    folded to what a sentence alignment is (per simple sentence, the complex sentences it goes with)."""
+
+    simple: Sentence
+    columns: list[CurationCell]  # one per annotator, in the order of ``Review.annotators``
+    merged: list[CurationLink]
+    open: bool  # some item of the line has no final label yet
+    disagreement: bool  # the annotators' labels differ on some item of the line
+
+
+@dataclass
+class Review:
+    """What the review page shows of one document pair."""
+
+    states: list[ItemState]  # every labelled sentence pair
+    shown: list[ItemState]  # the decision table: open items first, then by position
+    lines: list[CurationLine]
+    annotators: list[str]
+    open_count: int
+    disagreements_left: int  # open items the annotators disagree on
+
+    @property
+    def total(self) -> int:
+        return len(self.states)
+
+    @cached_property
+    def shown_ids(self) -> set[str]:
+        """Row ids in the decision table: the side-by-side view links only to those."""
+        return {state.row_id for state in self.shown}
+
+
+def curation_lines(states: list[ItemState], annotators: list[str]) -> list[CurationLine]:
+    """The side-by-side view of ``states``: one line per simple sentence some annotator labelled."""
+    by_simple: dict[int, list[ItemState]] = {}
+    for state in states:  # already in (simple, complex) document order
+        by_simple.setdefault(state.simple.pk, []).append(state)
+    lines = []
+    for group in by_simple.values():
+        columns = [
+            CurationCell(
+                links=[CurationLink(s, s.labels[name]) for s in group if s.labels.get(name) in LINKED_LABELS],
+                working=any(s.labels.get(name) is None for s in group),
+            )
+            for name in annotators
+        ]
+        merged = [CurationLink(s, s.final or "") for s in group if s.final in LINKED_LABELS or s.final is None]
+        lines.append(
+            CurationLine(
+                simple=group[0].simple,
+                columns=columns,
+                merged=merged,
+                open=any(s.final is None for s in group),
+                disagreement=any(s.disagreement for s in group),
+            )
+        )
+    return lines
+
+
+def pair_review_read(project: AnnotationProject, pair: DocumentPair, *, show: str = "open") -> Review:
+    """The review page's data; ``show`` is "open" (open items and settled disagreements) or "all"."""
+    states = pair_item_states(project, pair)
+    annotators = list(states[0].labels) if states else []
+    shown = states if show == "all" else [s for s in states if s.final is None or s.disagreement]
+    shown = sorted(shown, key=lambda s: s.final is not None)  # stable: open first, each part in document order
+    return Review(
+        states=states,
+        shown=shown,
+        lines=curation_lines(states, annotators),
+        annotators=annotators,
+        open_count=sum(1 for s in states if s.final is None),
+        disagreements_left=sum(1 for s in states if s.final is None and s.disagreement),
+    )
