@@ -21,10 +21,11 @@ from django.db.models import Exists, F, OuterRef, Q
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
+from alignment.errors import ServiceError
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
 from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun, Encoder, Sentence, SentenceEmbedding
-from models_ml.encoders import SentenceEncoder
+from models_ml.similarity.encoders import SentenceEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +51,9 @@ _KNOWN_LEVEL_RANK = {
 def corpus_settings_check(*, language: str, pairing: str) -> None:
     """ValueError naming the setting when a new corpus's language or pairing is not valid."""
     if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", language):
-        raise ValueError(f"language {language!r} is not an ISO 639 code such as 'en' or 'de'")
+        raise ServiceError(f"language {language!r} is not an ISO 639 code such as 'en' or 'de'", field="language")
     if pairing not in Corpus.Pairing.values:
-        raise ValueError(f"pairing {pairing!r} must be one of {', '.join(Corpus.Pairing.values)}")
+        raise ServiceError(f"pairing {pairing!r} must be one of {', '.join(Corpus.Pairing.values)}", field="pairing")
 
 
 def corpus_get_or_create(

@@ -7,7 +7,7 @@ annotators, Fleiss' kappa, Krippendorff's alpha (nominal), confusion matrices
 and set-level alignment precision / recall / F1 (between annotators, and
 between each annotator and the automatic aligner).
 
-It never imports Django: the annotation app's selectors read the labels and
+It never imports Django (the label set comes from :mod:`models_ml.labels`): the annotation app's selectors read the labels and
 pass them here as ``ratings``, a mapping ``annotator name -> {item -> label}``,
 where an item is any hashable key (the app uses
 ``(simple_sentence_id, complex_sentence_id)`` tuples).
@@ -41,8 +41,7 @@ from sklearn.metrics import cohen_kappa_score
 from sklearn.metrics import confusion_matrix as sklearn_confusion_matrix
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-LABELS: tuple[str, ...] = ("aligned", "partial", "not_aligned")
-NOT_ALIGNED = "not_aligned"
+from models_ml.labels import ALIGNED, LABELS, LINKED_LABELS, NOT_ALIGNED
 
 SCOPE_SHOWN = "shown candidates"
 SCOPE_ALL_PAIRS = "all sentence pairs"
@@ -50,8 +49,8 @@ SCOPES: tuple[str, ...] = (SCOPE_SHOWN, SCOPE_ALL_PAIRS)
 
 # Task 1 counts a partial alignment as a link; Task 2 only counts full ones.
 LINKED_LABELS_BY_TASK: dict[int, frozenset[str]] = {
-    1: frozenset({"aligned", "partial"}),
-    2: frozenset({"aligned"}),
+    1: frozenset(LINKED_LABELS),
+    2: frozenset({ALIGNED}),
 }
 
 UNDEFINED_ONE_LABEL = "undefined: one label only"

@@ -24,8 +24,8 @@ from annotation.agreement import (
     aligner_alignment_prf,
     pairwise_alignment_prf,
 )
+from annotation.labels import NOT_ALIGNED, latest_label_events
 from annotation.models import AnnotationProject, Assignment
-from annotation.selectors import latest_label_events
 
 Item = tuple[int, int]  # (simple sentence id, complex sentence id)
 
@@ -70,8 +70,8 @@ def project_ratings(project: AnnotationProject) -> list[PairRatings]:
             name = assignment.annotator.get_username()
             own = explicit.get((assignment.annotator_id, pair.pk), {})
             done = assignment.completed_at is not None
-            ratings.shown[name] = {**{item: "not_aligned" for item in shown}, **own} if done else dict(own)
-            ratings.all_pairs[name] = {**{(s, c): "not_aligned" for s in simple_ids for c in complex_ids}, **own} if done else dict(own)
+            ratings.shown[name] = {**{item: NOT_ALIGNED for item in shown}, **own} if done else dict(own)
+            ratings.all_pairs[name] = {**{(s, c): NOT_ALIGNED for s in simple_ids for c in complex_ids}, **own} if done else dict(own)
         result.append(ratings)
     return result
 

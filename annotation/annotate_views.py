@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from alignment.errors import error_answer, error_json
 from annotation import screen, selectors, services
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, LabelEvent
 
@@ -33,7 +34,8 @@ def annotate_pair(request: HttpRequest, project_id: int, pair_id: int) -> HttpRe
             simple_id, complex_id = _int_field(request.GET, "simple"), _int_field(request.GET, "complex")
             selected = screen.sentence_pair_diff(assignment.pair, simple_id, complex_id)
         except ValueError as error:
-            return HttpResponse(str(error), status=400, content_type="text/plain")
+            answer = error_answer(error)
+            return HttpResponse(answer.message, status=answer.status, content_type="text/plain")
         return render(request, "annotation/annotate_pair.html#diff", {"selected": selected})
     view = screen.screen_build(project=project, assignment=assignment)
     context = {"screen": view, "project": project, "pair": assignment.pair, "comment_max_chars": ITEM_COMMENT_MAX_CHARS}
@@ -60,14 +62,9 @@ def label_save(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
         )
     except services.LabelConflict as conflict:
         current = conflict.current
-        return JsonResponse(
-            {"error": str(conflict), "current": {"label": current.new_label if current else "", "event": current.pk if current else None}},
-            status=409,
-        )
-    except ValueError as error:
-        return JsonResponse({"error": str(error)}, status=400)
-    except PermissionError as error:
-        return JsonResponse({"error": str(error)}, status=403)
+        return error_json(conflict, current={"label": current.new_label if current else "", "event": current.pk if current else None})
+    except (ValueError, PermissionError) as error:
+        return error_json(error)
     return JsonResponse(_event_state(event, project, assignment))
 
 
@@ -77,7 +74,7 @@ def label_undo(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
     try:
         event = services.label_undo(project=project, annotator=request.user, pair=assignment.pair)
     except PermissionError as error:
-        return JsonResponse({"error": str(error)}, status=403)
+        return error_json(error)
     if event is None:
         progress = screen.pair_progress(project, request.user, assignment.pair)
         return JsonResponse({"undone": False, "message": "Nothing to undo in this pair.", "progress": progress.as_dict()})
@@ -96,10 +93,8 @@ def item_event_save(request: HttpRequest, project_id: int, pair_id: int) -> Http
             kind=request.POST.get("kind", ""),
             text=request.POST.get("text", ""),
         )
-    except ValueError as error:
-        return JsonResponse({"error": str(error)}, status=400)
-    except PermissionError as error:
-        return JsonResponse({"error": str(error)}, status=403)
+    except (ValueError, PermissionError) as error:
+        return error_json(error)
     answer = {"kind": event.kind, "event": event.pk, "notes": screen.item_notes(project, request.user, assignment.pair).as_dict()}
     if event.kind == event.Kind.SKIP:
         following = screen.next_assignment_after(assignment)

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from alignment.models import AlignmentRun, Corpus
 from annotation.models import AnnotationProject, ProjectMembership
+from annotation.services import seconds_spent_parse
 
 
 class ProjectCreateForm(forms.Form):
@@ -94,3 +95,63 @@ class MemberSearchForm(forms.Form):
     """What the member form's username box holds so far (sent as it is typed)."""
 
     username = forms.CharField(min_length=1, max_length=150, strip=True)
+
+
+def _whole_number(raw: object, field: str, what: str) -> int:
+    text = str(raw or "").strip()
+    if not text.isdigit():
+        raise forms.ValidationError(f"{field}: {text!r} is not {what} (a whole number)")
+    return int(text)
+
+
+class QueueActionForm(forms.Form):
+    """A POST of the queue page: ``action`` undo, skip, or (anything else) an answer, for the item
+    ``kind``/``item_id``, with the answer's ``label`` and the seconds spent on it.
+
+    Only what the action needs is checked, in the order the page always checked it; the first
+    error names its field (``item_id: 'abc' is not a queue item id``). ``kind`` and ``label`` are
+    checked by the queue services, which name them too.
+    """
+
+    action = forms.CharField(required=False)
+    kind = forms.CharField(required=False, strip=False)
+    item_id = forms.CharField(required=False)
+    label = forms.CharField(required=False, strip=False)
+    seconds_spent = forms.CharField(required=False)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        data["action"] = data.get("action") if data.get("action") in ("undo", "skip") else "answer"
+        if data["action"] == "undo":
+            return data
+        try:
+            if data["action"] == "answer":
+                data["seconds_spent"] = seconds_spent_parse(data.get("seconds_spent"))
+            data["item_id"] = _whole_number(data.get("item_id"), "item_id", "a queue item id")
+        except ValueError as error:  # seconds_spent_parse's, which names its field
+            raise forms.ValidationError(str(error)) from None
+        return data
+
+
+class ParagraphLinksForm(forms.Form):
+    """Step 1's paragraph alignment: every ``link`` value is ``complex:simple``, two paragraph positions."""
+
+    link = forms.Field(required=False, widget=forms.MultipleHiddenInput)
+
+    def clean_link(self) -> list[tuple[int, int]]:
+        links = []
+        for value in self.cleaned_data["link"] or []:
+            parts = str(value).split(":")
+            try:
+                link = tuple(int(part) for part in parts)
+            except ValueError:
+                link = ()
+            if len(link) != 2:
+                raise forms.ValidationError(f"a paragraph link must look like complex:simple, got {value!r}")
+            links.append(link)
+        return links
+
+
+def form_errors_text(form: forms.Form) -> str:
+    """A bound form's errors as one line for a message: each error's text, in the form's order."""
+    return "; ".join(" ".join(errors) for errors in form.errors.values())

@@ -22,7 +22,7 @@ from alignment.models import DocumentPair
 from alignment.services import corpus_get_or_create
 from annotation import services
 from annotation.models import AnnotationProject, Assignment, LabelEvent
-from models_ml.io import GoldPair
+from models_ml.data.io import GoldPair
 
 
 @dataclass

@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from alignment.models import AlignmentRun, Corpus, DocumentPair, Sentence
+from models_ml import labels
 
 
 class AnnotationProject(models.Model):
@@ -116,10 +117,10 @@ class LabelEvent(models.Model):
 
     CHAIN_CONSTRAINTS = ("label_event_one_first_per_annotator_item", "label_event_one_first_adjudication_per_item")
 
-    class Label(models.TextChoices):
-        ALIGNED = "aligned"
-        PARTIAL = "partial"
-        NOT_ALIGNED = "not_aligned", "not aligned"
+    class Label(models.TextChoices):  # the label set of models_ml.labels, and "" for an undone label
+        ALIGNED = labels.ALIGNED
+        PARTIAL = labels.PARTIAL
+        NOT_ALIGNED = labels.NOT_ALIGNED, "not aligned"
         NONE = "", "unlabelled"
 
     class Source(models.TextChoices):

@@ -19,9 +19,9 @@ from django.db import transaction
 from django.db.models import Avg, Exists, F, Func, OuterRef, Q, QuerySet, Subquery
 
 from alignment.models import CandidateAlignment, DocumentPair, Sentence
-from annotation import services
+from annotation import labels, services
 from annotation.models import AnnotationProject, Assignment, GoldAnswer, GoldItem, ItemEvent, LabelEvent, ProjectMembership
-from annotation.review import pair_item_states, pair_verified
+from annotation.review import pair_item_states
 
 ORDERS = ("uncertainty", "disagreement", "random")
 MIN_ANSWERS_TO_FLAG = 5
@@ -58,11 +58,7 @@ class QueueUndo:
 
 
 def _labelled_items(project: AnnotationProject, annotator: AbstractBaseUser) -> set[tuple[int, int]]:
-    return set(
-        LabelEvent.objects.filter(project=project, annotator=annotator)
-        .exclude(source=LabelEvent.Source.ADJUDICATION)
-        .values_list("simple_sentence_id", "complex_sentence_id")
-    )
+    return set(labels.own_events(project, annotator=annotator).values_list("simple_sentence_id", "complex_sentence_id"))
 
 
 def _latest_gold_answers(project: AnnotationProject) -> dict[tuple[int, int], GoldAnswer]:
@@ -81,10 +77,7 @@ def candidate_queue(project: AnnotationProject, annotator: AbstractBaseUser, ord
         return CandidateAlignment.objects.none()
     pairs = Assignment.objects.filter(project=project, annotator=annotator).values("pair")
     same_item = {"simple_sentence": OuterRef("simple_sentence"), "complex_sentence": OuterRef("complex_sentence")}
-    own_label = (
-        LabelEvent.objects.filter(project=project, annotator=annotator, **same_item)
-        .exclude(source=LabelEvent.Source.ADJUDICATION).order_by("-pk").values("new_label")[:1]
-    )  # fmt: skip
+    own_label = labels.current_label_subquery(project, annotator)
     is_gold = GoldItem.objects.filter(project=project, **same_item)
     queue = (
         CandidateAlignment.objects.filter(run_id=project.suggestion_run_id, pair__in=pairs)
@@ -224,8 +217,7 @@ def queue_answer(
     Raises ValueError for bad input (naming the field) and PermissionError when the user's role
     does not answer: viewers only look, so their answers to test items are refused too.
     """
-    if label not in ("aligned", "partial", "not_aligned"):
-        raise ValueError(f"unknown label {label!r}; labels: aligned, partial, not_aligned")
+    labels.label_check(label)
     seconds_spent = services.seconds_spent_clean(seconds_spent)
     if kind == "gold":
         _require_answering_role(project, annotator)
@@ -239,17 +231,7 @@ def queue_answer(
     candidate = CandidateAlignment.objects.filter(pk=item_id, run_id=project.suggestion_run_id).select_related("pair").first()
     if candidate is None:
         raise ValueError(f"no candidate {item_id} among the project's suggestions")
-    latest = (
-        LabelEvent.objects.filter(
-            project=project,
-            annotator=annotator,
-            simple_sentence_id=candidate.simple_sentence_id,
-            complex_sentence_id=candidate.complex_sentence_id,
-        )
-        .exclude(source=LabelEvent.Source.ADJUDICATION)
-        .order_by("-pk")
-        .first()
-    )
+    latest = labels.latest_event(project, annotator, candidate.simple_sentence_id, candidate.complex_sentence_id)
     services.label_record(
         project=project,
         annotator=annotator,
@@ -280,13 +262,7 @@ def queue_undo(*, project: AnnotationProject, annotator: AbstractBaseUser) -> Qu
         undone = set(
             LabelEvent.objects.filter(project=project, annotator=annotator, undoes__isnull=False).values_list("undoes_id", flat=True)
         )
-        event = (
-            LabelEvent.objects.filter(project=project, annotator=annotator, undoes__isnull=True)
-            .exclude(source=LabelEvent.Source.ADJUDICATION)
-            .exclude(pk__in=undone)
-            .order_by("-pk")
-            .first()
-        )
+        event = labels.own_events(project, annotator=annotator, undoes__isnull=True).exclude(pk__in=undone).order_by("-pk").first()
         answer = GoldAnswer.objects.filter(gold_item__project=project, annotator=annotator).order_by("-pk").first()
         skip = _skipped(project, annotator).order_by("-pk").first()
         if answer is not None and not answer.label:
@@ -368,7 +344,7 @@ def gold_items_from_verified(project: AnnotationProject) -> int:
     created = 0
     flagged = flagged_annotator_ids(project) if project.exclude_flagged else set()
     for pair in project.pairs.all():
-        if pair_verified(project, pair) is None:
+        if labels.pair_verified(project, pair) is None:
             continue
         for state in pair_item_states(project, pair, flagged=flagged):
             if state.final:

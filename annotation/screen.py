@@ -18,8 +18,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from alignment.inspection import WordDiff, word_diff
 from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair, Paragraph, ParagraphAlignment, Sentence
 from alignment.selectors import document_paragraphs
+from annotation.labels import LINKED_LABELS, current_labels
 from annotation.models import AnnotationProject, Assignment, LabelEvent
-from annotation.selectors import current_labels
 
 
 @dataclass(frozen=True)
@@ -201,7 +201,7 @@ def candidates_by_simple(
     }
 
 
-SUGGESTED_LABELS = ("aligned", "partial")
+SUGGESTED_LABELS = LINKED_LABELS
 
 
 def candidate_order(entry: dict[str, Any], document_index: dict[int, int]) -> tuple:

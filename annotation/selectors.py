@@ -1,4 +1,4 @@
-"""Reads for annotation: what a user may see, and labels derived from the event history."""
+"""Reads for annotation: what a user may see, and progress. Labels are derived in :mod:`annotation.labels`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from django.db.models import OuterRef, QuerySet, Subquery, Value
 from django.http import Http404
 
 from alignment.selectors import corpora_visible_to
-from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
+from annotation.labels import latest_label_events
+from annotation.models import AnnotationProject, Assignment, ProjectMembership
 
 
 def projects_with_role(user: AbstractBaseUser) -> QuerySet[AnnotationProject]:
@@ -54,26 +55,6 @@ def assignment_get_for_user(user: AbstractBaseUser, project: AnnotationProject, 
     if assignment is None:
         raise Http404("no such assignment")
     return assignment
-
-
-def latest_label_events(project: AnnotationProject, **filters) -> QuerySet[LabelEvent]:
-    """Each annotator's latest own event per sentence pair (adjudications are another stream).
-
-    Its ``new_label`` is that annotator's current label ("" when undone): the one place
-    the current labels are derived from the history.
-    """
-    return (
-        LabelEvent.objects.filter(project=project, **filters)
-        .exclude(source=LabelEvent.Source.ADJUDICATION)
-        .order_by("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "-pk")
-        .distinct("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id")
-    )
-
-
-def current_labels(project: AnnotationProject, annotator: AbstractBaseUser, pair_id: int) -> dict[tuple[int, int], LabelEvent]:
-    """(simple sentence id, complex sentence id) -> the annotator's latest event there (its new_label is the label)."""
-    latest = latest_label_events(project, annotator=annotator, pair_id=pair_id)
-    return {(e.simple_sentence_id, e.complex_sentence_id): e for e in latest}
 
 
 def corpora_for_projects(user: AbstractBaseUser):

@@ -7,7 +7,8 @@ Writes for one annotator and one document pair are serialised on the assignment 
 row is locked first and the latest event read in a later statement, so a write that waited
 for the lock sees what the other one committed. Behind that, the database holds one first
 event per chain (see ``LabelEvent``), and a write that still loses a race gets the same
-:class:`LabelConflict`, never an IntegrityError.
+:class:`LabelConflict`, never an IntegrityError. The lock, the checks and the latest-event read
+are :mod:`annotation.labels`' write guard.
 """
 
 from __future__ import annotations
@@ -19,15 +20,16 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from alignment.models import AlignmentRun, Corpus, DocumentPair, Sentence
+from alignment.errors import Conflict, ServiceError
+from alignment.models import AlignmentRun, Corpus, DocumentPair
+from annotation import labels
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, ItemEvent, LabelEvent, ProjectMembership
 from annotation.selectors import project_name_refusal
 
-LABELS = {LabelEvent.Label.ALIGNED, LabelEvent.Label.PARTIAL, LabelEvent.Label.NOT_ALIGNED, LabelEvent.Label.NONE}
 SECONDS_SPENT_MAX = 24 * 60 * 60  # longer is an idle tab, not time on the item; the database refuses more (SECONDS_SPENT_SANE)
 
 
-class LabelConflict(Exception):
+class LabelConflict(Conflict):
     """The pair's label changed since the screen loaded it (another tab or a double submit)."""
 
     def __init__(self, message: str, current: LabelEvent | None) -> None:
@@ -92,7 +94,7 @@ def project_create(
         raise ValueError(f"overlap must be at least 1, got {overlap}")
     refusal = project_name_refusal(created_by, name)
     if refusal:
-        raise ValueError(refusal)
+        raise ServiceError(refusal, field="name")
     with transaction.atomic():
         project = AnnotationProject.objects.create(
             name=name,
@@ -138,33 +140,6 @@ def assignments_distribute(*, project: AnnotationProject) -> int:
     return created
 
 
-def _latest_event(project: AnnotationProject, annotator: AbstractBaseUser, simple_id: int, complex_id: int) -> LabelEvent | None:
-    """The annotator's own latest event for the sentence pair (adjudications are a separate stream)."""
-    return (
-        LabelEvent.objects.filter(project=project, annotator=annotator, simple_sentence_id=simple_id, complex_sentence_id=complex_id)
-        .exclude(source=LabelEvent.Source.ADJUDICATION)
-        .order_by("-pk")
-        .first()
-    )
-
-
-def _latest_adjudication(project: AnnotationProject, simple_id: int, complex_id: int) -> LabelEvent | None:
-    return (
-        LabelEvent.objects.filter(
-            project=project, source=LabelEvent.Source.ADJUDICATION, simple_sentence_id=simple_id, complex_sentence_id=complex_id
-        )
-        .order_by("-pk")
-        .first()
-    )
-
-
-def _locked_assignment(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> Assignment:
-    assignment = Assignment.objects.select_for_update().filter(project=project, annotator=annotator, pair=pair).first()
-    if assignment is None:
-        raise PermissionError(f"{annotator} is not assigned document pair {pair.pk} in project {project.name!r}")
-    return assignment
-
-
 def label_record(
     *,
     project: AnnotationProject,
@@ -184,14 +159,13 @@ def label_record(
     outside the pair, PermissionError when the pair is not assigned to the annotator,
     and LabelConflict when the label changed meanwhile.
     """
-    if label not in LABELS:
-        raise ValueError(f"unknown label {label!r}; labels: aligned, partial, not_aligned")
+    labels.label_check(label, unlabelled=True)
     if source not in LabelEvent.Source.values or source in (LabelEvent.Source.UNDO, LabelEvent.Source.ADJUDICATION):
         raise ValueError(f"unknown or reserved source {source!r}")
     seconds_spent = seconds_spent_clean(seconds_spent)
     try:
         with transaction.atomic():
-            latest = _write_guard(project, annotator, pair, simple_sentence_id, complex_sentence_id)
+            latest = labels.write_guard(project, annotator, pair, simple_sentence_id, complex_sentence_id)
             if (latest.pk if latest else None) != expected_previous:
                 raise _stale(latest)
             old = latest.new_label if latest else LabelEvent.Label.NONE
@@ -210,7 +184,7 @@ def label_record(
     except IntegrityError as error:  # the lock makes this rare; the constraints make it safe
         if not _is_chain_race(error):
             raise
-        raise _stale(_latest_event(project, annotator, simple_sentence_id, complex_sentence_id)) from None
+        raise _stale(labels.latest_event(project, annotator, simple_sentence_id, complex_sentence_id)) from None
 
 
 def _stale(latest: LabelEvent | None) -> LabelConflict:
@@ -219,64 +193,6 @@ def _stale(latest: LabelEvent | None) -> LabelConflict:
         f"it is now {_label_name(latest)}; reload to see the current label",
         latest,
     )
-
-
-# Two statements, not one: under READ COMMITTED a statement reads one snapshot, taken before it
-# waits for the row lock, so a latest-event read in the locking statement misses the event the
-# lock holder just committed (two first labels were both accepted). The second statement's
-# snapshot is taken after the lock is granted.
-_WRITE_LOCK_SQL = f"""
-    SELECT a.id,
-        (SELECT document_id FROM {Sentence._meta.db_table} WHERE id = %(simple)s),
-        (SELECT document_id FROM {Sentence._meta.db_table} WHERE id = %(complex)s)
-    FROM {Assignment._meta.db_table} a
-    WHERE a.project_id = %(project)s AND a.pair_id = %(pair)s AND a.annotator_id = %(annotator)s
-    FOR UPDATE OF a
-"""
-_LATEST_EVENT_SQL = f"""
-    SELECT id, new_label FROM {LabelEvent._meta.db_table}
-    WHERE project_id = %(project)s AND annotator_id = %(annotator)s
-      AND simple_sentence_id = %(simple)s AND complex_sentence_id = %(complex)s AND source <> 'adjudication'
-    ORDER BY id DESC LIMIT 1
-"""
-
-
-def _write_guard(
-    project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, simple_id: int, complex_id: int
-) -> LabelEvent | None:
-    """In two small queries (a label save is the hottest write): lock the assignment and check both
-    sentences belong to the pair, then fetch the annotator's latest event on the sentence pair
-    (id and label only). Call inside a transaction.
-
-    Same checks and errors as ``_locked_assignment`` + ``_check_sentences`` + ``_latest_event``.
-    """
-    from django.db import connection
-
-    params = {"simple": simple_id, "complex": complex_id, "project": project.pk, "pair": pair.pk, "annotator": annotator.pk}
-    with connection.cursor() as cursor:
-        cursor.execute(_WRITE_LOCK_SQL, params)
-        row = cursor.fetchone()
-        if row is None:
-            raise PermissionError(f"{annotator} is not assigned document pair {pair.pk} in project {project.name!r}")
-        _, simple_document, complex_document = row
-        if simple_document != pair.simple_document_id:
-            raise ValueError(f"sentence {simple_id} is not a sentence of the simple document of pair {pair.pk}")
-        if complex_document != pair.complex_document_id:
-            raise ValueError(f"sentence {complex_id} is not a sentence of the complex document of pair {pair.pk}")
-        cursor.execute(_LATEST_EVENT_SQL, params)
-        latest = cursor.fetchone()
-    if latest is None:
-        return None
-    latest_id, latest_label = latest
-    return LabelEvent(pk=latest_id, new_label=latest_label)  # unsaved stand-in: only pk and label are read
-
-
-def _check_sentences(pair: DocumentPair, simple_sentence_id: int, complex_sentence_id: int) -> None:
-    sentences = dict(Sentence.objects.filter(pk__in=[simple_sentence_id, complex_sentence_id]).values_list("pk", "document_id"))
-    if sentences.get(simple_sentence_id) != pair.simple_document_id:
-        raise ValueError(f"sentence {simple_sentence_id} is not a sentence of the simple document of pair {pair.pk}")
-    if sentences.get(complex_sentence_id) != pair.complex_document_id:
-        raise ValueError(f"sentence {complex_sentence_id} is not a sentence of the complex document of pair {pair.pk}")
 
 
 def adjudicate(
@@ -290,15 +206,14 @@ def adjudicate(
     expected_previous: int | None,
 ) -> LabelEvent:
     """Set the final label of a sentence pair (an adjudication event; annotators' own events stay as they are)."""
-    if label not in LABELS - {LabelEvent.Label.NONE}:
-        raise ValueError(f"unknown label {label!r}; labels: aligned, partial, not_aligned")
+    labels.label_check(label)
     if not project.pairs.filter(pk=pair.pk).exists():
         raise ValueError(f"document pair {pair.pk} is not part of project {project.name!r}")
-    _check_sentences(pair, simple_sentence_id, complex_sentence_id)
+    labels.sentences_check(pair, simple_sentence_id, complex_sentence_id)
     try:
         with transaction.atomic():
             DocumentPair.objects.select_for_update().filter(pk=pair.pk).first()  # one adjudicator write per pair at a time
-            latest = _latest_adjudication(project, simple_sentence_id, complex_sentence_id)  # a new snapshot, after the lock
+            latest = labels.latest_adjudication(project, simple_sentence_id, complex_sentence_id)  # a new snapshot, after the lock
             if (latest.pk if latest else None) != expected_previous:
                 raise LabelConflict(f"another reviewer set this pair to {_label_name(latest)} meanwhile; reload", latest)
             return LabelEvent.objects.create(
@@ -315,7 +230,7 @@ def adjudicate(
     except IntegrityError as error:
         if not _is_chain_race(error):
             raise
-        latest = _latest_adjudication(project, simple_sentence_id, complex_sentence_id)
+        latest = labels.latest_adjudication(project, simple_sentence_id, complex_sentence_id)
         raise LabelConflict(f"another reviewer set this pair to {_label_name(latest)} meanwhile; reload", latest) from None
 
 
@@ -339,10 +254,8 @@ def label_undo(*, project: AnnotationProject, annotator: AbstractBaseUser, pair:
     Repeated undos walk further back. Returns None when there is nothing left to undo.
     """
     with transaction.atomic():
-        _locked_assignment(project, annotator, pair)
-        candidates = LabelEvent.objects.filter(project=project, annotator=annotator, pair=pair, undoes__isnull=True).exclude(
-            source=LabelEvent.Source.ADJUDICATION
-        )
+        labels.assignment_lock(project, annotator, pair)
+        candidates = labels.own_events(project, annotator=annotator, pair=pair, undoes__isnull=True)
         undone_ids = set(
             LabelEvent.objects.filter(project=project, annotator=annotator, pair=pair, undoes__isnull=False).values_list(
                 "undoes_id", flat=True
@@ -351,7 +264,7 @@ def label_undo(*, project: AnnotationProject, annotator: AbstractBaseUser, pair:
         target = candidates.exclude(pk__in=undone_ids).order_by("-pk").first()
         if target is None:
             return None
-        latest = _latest_event(project, annotator, target.simple_sentence_id, target.complex_sentence_id)
+        latest = labels.latest_event(project, annotator, target.simple_sentence_id, target.complex_sentence_id)
         return LabelEvent.objects.create(
             project=project,
             pair=pair,
@@ -368,7 +281,7 @@ def label_undo(*, project: AnnotationProject, annotator: AbstractBaseUser, pair:
 
 def assignment_complete(*, project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> Assignment:
     with transaction.atomic():
-        assignment = _locked_assignment(project, annotator, pair)
+        assignment = labels.assignment_lock(project, annotator, pair)
         if assignment.completed_at is None:
             assignment.completed_at = timezone.now()
             assignment.save(update_fields=["completed_at"])
@@ -407,10 +320,10 @@ def item_event_record(
     if (simple_sentence_id is None) != (complex_sentence_id is None):
         raise ValueError("simple_sentence_id, complex_sentence_id: give both sentences of the item or neither")
     if simple_sentence_id is not None:
-        _check_sentences(pair, simple_sentence_id, complex_sentence_id)
+        labels.sentences_check(pair, simple_sentence_id, complex_sentence_id)
     with transaction.atomic():
         if not test_item:
-            _locked_assignment(project, annotator, pair)
+            labels.assignment_lock(project, annotator, pair)
         elif not project.gold_items.filter(simple_sentence_id=simple_sentence_id, complex_sentence_id=complex_sentence_id).exists():
             raise ValueError(f"sentences {simple_sentence_id}~{complex_sentence_id} are not a test item of project {project.name!r}")
         return ItemEvent.objects.create(
@@ -454,7 +367,7 @@ def paragraph_correction_record(
     """
     from alignment.models import Paragraph
     from annotation.models import ParagraphCorrection
-    from models_ml.io import connected_groups
+    from models_ml.data.io import connected_groups
 
     counts = [
         Paragraph.objects.filter(document_id=document_id, sentences__isnull=False).distinct().count()
@@ -468,7 +381,7 @@ def paragraph_correction_record(
             )
     groups = connected_groups((c, s, "aligned") for c, s in links)
     with transaction.atomic():
-        _locked_assignment(project, annotator, pair)
+        labels.assignment_lock(project, annotator, pair)
         return ParagraphCorrection.objects.create(
             project=project, pair=pair, annotator=annotator, groups=[[list(g.complex), list(g.simple)] for g in groups]
         )

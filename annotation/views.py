@@ -10,13 +10,23 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import members, selectors, services, worklist
+from alignment.errors import error_answer, form_error
+from annotation import item_events, members, selectors, services, worklist
 from annotation import queue as queue_mode
-from annotation.agreement import LABELS
 from annotation.agreement_data import project_agreement
-from annotation.forms import InviteForm, MemberForm, MemberSearchForm, ProjectCreateForm
+from annotation.forms import (
+    InviteForm,
+    MemberForm,
+    MemberSearchForm,
+    ParagraphLinksForm,
+    ProjectCreateForm,
+    QueueActionForm,
+    form_errors_text,
+)
+from annotation.labels import LABELS, pair_verified
+from annotation.labels import verified_pair_ids as _verified_pair_ids  # project_detail's name for it; the selector lives there
 from annotation.models import ProjectMembership
-from annotation.review import pair_item_states, pair_verified, reviewer_changes
+from annotation.review import pair_review_read, reviewer_changes
 
 
 def _manager_project(request: HttpRequest, project_id: int):
@@ -69,7 +79,7 @@ def project_create(request: HttpRequest) -> HttpResponse:
                 strategy=data["strategy"],
             )
         except ValueError as error:
-            form.add_error(None, str(error))
+            form_error(form, error)
         else:
             messages.success(request, f"Project {project.name} created. Add annotators, then assign the pairs.")
             return redirect("annotation:project_detail", project_id=project.pk)
@@ -100,6 +110,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "reviewer_changes": reviewer_changes(project, request.user) if role == ProjectMembership.Role.ANNOTATOR else [],
         "accuracy": queue_mode.annotator_accuracy(project) if role != ProjectMembership.Role.ANNOTATOR else [],
         "gold_item_count": project.gold_items.count(),
+        "item_events": item_events.item_event_summary(project, request.user, role),
     }
     return render(request, "annotation/project_detail.html", context)
 
@@ -194,29 +205,23 @@ def project_agreement_view(request: HttpRequest, project_id: int) -> HttpRespons
     return render(request, "annotation/project_agreement.html", context)
 
 
-def _verified_pair_ids(project) -> set[int]:
-    latest: dict[int, bool] = {}
-    for pair_id, verified in project.verifications.order_by("pk").values_list("pair_id", "verified"):
-        latest[pair_id] = verified
-    return {pair_id for pair_id, verified in latest.items() if verified}
-
-
 def pair_review(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
-    """Adjudication of one document pair: every annotator's label side by side, pick the final one, verify."""
+    """Adjudication of one document pair: the annotators' alignments side by side, every labelled sentence pair
+    with each annotator's label (open ones first), a decision per row by button or key, verify."""
     project = _manager_project(request, project_id)
     pair = get_object_or_404(project.pairs.select_related("complex_document", "simple_document"), pk=pair_id)
-    states = pair_item_states(project, pair)
-    show = request.GET.get("show", "open")
-    shown = states if show == "all" else [s for s in states if s.final is None or s.disagreement]
+    show = "all" if request.GET.get("show") == "all" else "open"
+    review = pair_review_read(project, pair, show=show)
     context = {
         "project": project,
         "pair": pair,
-        "states": shown,
+        "review": review,
+        "states": review.shown,
         "show": show,
         "labels": LABELS,
-        "annotators": list(states[0].labels) if states else [],
-        "open_count": sum(1 for s in states if s.final is None),
-        "total": len(states),
+        "annotators": review.annotators,
+        "open_count": review.open_count,
+        "total": review.total,
         "verified": pair_verified(project, pair),
     }
     return render(request, "annotation/pair_review.html", context)
@@ -252,24 +257,26 @@ def pair_adjudicate(request: HttpRequest, project_id: int, pair_id: int) -> Http
         if error:
             messages.error(request, f"Not saved: {error}")
         return redirect(back)
-    states = pair_item_states(project, pair)
-    state = next((s for s in states if (s.simple.pk, s.complex.pk) == (simple_id, complex_id)), None)
+    review = pair_review_read(project, pair, show=show)
+    state = next((s for s in review.states if (s.simple.pk, s.complex.pk) == (simple_id, complex_id)), None)
     if state is None:  # a sentence pair nobody labelled: nothing to show in its place
         return HttpResponse("")
+    line = next(line for line in review.lines if line.simple.pk == simple_id)
     context = {
         "project": project,
         "pair": pair,
+        "review": review,
         "state": state,
+        "line": line,
         "labels": LABELS,
         "show": show,
         "error": error,
         "oob": True,
-        "open_count": sum(1 for s in states if s.final is None),
-        "total": len(states),
+        "open_count": review.open_count,
+        "total": review.total,
     }
-    row = render(request, "annotation/pair_review.html#review-row", context).content
-    lead = render(request, "annotation/pair_review.html#review-lead", context).content
-    return HttpResponse(row + lead)
+    parts = ("review-row", "review-lead", "curation-line")  # the row, then out-of-band: the counts, the side-by-side line
+    return HttpResponse(b"".join(render(request, f"annotation/pair_review.html#{part}", context).content for part in parts))
 
 
 @require_POST
@@ -305,32 +312,26 @@ def project_queue(request: HttpRequest, project_id: int) -> HttpResponse:
         order = "uncertainty"
     queue_url = f"{reverse('annotation:project_queue', args=[project.pk])}?order={order}"
     if request.method == "POST":
+        form = QueueActionForm(request.POST)
+        if not form.is_valid():
+            messages.error(request, f"Not saved: {form_errors_text(form)}")
+            return redirect(queue_url)
+        data = form.cleaned_data
+        item = {"project": project, "annotator": request.user, "kind": data["kind"], "item_id": data["item_id"]}
         try:
-            if request.POST.get("action") == "undo":
+            if data["action"] == "undo":
                 undone = queue_mode.queue_undo(project=project, annotator=request.user)
                 messages.info(request, undone.message.capitalize() + ".")
                 return redirect(f"{queue_url}&item={undone.item_ref}" if undone.item_ref else queue_url)
-            if request.POST.get("action") == "skip":
-                queue_mode.queue_skip(
-                    project=project,
-                    annotator=request.user,
-                    kind=request.POST.get("kind", ""),
-                    item_id=_queue_item_id(request.POST.get("item_id")),
-                )
+            if data["action"] == "skip":
+                queue_mode.queue_skip(**item)
             else:
-                seconds = services.seconds_spent_parse(request.POST.get("seconds_spent"))
-                queue_mode.queue_answer(
-                    project=project,
-                    annotator=request.user,
-                    kind=request.POST.get("kind", ""),
-                    item_id=_queue_item_id(request.POST.get("item_id")),
-                    label=request.POST.get("label", ""),
-                    seconds_spent=seconds,
-                )
-        except PermissionError as error:  # as on the annotation screen: a write the role does not allow is a 403
-            raise PermissionDenied(str(error)) from None
-        except (ValueError, services.LabelConflict) as error:
-            messages.error(request, f"Not saved: {error}")
+                queue_mode.queue_answer(**item, label=data["label"], seconds_spent=data["seconds_spent"])
+        except (PermissionError, ValueError, services.LabelConflict) as error:
+            answer = error_answer(error)
+            if answer.status == 403:  # as on the annotation screen: a write the role does not allow is a 403
+                raise PermissionDenied(answer.message) from None
+            messages.error(request, f"Not saved: {answer.message}")
         return redirect(queue_url)
     shown = queue_mode.queue_item_get(project, request.user, request.GET["item"]) if request.GET.get("item") else None
     item = shown or queue_mode.queue_next(project, request.user, order)
@@ -346,13 +347,6 @@ def project_queue(request: HttpRequest, project_id: int) -> HttpResponse:
     return render(request, "annotation/queue.html", context)
 
 
-def _queue_item_id(raw: str | None) -> int:
-    text = (raw or "").strip()
-    if not text.isdigit():
-        raise ValueError(f"item_id: {text!r} is not a queue item id (a whole number)")
-    return int(text)
-
-
 @require_http_methods(["GET", "POST"])
 def paragraphs_step(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
     """Step 1: check and correct which paragraphs align, before labelling sentences."""
@@ -362,13 +356,15 @@ def paragraphs_step(request: HttpRequest, project_id: int, pair_id: int) -> Http
     assignment = selectors.assignment_get_for_user(request.user, project, pair_id)
     pair = assignment.pair
     if request.method == "POST":
-        try:
-            links = [tuple(int(x) for x in value.split(":")) for value in request.POST.getlist("link")]
-            if any(len(link) != 2 for link in links):
-                raise ValueError("a paragraph link must look like complex:simple")
-            services.paragraph_correction_record(project=project, annotator=request.user, pair=pair, links=links)  # type: ignore[arg-type]
-        except ValueError as error:
-            messages.error(request, f"Paragraph alignment not saved: {error}")
+        form = ParagraphLinksForm(request.POST)
+        refusal = "" if form.is_valid() else form_errors_text(form)
+        if not refusal:
+            try:
+                services.paragraph_correction_record(project=project, annotator=request.user, pair=pair, links=form.cleaned_data["link"])
+            except ValueError as error:
+                refusal = str(error)
+        if refusal:
+            messages.error(request, f"Paragraph alignment not saved: {refusal}")
             return redirect("annotation:paragraphs_step", project_id=project.pk, pair_id=pair.pk)
         messages.success(request, "Paragraph alignment saved; the sentences below follow it.")
         return redirect("annotation:annotate_pair", project_id=project.pk, pair_id=pair.pk)
@@ -403,5 +399,11 @@ def mined_pairs_send(request: HttpRequest, job_id: int) -> HttpResponse:
     except ValueError as error:
         messages.error(request, str(error))
         return redirect(back)
-    messages.success(request, f"{len(chosen)} mined pair(s) are in project {project.name}: add annotators, then assign the pairs.")
+    messages.success(
+        request,
+        f"Project {project.name}: {len(chosen)} mined item(s) on {project.pairs.count()} document pair(s) of corpus "
+        f"{project.corpus.name}, complex side first ({'; '.join(project.suggestion_run.config['complex_side'])}). The mined "
+        f"links are the first suggestions; alignment run #{project.pending_suggestion_run_id} is queued and will suggest a "
+        "link for every simple sentence. Next: add annotators, then assign the pairs.",
+    )
     return redirect("annotation:project_detail", project_id=project.pk)

@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 
-# ONNX exports of the encoder (models_ml.encoder_backends) go to a throw-away folder, not ~/.cache.
+# ONNX exports of the encoder (models_ml.similarity.encoder_backends) go to a throw-away folder, not ~/.cache.
 if not os.environ.get("ENCODER_CACHE_DIR"):
     os.environ["ENCODER_CACHE_DIR"] = tempfile.mkdtemp(prefix="aligner-tests-encoders-")
     atexit.register(shutil.rmtree, os.environ["ENCODER_CACHE_DIR"], ignore_errors=True)

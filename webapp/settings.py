@@ -16,7 +16,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from models_ml.checkpoint import DEFAULT_MODEL_DIR
+from models_ml.data.checkpoint import DEFAULT_MODEL_DIR
 from webapp.lib.env import envbool, envint, envlist, envpath, envstr
 from webapp.lib.secret_files import secret_file_create
 
@@ -263,7 +263,7 @@ ENCODER_MODEL = envstr("ENCODER_MODEL", "all-MiniLM-L6-v2")
 ENCODER_DEVICE = envstr("ENCODER_DEVICE", "")  # "" = CUDA when present, else CPU
 ENCODER_ALLOW_DOWNLOAD = envbool("ENCODER_ALLOW_DOWNLOAD", False)
 # How the encoder runs: auto (torch on CUDA, int8 ONNX on a CPU), torch, onnx, onnx-int8 or openvino. The ONNX
-# exports are made once from the local model and cached here with checksums (models_ml/encoder_backends.py).
+# exports are made once from the local model and cached here with checksums (models_ml/similarity/encoder_backends.py).
 ENCODER_BACKEND = envstr("ENCODER_BACKEND", "auto")
 if ENCODER_BACKEND not in ("auto", "torch", "onnx", "onnx-int8", "openvino"):
     raise ImproperlyConfigured(f"ENCODER_BACKEND={ENCODER_BACKEND!r}: choose auto, torch, onnx, onnx-int8 or openvino")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from models_ml.encoders import load_sentence_encoder
+from models_ml.similarity.encoders import load_sentence_encoder
 
 
 def app_encoder(name: str):
@@ -24,8 +24,8 @@ def run_measure(name: str, aligner, *, cross_encoder_dir: str = "") -> object:
 
     cross_encoder_dir: the run's own fine-tuned pair classifier (a model version's), else CROSS_ENCODER_MODEL_DIR.
     """
-    from models_ml.aligner import LEARNED, LEXICAL_MEASURES
-    from models_ml.similarity import build_measure
+    from models_ml.aligning.aligner_config import LEARNED, LEXICAL_MEASURES
+    from models_ml.similarity.measures import build_measure
 
     if name == LEARNED:  # the aligner's own pair scorer (its parameters are in its config), vectors from the encoder below
         scorer = aligner.measure

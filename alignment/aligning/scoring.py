@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models_ml.aligner import LEARNED, LEXICAL_MEASURES, Aligner, AlignmentResult
-from models_ml.similarity import SimilarityMeasure
+from models_ml.aligning.aligner import Aligner, AlignmentResult
+from models_ml.aligning.aligner_config import LEARNED, LEXICAL_MEASURES
+from models_ml.similarity.measures import SimilarityMeasure
 
 HEATMAP_MAX_CELLS = 250_000  # m x n above this: no stored matrices (a 500 x 500 heatmap is 250k cells)
 MARGINAL_CANDIDATE_FLOOR = 0.05  # pairs the CRF gives at least this much belief are always candidates

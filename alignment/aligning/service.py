@@ -32,10 +32,11 @@ from alignment.models import (
     SentenceEmbedding,
 )
 from alignment.signals import run_finished, run_succeeded
-from models_ml.aligner import LEARNED, MODEL_FILES, Aligner, AlignerConfig
-from models_ml.checkpoint import CHECKSUMS, read_json, sha256, verify_checksums
-from models_ml.cross_encoder import MODEL_FILES as CLASSIFIER_FILES
-from models_ml.similarity import MEASURE_BUILDERS, SimilarityMeasure
+from models_ml.aligning.aligner import MODEL_FILES, Aligner
+from models_ml.aligning.aligner_config import LEARNED, AlignerConfig
+from models_ml.data.checkpoint import CHECKSUMS, read_json, sha256, verify_checksums
+from models_ml.similarity.cross_encoder import MODEL_FILES as CLASSIFIER_FILES
+from models_ml.similarity.measures import MEASURE_BUILDERS, SimilarityMeasure
 
 logger = logging.getLogger(__name__)
 

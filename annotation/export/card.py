@@ -21,9 +21,9 @@ from annotation.agreement import SCOPE_SHOWN
 from annotation.export.agreement_counts import AgreementCounts
 from annotation.export.selection import STATUSES, PairExport
 from annotation.export.simplification import PHENOMENA
-from models_ml.splits import SPLITS
+from annotation.labels import LABELS
+from models_ml.data.splits import SPLITS
 
-LABELS = ("aligned", "partial", "not_aligned")
 SIDES = ("simple", "complex")
 
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 
 from alignment.models import CandidateAlignment, DocumentPair, Sentence
-from annotation.models import AnnotationProject, Assignment, LabelEvent, PairVerification
-from annotation.selectors import latest_label_events
+from annotation import labels
+from annotation.models import AnnotationProject, Assignment, LabelEvent
 
 STATUSES = ("verified", "adjudicated", "imported", "majority")
 
@@ -88,10 +88,7 @@ def candidate_pair_ids(project: AnnotationProject, *, include_majority: bool) ->
     The split is assigned over these before streaming, so it is known when each pair is written.
     """
     pair_ids = set(project.pairs.values_list("pk", flat=True))
-    latest = (
-        PairVerification.objects.filter(project=project).order_by("pair_id", "-pk").distinct("pair_id").values_list("pair_id", "verified")
-    )
-    chosen = {pair_id for pair_id, verified in latest if verified}
+    chosen = labels.verified_pair_ids(project)
     events = LabelEvent.objects.filter(project=project)
     if not include_majority:
         events = events.filter(source__in=(LabelEvent.Source.ADJUDICATION, LabelEvent.Source.IMPORT))
@@ -129,7 +126,7 @@ class _Page:
 
     The queries are the per-pair ones of :func:`annotation.review.pair_item_states` and the
     export's own, each filtered by ``pair_id IN (page)`` and split by pair here: the latest own
-    events (:func:`~annotation.selectors.latest_label_events`), the latest adjudication per
+    events (:func:`~annotation.labels.latest_label_events`), the latest adjudication per
     sentence pair, the assignments, the sentences of both documents, the suggestion run's
     candidates and the latest verification.
     """
@@ -145,19 +142,16 @@ class _Page:
         }  # fmt: skip
         self.verifications: dict[int, tuple] = {
             row[0]: row[1:]
-            for row in PairVerification.objects.filter(project=project, pair_id__in=pair_ids)
-            .order_by("pair_id", "-pk").distinct("pair_id").values_list("pair_id", "verified", f"by__{name}", "created_at", "note")
+            for row in labels.latest_verifications(project, pair_id__in=pair_ids)
+            .values_list("pair_id", "verified", f"by__{name}", "created_at", "note")
         }  # fmt: skip
-        for pair_id, *event in latest_label_events(project, pair_id__in=pair_ids).values_list(
+        for pair_id, *event in labels.latest_label_events(project, pair_id__in=pair_ids).values_list(
             "pair_id", "pk", "annotator_id", "annotator__username", "simple_sentence_id", "complex_sentence_id", "new_label", "source",
             "created_at",
         ):  # fmt: skip
             self.pairs[pair_id].events.append(tuple(event))
-        adjudications = (
-            LabelEvent.objects.filter(project=project, pair_id__in=pair_ids, source=LabelEvent.Source.ADJUDICATION)
-            .order_by("pair_id", "simple_sentence_id", "complex_sentence_id", "-pk")
-            .distinct("pair_id", "simple_sentence_id", "complex_sentence_id")
-            .values_list("pair_id", "simple_sentence_id", "complex_sentence_id", "pk", f"annotator__{name}", "new_label", "created_at")
+        adjudications = labels.latest_adjudications(project, pair_id__in=pair_ids).values_list(
+            "pair_id", "simple_sentence_id", "complex_sentence_id", "pk", f"annotator__{name}", "new_label", "created_at"
         )
         for pair_id, simple_id, complex_id, *adjudication in adjudications:
             self.pairs[pair_id].adjudications[(simple_id, complex_id)] = _Adjudication(*adjudication)
@@ -205,29 +199,15 @@ def _majority(labels: dict[str, str | None]) -> str | None:
 
 
 def _item_labels(project: AnnotationProject, rows: _PairRows, flagged: set[int]) -> dict[tuple[int, int], dict[str, str | None]]:
-    """The labelled sentence pairs of the pair and each assigned annotator's label, as
-    :func:`annotation.review.pair_item_states` gives them (tests/annotation/test_export_identical.py compares the two)."""
+    """The labelled sentence pairs of the pair and each assigned annotator's label, by the rule of
+    :func:`annotation.labels.item_labels` that the review page uses too, from this page's rows."""
     assignments = rows.assignments
     if project.exclude_flagged:
         assignments = [assignment for assignment in assignments if assignment[0] not in flagged]
     own: dict[tuple[int, int], dict[int, str]] = {}  # item -> annotator id -> current label
     for _, annotator_id, _, simple_id, complex_id, label, _, _ in rows.events:
         own.setdefault((simple_id, complex_id), {})[annotator_id] = label
-    items = {key for key, by in own.items() if any(by.values())} | set(rows.adjudications)
-    result = {}
-    for key in items:
-        current = own.get(key, {})
-        labels: dict[str, str | None] = {}
-        for annotator_id, username, completed in assignments:
-            label = current.get(annotator_id, "")
-            labels[username] = label or ("not_aligned" if completed else None)
-        result[key] = labels
-    return result
-
-
-def _agreed(project: AnnotationProject, labels: dict[str, str | None]) -> str | None:
-    given = list(labels.values())
-    return given[0] if given and None not in given and len(set(given)) == 1 and not project.adjudicate_all else None
+    return labels.item_labels(own, assignments, rows.adjudications)
 
 
 def _pair_export(
@@ -253,25 +233,26 @@ def _pair_export(
         complex_sentences=complex_sentences, simple_sentences=simple_sentences, complete=verified or imported_pair,
         verification={"by": verification[1], "at": _iso(verification[2]), "note": verification[3]} if verified else None,
     )  # fmt: skip
-    for key, labels in _item_labels(project, rows, flagged).items():
+    for key, item_labels in _item_labels(project, rows, flagged).items():
         adjudication = rows.adjudications.get(key)
         item_events = sorted(events.get(key, []), key=lambda e: e["event_id"])
-        imported = [(e["event_id"], e["label"]) for e in item_events if e["source"] == LabelEvent.Source.IMPORT and e["label"]]
+        imported = labels.imported_label((e["event_id"], e["label"], e["source"]) for e in item_events)
         if verified:
-            label, status = adjudication.new_label if adjudication is not None else _agreed(project, labels), "verified"
+            agreed = labels.agreed_label(item_labels, adjudicate_all=project.adjudicate_all)
+            label, status = adjudication.new_label if adjudication is not None else agreed, "verified"
         elif adjudication is not None:
             label, status = adjudication.new_label, "adjudicated"
         elif imported:
-            label, status = max(imported)[1], "imported"
+            label, status = imported[1], "imported"
         elif include_majority:
-            label, status = _majority(labels), "majority"
+            label, status = _majority(item_labels), "majority"
         else:
             label = None
         if not label:
             continue
         result.items.append(ExportItem(
             simple=simple_rows[key[0]], complex=complex_rows[key[1]], label=label, status=status,
-            annotations=item_events, labels=dict(sorted(labels.items())),
+            annotations=item_events, labels=dict(sorted(item_labels.items())),
             adjudication={
                 "by": adjudication.annotator, "label": adjudication.new_label, "event_id": adjudication.pk,
                 "at": _iso(adjudication.created_at),

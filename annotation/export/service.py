@@ -18,6 +18,7 @@ from pathlib import Path
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from alignment.errors import ServiceError
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
 from annotation.export import simplification
@@ -38,7 +39,7 @@ from annotation.export.writers import (
     WikiManualWriter,
 )
 from annotation.models import AnnotationProject
-from models_ml.splits import DEFAULT_FRACTIONS, SPLITS, assign_splits
+from models_ml.data.splits import DEFAULT_FRACTIONS, SPLITS, assign_splits
 
 EXPORT_TASK = "annotation.export_dataset"
 ARCHIVE = "export.zip"
@@ -60,36 +61,39 @@ def export_options_clean(
         formats = [part.strip() for part in formats.split(",") if part.strip()]
     unknown = [name for name in formats if name not in FORMATS]
     if unknown:
-        raise ValueError(f"formats: unknown format(s) {', '.join(map(repr, unknown))}; formats: {', '.join(FORMATS)}")
+        raise ServiceError(f"formats: unknown format(s) {', '.join(map(repr, unknown))}; formats: {', '.join(FORMATS)}", field="formats")
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed: must be an integer, got {seed!r}")  # callers show ValueErrors as messages
+        raise ServiceError(f"seed: must be an integer, got {seed!r}", field="seed")  # callers show ValueErrors as messages
     fractions = dict(DEFAULT_FRACTIONS if fractions is None else fractions)
     if set(fractions) != set(SPLITS):
-        raise ValueError(f"fractions: give exactly {', '.join(SPLITS)}, got {', '.join(sorted(fractions)) or 'none'}")
+        raise ServiceError(f"fractions: give exactly {', '.join(SPLITS)}, got {', '.join(sorted(fractions)) or 'none'}", field="fractions")
     try:
         fractions = {split: float(fractions[split]) for split in SPLITS}
     except (TypeError, ValueError):
-        raise ValueError(f"fractions: must be numbers, got {fractions!r}") from None
+        raise ServiceError(f"fractions: must be numbers, got {fractions!r}", field="fractions") from None
     if any(value < 0 for value in fractions.values()) or abs(sum(fractions.values()) - 1.0) > 1e-6:
-        raise ValueError(
+        raise ServiceError(
             "fractions: train / dev / test must be >= 0 and sum to 1, got "
             + " + ".join(f"{fractions[s]:g}" for s in SPLITS)
-            + f" = {sum(fractions.values()):g}"
+            + f" = {sum(fractions.values()):g}",
+            field="fractions",
         )
     score_metric = score_metric or None
     if score_metric is None:
         if score_min is not None or score_max is not None:
-            raise ValueError("score_metric: choose bleu or gleu to filter by a score range")
+            raise ServiceError("score_metric: choose bleu or gleu to filter by a score range", field="score_metric")
     else:
         if score_metric not in simplification.METRICS:
-            raise ValueError(f"score_metric: unknown metric {score_metric!r}; metrics: {', '.join(simplification.METRICS)}")
+            raise ServiceError(
+                f"score_metric: unknown metric {score_metric!r}; metrics: {', '.join(simplification.METRICS)}", field="score_metric"
+            )
         score_min = 0.0 if score_min is None else float(score_min)
         score_max = 100.0 if score_max is None else float(score_max)
         for name, value in (("score_min", score_min), ("score_max", score_max)):
             if not 0.0 <= value <= 100.0:
-                raise ValueError(f"{name}: {score_metric.upper()} scores run from 0 to 100, got {value:g}")
+                raise ServiceError(f"{name}: {score_metric.upper()} scores run from 0 to 100, got {value:g}", field=name)
         if score_min > score_max:
-            raise ValueError(f"score_min: {score_min:g} is above score_max {score_max:g}")
+            raise ServiceError(f"score_min: {score_min:g} is above score_max {score_max:g}", field="score_min")
     return {
         "formats": [name for name in FORMATS if name in formats], "include_majority": bool(include_majority), "seed": seed,
         "fractions": fractions, "drop_identical": bool(drop_identical), "score_metric": score_metric,

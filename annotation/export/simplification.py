@@ -1,7 +1,7 @@
 """Complex → simple training pairs from aligned groups, the simplification phenomena, BLEU and GLEU.
 
 A group is a connected set of aligned or partially aligned links between complex and simple
-sentences of one document pair (:func:`models_ml.io.connected_groups`), so an n:m alignment
+sentences of one document pair (:func:`models_ml.data.io.connected_groups`), so an n:m alignment
 becomes one training pair: its complex sentences joined in document order → its simple
 sentences joined likewise.
 
@@ -27,7 +27,8 @@ from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
 
 from annotation.export.selection import PairExport, clean_text
-from models_ml.io import AlignmentGroup, connected_groups
+from annotation.labels import LINKED_LABELS
+from models_ml.data.io import AlignmentGroup, connected_groups
 
 PHENOMENA = ("rephrasing", "copying", "splitting", "merging", "fusion", "deletion")
 METRICS = ("bleu", "gleu")
@@ -51,9 +52,7 @@ class SimplificationPair:
 
 def pair_groups(exported: PairExport) -> list[AlignmentGroup]:
     """The n:m groups of the pair's aligned and partial items (indices are sentence positions in each document)."""
-    return connected_groups(
-        (item.complex.index, item.simple.index, item.label) for item in exported.items if item.label in ("aligned", "partial")
-    )
+    return connected_groups((item.complex.index, item.simple.index, item.label) for item in exported.items if item.label in LINKED_LABELS)
 
 
 def phenomenon(group: AlignmentGroup, identical: bool) -> str:

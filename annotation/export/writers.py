@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from annotation.export.selection import ExportItem, PairExport, SentenceRow
 from annotation.export.simplification import SimplificationPair
-from models_ml.splits import SPLITS
+from models_ml.data.splits import SPLITS
 
 FORMATS = ("tsv", "jsonl", "csv", "parquet", "simplification")
 WIKI_LABELS = {"aligned": "aligned", "partial": "partialAligned", "not_aligned": "notAligned"}

@@ -22,16 +22,18 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from alignment.aligning.service import alignment_run_create
+from alignment.errors import ServiceError
 from alignment.models import AlignmentRun
 from annotation.models import AnnotationProject
 from annotation.training.models import ModelActivation, ModelVersion
 from annotation.training.snapshot import snapshot_gold_pairs
-from models_ml.aligner import LEARNED, Aligner, AlignerConfig
-from models_ml.checkpoint import CHECKSUMS, sha256, verify_checksums
-from models_ml.cross_encoder import MODEL_FILES as CLASSIFIER_FILES
-from models_ml.evaluate import EvaluationReport
-from models_ml.io import GoldPair
-from models_ml.train import evaluate_aligner
+from models_ml.aligning.aligner import Aligner
+from models_ml.aligning.aligner_config import LEARNED, AlignerConfig
+from models_ml.aligning.train import evaluate_aligner
+from models_ml.data.checkpoint import CHECKSUMS, sha256, verify_checksums
+from models_ml.data.evaluate import EvaluationReport
+from models_ml.data.io import GoldPair
+from models_ml.similarity.cross_encoder import MODEL_FILES as CLASSIFIER_FILES
 
 MeasureBuilder = Callable[[str, Aligner], object]
 
@@ -219,7 +221,7 @@ def version_promote(
             f"held-out test document pair(s): {'; '.join(comparison['losses'])}. A manager may force the promotion with a reason."
         )
     if force and not reason.strip():
-        raise ValueError("a forced promotion needs a reason")
+        raise ServiceError("a forced promotion needs a reason", field="reason")
     action = ModelActivation.Action.PROMOTE if comparison["beats"] else ModelActivation.Action.FORCE
     return _activate(project, version, by, action, reason if force else "", comparison)
 

@@ -35,10 +35,10 @@ from annotation.training.registry import (
     version_load,
 )
 from annotation.training.snapshot import snapshot_create, snapshot_gold_pairs
-from models_ml.aligner import LEARNED
-from models_ml.checkpoint import CHECKSUMS, sha256
-from models_ml.cross_encoder import save_pair_classifier
-from models_ml.train import EpochReport, TrainingConfig, train_aligner
+from models_ml.aligning.aligner_config import LEARNED
+from models_ml.aligning.train import EpochReport, TrainingConfig, train_aligner
+from models_ml.data.checkpoint import CHECKSUMS, sha256
+from models_ml.similarity.cross_encoder import save_pair_classifier
 
 TRAIN_TASK = "annotation.train_model"
 BASES = ("active", "untrained")
@@ -209,13 +209,14 @@ def _fine_tune_pair_classifier(
     job: TrainingJob, train: list, dev: list, test: list, device: str, entries: list[dict]
 ) -> tuple[object, dict]:
     """Fine-tune the cross-encoder from the base version's classifier (or the bundled MiniLM); its dev/test figures."""
-    from models_ml.cross_encoder import PairTrainingConfig, load_pair_classifier
-    from models_ml.encoders import default_device
-    from models_ml.train import (
+    from models_ml.similarity.cross_encoder import load_pair_classifier
+    from models_ml.similarity.cross_encoder_training import (
+        PairTrainingConfig,
         fine_tune_pair_classifier,
         pair_classifier_report,
         pair_examples,
     )
+    from models_ml.similarity.encoders import default_device
 
     device = device or default_device()
     base = Path(job.base_version.path) / PAIR_CLASSIFIER if job.base_version is not None else None

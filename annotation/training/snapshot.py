@@ -21,16 +21,16 @@ from django.db.models import Count
 
 from alignment.aligning.service import side_sentences
 from alignment.models import DocumentPair, Sentence
-from annotation.models import AnnotationProject, LabelEvent
-from annotation.review import pair_item_states, pair_verified
-from annotation.selectors import latest_label_events
+from annotation.labels import LINKED_LABELS, NOT_ALIGNED, imported_label, latest_label_events, pair_verified
+from annotation.models import AnnotationProject
+from annotation.review import pair_item_states
 from annotation.training.models import TrainingSnapshot
-from models_ml.io import GoldPair, connected_groups
-from models_ml.splits import SPLITS, assign_splits
+from models_ml.data.io import GoldPair, connected_groups
+from models_ml.data.splits import SPLITS, assign_splits
 
 MIN_PAIRS = 3  # one document pair each for train, dev and test
 MIN_LABELS = 10
-POSITIVE = ("aligned", "partial")
+POSITIVE = LINKED_LABELS
 
 
 class TrainingDataError(ValueError):
@@ -45,7 +45,7 @@ def gold_items(project: AnnotationProject) -> tuple[list[list], list[int]]:
     items: list[list] = []
     event_ids: list[int] = []
     for pair in project.pairs.order_by("pk"):
-        latest: dict[tuple[int, int], list[tuple[int, str, str]]] = {}
+        latest: dict[tuple[int, int], list[tuple[int, str, str]]] = {}  # item -> each annotator's (event id, label, source)
         for pk, simple_id, complex_id, label, source in latest_label_events(project, pair=pair).values_list(
             "pk", "simple_sentence_id", "complex_sentence_id", "new_label", "source"
         ):
@@ -60,9 +60,9 @@ def gold_items(project: AnnotationProject) -> tuple[list[list], list[int]]:
                     event_ids.extend(pk for pk, _, _ in latest.get(key, []))
             continue
         for key, events in sorted(latest.items()):
-            imported = [(pk, label) for pk, label, source in events if source == LabelEvent.Source.IMPORT and label]
+            imported = imported_label(events)
             if imported:
-                pk, label = max(imported)
+                pk, label = imported
                 items.append([pair.pk, *key, label])
                 event_ids.append(pk)
     return items, sorted(set(event_ids))
@@ -97,7 +97,7 @@ def _check(project: AnnotationProject, items: list[list]) -> Counter:
         .values_list("document_id", "n")
     )  # one query for every document's sentence count
     cells = sum(sizes.get(simple, 0) * sizes.get(complex_, 0) for simple, complex_ in document_pairs)
-    if linked >= cells and not labels.get("not_aligned"):
+    if linked >= cells and not labels.get(NOT_ALIGNED):
         raise TrainingDataError(
             f"only one class present: every one of the {cells} sentence pairs of the {len(pairs)} document pairs is linked; "
             f"training needs sentence pairs that are not aligned too"

@@ -191,7 +191,8 @@ def test_cross_encoder_measure_is_refused_without_a_fine_tuned_classifier(storie
 
 
 def test_run_with_a_trained_model_directory_uses_its_weights(stories, run_worker, tmp_path):
-    from models_ml.aligner import Aligner, AlignerConfig
+    from models_ml.aligning.aligner import Aligner
+    from models_ml.aligning.aligner_config import AlignerConfig
 
     trained = Aligner(AlignerConfig(measure="tfidf_cosine", null_score=0.15, paragraph_variant="none", device="cpu"))
     with torch.no_grad():

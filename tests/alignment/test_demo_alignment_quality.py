@@ -14,8 +14,8 @@ from django.conf import settings
 from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_create, alignment_run_execute
 from alignment.models import CandidateAlignment, DocumentPair
-from models_ml.evaluate import evaluate_pairs
-from models_ml.io import AlignmentGroup
+from models_ml.data.evaluate import evaluate_pairs
+from models_ml.data.io import AlignmentGroup
 from webapp.demo import DEMO_CORPUS_DIR, demo_corpus_import
 
 HEADING = re.compile(r"^## (\w+) \(C: (\d+) sentences, S: (\d+) sentences\)")

@@ -18,7 +18,7 @@ from procrastinate.contrib.django.models import ProcrastinateJob
 import alignment.aligning.measures
 from alignment import services
 from alignment.models import EmbeddingRun, Sentence, SentenceEmbedding
-from models_ml.encoders import load_sentence_encoder
+from models_ml.similarity.encoders import load_sentence_encoder
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from alignment.aligning.scoring import PairScorer, SideSentences
-from models_ml.aligner import Aligner, learned_config
-from models_ml.pair_features import feature_names
-from models_ml.pair_scorer import ScorerParameters
+from models_ml.aligning.aligner import Aligner
+from models_ml.aligning.aligner_config import learned_config
+from models_ml.similarity.pair_features import feature_names
+from models_ml.similarity.pair_scorer import ScorerParameters
 
 
 class RefusingEncoder:

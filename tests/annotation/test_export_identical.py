@@ -28,9 +28,9 @@ from alignment.models import DocumentPair
 from annotation import services
 from annotation.export.selection import _item_labels, _Page, candidate_pair_ids, pair_exports
 from annotation.export.service import export_options_clean, export_write
+from annotation.labels import current_labels
 from annotation.models import AnnotationProject, GoldAnswer, GoldItem, LabelEvent
 from annotation.review import pair_item_states
-from annotation.selectors import current_labels
 from tests.annotation.gold_set import align_now
 
 ARTICLES = {

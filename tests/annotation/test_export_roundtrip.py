@@ -10,10 +10,10 @@ from django.test import override_settings
 from annotation import services
 from annotation.export import service as export
 from annotation.gold_import import gold_import
+from annotation.labels import current_labels
 from annotation.models import AnnotationProject, LabelEvent
-from annotation.selectors import current_labels
 from annotation.training.snapshot import gold_items
-from models_ml.io import read_wiki_manual_tsv
+from models_ml.data.wiki_manual import read_wiki_manual_tsv
 from tests.annotation.gold_set import build_gold_project
 
 SPLITS = ("train", "dev", "test")

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404
 
 from annotation import selectors, services
+from annotation.labels import current_labels
 from annotation.models import Assignment, LabelEvent
 
 
@@ -34,7 +35,7 @@ def test_labels_are_derived_from_the_latest_event_and_history_keeps_every_change
         project=project, annotator=annotator, pair=pair, label="partial", expected_previous=first.pk, **_ids(pair, 0, 0)
     )
     services.label_record(project=project, annotator=annotator, pair=pair, label="aligned", expected_previous=None, **_ids(pair, 1, 0))
-    labels = selectors.current_labels(project, annotator, pair.pk)
+    labels = current_labels(project, annotator, pair.pk)
     key = tuple(_ids(pair, 0, 0).values())
     assert labels[key].new_label == "partial" and labels[key].pk == second.pk
     assert [(e.old_label, e.new_label) for e in LabelEvent.objects.filter(**_ids(pair, 0, 0))] == [("", "aligned"), ("aligned", "partial")]
@@ -67,7 +68,7 @@ def test_undo_appends_the_inverse_and_repeated_undo_walks_back(project, annotato
     assert undo3.new_label == ""
     assert services.label_undo(project=project, annotator=annotator, pair=pair) is None
     assert LabelEvent.objects.count() == 6  # nothing was deleted or changed
-    assert all(event.new_label == "" for event in selectors.current_labels(project, annotator, pair.pk).values())
+    assert all(event.new_label == "" for event in current_labels(project, annotator, pair.pk).values())
 
 
 def test_events_cannot_be_changed_or_deleted(project, annotator, pair):

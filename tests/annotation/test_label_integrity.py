@@ -19,7 +19,7 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation import services
+from annotation import labels, services
 from annotation.models import Assignment, LabelEvent
 from tests.annotation.conftest import tram_project
 
@@ -217,7 +217,7 @@ def test_a_write_that_loses_the_race_at_the_constraint_is_a_conflict_not_an_erro
     anna = users[0]
     existing = LabelEvent.objects.create(project=project, pair=pair, annotator=anna, simple_sentence_id=simple[3],
                                          complex_sentence_id=complex_[3], new_label="aligned")  # fmt: skip
-    monkeypatch.setattr(services, "_write_guard", lambda *args: None)  # the stale read the old guard made: "no event yet"
+    monkeypatch.setattr(labels, "write_guard", lambda *args: None)  # the stale read the old guard made: "no event yet"
     with pytest.raises(services.LabelConflict) as conflict:
         services.label_record(project=project, annotator=anna, pair=pair, simple_sentence_id=simple[3],
                               complex_sentence_id=complex_[3], label="partial", expected_previous=None)  # fmt: skip

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotation import selectors, services
+from annotation import services
+from annotation.labels import current_labels, pair_verified
 from annotation.models import LabelEvent, PairVerification
-from annotation.review import pair_item_states, pair_verified
+from annotation.review import pair_item_states
 from tests.annotation.conftest import label_now, tram_project
 
 
@@ -53,7 +54,7 @@ def test_verification_waits_for_adjudication_then_makes_the_pair_gold(team, owne
     assert pair_verified(project, pair) is not None
     assert all(state.final is not None for state in pair_item_states(project, pair))
     # the annotators' own labels are untouched; the reviewer's decision is its own event stream
-    assert selectors.current_labels(project, ben, pair.pk)[(simple[1].pk, complex_[0].pk)].new_label == "partial"
+    assert current_labels(project, ben, pair.pk)[(simple[1].pk, complex_[0].pk)].new_label == "partial"
     assert LabelEvent.objects.filter(source="adjudication").count() == 2
 
 

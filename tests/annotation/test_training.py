@@ -323,9 +323,9 @@ def test_a_job_can_also_fine_tune_the_cross_encoder_which_realignment_then_score
 
 
 def _write_gold_deplain(folder: Path, domains: tuple[str, ...] = ("",)) -> Path:
-    from models_ml.io import AlignmentGroup, GoldPair
+    from models_ml.data.io import AlignmentGroup, GoldPair
     from tests.annotation.gold_set import ARTICLES
-    from tests.models_ml.test_train import write_deplain
+    from tests.models_ml.aligning.test_train import write_deplain
 
     pairs = [
         GoldPair(

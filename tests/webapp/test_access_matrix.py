@@ -74,6 +74,7 @@ HIDDEN = {  # must answer 404 (never 403, which would confirm the object exists)
 RULES: dict[str, tuple[str, str]] = {
     "alignment:corpus_list": ("user", "user"),
     "alignment:corpus_import": ("user", "user"),
+    "alignment:corpus_import_preview": ("user", "user"),
     "alignment:import_job": ("own_import", "own_import"),
     "alignment:corpus_detail": ("corpus_read", "corpus_read"),
     "alignment:corpus_jobs": ("corpus_read", "corpus_read"),
@@ -142,6 +143,8 @@ RULES: dict[str, tuple[str, str]] = {
     "api:project-assignment-detail": ("project_read", "project_read"),
     "api:project-label-list": ("project_read", "own_assignment"),  # annotators label; managers adjudicate (another source)
     "api:project-label-detail": ("project_read", "own_assignment"),  # PUT changes only your own label
+    "api:project-item-event-list": ("project_read", "project_read"),  # read-only: other verbs answer 405; annotators list their own
+    "api:project-item-event-detail": ("project_read", "project_read"),
     "api:project-model-version-list": ("project_oversight", "project_oversight"),
     "api:project-model-version-detail": ("project_oversight", "project_oversight"),
     "api:project-model-version-promote": ("project_manager", "project_manager"),
@@ -188,7 +191,7 @@ PARAMETER_OBJECTS = {
 CORPUS_KINDS = {"corpus", "document", "pair", "alignment_run", "candidate", "embedding_run", "mining_job"}  # the reader's shared ones
 API_DETAIL_OBJECTS = {  # DRF basename -> the object its ``pk`` names
     "corpus": "corpus", "document": "document", "pair": "pair", "alignment-run": "alignment_run", "candidate": "candidate",
-    "project": "project", "project-assignment": "assignment", "project-label": "label_event",
+    "project": "project", "project-assignment": "assignment", "project-label": "label_event", "project-item-event": "item_event",
     "project-model-version": "model_version", "project-export": "export_job", "token-revoke": "api_token",
 }  # fmt: skip
 

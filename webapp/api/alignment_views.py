@@ -31,6 +31,7 @@ from webapp.api.alignment_serializers import (
     DocumentSerializer,
     PairSerializer,
 )
+from webapp.api.errors import api_error
 
 
 def _visible_pairs(request: Request):
@@ -60,8 +61,7 @@ class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
                 if not created:  # someone took the name between the check and the insert
                     raise ValidationError({"name": [selectors.corpus_name_refusal(request.user, data["name"])]})
         except ValueError as error:
-            field = "language" if str(error).startswith("language") else "non_field_errors"
-            raise ValidationError({field: [str(error)]}) from None
+            raise api_error(error) from None
         return Response(CorpusSerializer(self.get_queryset().get(pk=corpus.pk)).data, status=status.HTTP_201_CREATED)
 
 
@@ -140,7 +140,7 @@ class AlignmentRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
                 **form.run_arguments(),
             )  # fmt: skip
         except ValueError as error:
-            raise ValidationError({"non_field_errors": [str(error)]}) from None
+            raise api_error(error) from None
         return Response(AlignmentRunSerializer(self.get_queryset().get(pk=run.pk)).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(

@@ -16,7 +16,8 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation import selectors, services
+from alignment.errors import error_answer
+from annotation import labels, selectors, services
 from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
 from webapp.api import filters
 from webapp.api.access import ANNOTATOR, ID, MANAGER, is_schema_generation, project_for_request
@@ -33,6 +34,7 @@ from webapp.api.annotation_serializers import (
     ProjectCreateSerializer,
     ProjectSerializer,
 )
+from webapp.api.errors import api_error
 
 PROJECT_ID = OpenApiParameter("project_id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The annotation project.")
 
@@ -85,8 +87,7 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
                 guidelines=data["guidelines"], overlap=data["overlap"], strategy=data["strategy"],
             )  # fmt: skip
         except ValueError as error:
-            field = "name" if str(error).startswith(("a project called", "the name")) else "non_field_errors"
-            raise ValidationError({field: [str(error)]}) from None
+            raise api_error(error) from None
         return Response(ProjectSerializer(self.get_queryset().get(pk=project.pk)).data, status=status.HTTP_201_CREATED)
 
 
@@ -155,7 +156,7 @@ class AssignmentViewSet(ProjectScopedViewSet, mixins.ListModelMixin, mixins.Retr
         try:
             created = services.assignments_distribute(project=self.project)
         except ValueError as error:
-            raise ValidationError({"non_field_errors": [str(error)]}) from None
+            raise api_error(error) from None
         return Response({"created": created})
 
 
@@ -214,7 +215,7 @@ class LabelViewSet(ProjectScopedViewSet, mixins.ListModelMixin, mixins.RetrieveM
         item = {"pair": event.pair, "simple_sentence_id": event.simple_sentence_id, "complex_sentence_id": event.complex_sentence_id}
         if event.source == LabelEvent.Source.ADJUDICATION:
             if not data["label"]:
-                raise ValidationError({"label": ["an adjudication sets a final label: aligned, partial or not_aligned"]})
+                raise ValidationError({"label": [labels.FINAL_LABEL_NEEDED]})
             return self._adjudicate(item, data["label"], event.pk, status.HTTP_200_OK)
         if event.annotator_id != request.user.pk:
             raise PermissionDenied(f"event {event.pk} is {event.annotator}'s label; you change only your own labels")
@@ -228,10 +229,8 @@ class LabelViewSet(ProjectScopedViewSet, mixins.ListModelMixin, mixins.RetrieveM
             )  # fmt: skip
         except services.LabelConflict as conflict:
             return self._conflict(conflict)
-        except PermissionError as error:
-            raise PermissionDenied(str(error)) from None
-        except ValueError as error:
-            raise ValidationError({"non_field_errors": [str(error)]}) from None
+        except (PermissionError, ValueError) as error:
+            raise api_error(error) from None
         return Response(LabelEventSerializer(event).data, status=code)
 
     def _adjudicate(self, item: dict, label: str, expected: int | None, code: int) -> Response:
@@ -241,12 +240,13 @@ class LabelViewSet(ProjectScopedViewSet, mixins.ListModelMixin, mixins.RetrieveM
         except services.LabelConflict as conflict:
             return self._conflict(conflict)
         except ValueError as error:
-            raise ValidationError({"non_field_errors": [str(error)]}) from None
+            raise api_error(error) from None
         return Response(LabelEventSerializer(event).data, status=code)
 
     @staticmethod
     def _conflict(conflict: services.LabelConflict) -> Response:
         # label_record's conflict carries a stand-in with only id and label: answer with the stored row.
         current = LabelEvent.objects.select_related("annotator").filter(pk=conflict.current.pk).first() if conflict.current else None
-        body = {"error": str(conflict), "current": LabelEventSerializer(current).data if current else None}
-        return Response(body, status=status.HTTP_409_CONFLICT)
+        answer = error_answer(conflict)
+        body = {"error": answer.message, "current": LabelEventSerializer(current).data if current else None}
+        return Response(body, status=answer.status)

@@ -11,7 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -21,6 +21,7 @@ from annotation.export.simplification import METRICS
 from annotation.export.writers import FORMATS
 from webapp.api.access import MANAGER, is_schema_generation
 from webapp.api.annotation_views import PROJECT_ID, ProjectScopedViewSet
+from webapp.api.errors import api_error
 from webapp.api.schema_fields import enum_field
 
 FORMAT_CHOICES = [(name, name) for name in FORMATS]
@@ -92,9 +93,7 @@ class ExportJobViewSet(ProjectScopedViewSet, mixins.ListModelMixin, mixins.Retri
         try:
             job = export_job_create(project=self.project, created_by=request.user, **options)
         except ValueError as error:  # ExportDataError included: nothing to export yet
-            field, separator, _ = str(error).partition(":")
-            name = field if separator and field in ExportCreateSerializer().fields else "non_field_errors"
-            raise ValidationError({name: [str(error)]}) from None
+            raise api_error(error) from None
         return Response(ExportJobSerializer(job).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(

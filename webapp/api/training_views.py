@@ -11,7 +11,6 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -20,6 +19,7 @@ from annotation.training import registry
 from webapp.api.access import MANAGER, VIEWER, is_schema_generation
 from webapp.api.annotation_serializers import ActivationSerializer, ModelVersionSerializer, PromoteSerializer
 from webapp.api.annotation_views import PROJECT_ID, ProjectScopedViewSet
+from webapp.api.errors import api_error
 
 
 @extend_schema(parameters=[PROJECT_ID])
@@ -64,6 +64,5 @@ class ModelVersionViewSet(ProjectScopedViewSet, mixins.ListModelMixin, mixins.Re
                 device=settings.ENCODER_DEVICE,
             )  # fmt: skip
         except ValueError as error:
-            field = "reason" if "needs a reason" in str(error) else "non_field_errors"
-            raise ValidationError({field: [str(error)]}) from None
+            raise api_error(error) from None
         return Response(ActivationSerializer(activation).data)

@@ -21,7 +21,9 @@ class Command(BaseCommand):
         parser.add_argument("--measure", help="Measure the CRF aligns with (default: the model's, the learned scorer).")
         parser.add_argument("--measures", help="Comma-separated measures to score every candidate with.")
         parser.add_argument("--paragraph-variant", choices=["newsela", "wikipedia", "none"])
-        parser.add_argument("--config", type=Path, help="AlignerConfig as JSON (models_ml.aligner); flags above override it.")
+        parser.add_argument(
+            "--config", type=Path, help="AlignerConfig as JSON (models_ml.aligning.aligner_config); flags above override it."
+        )
         parser.add_argument(
             "--model", default=None,
             help="A trained aligner directory (python -m models_ml train); default: ALIGNER_MODEL_DIR, the shipped "

@@ -1,0 +1,234 @@
+"""The one home of labels: the label set, the current label, adjudications, verification and the write guard.
+
+- **The label set** is :mod:`models_ml.labels` (the ML speaks the same words and may import no
+  app), re-exported here with the app's rule for checking a label.
+- **The current label** of a sentence pair for an annotator is never stored: it is the
+  ``new_label`` of their latest own :class:`LabelEvent` there ("" once undone). Adjudications are
+  a separate stream, one per sentence pair for all reviewers together.
+- **An item's labels** on the review page and in exports: each assigned annotator's current
+  label, ``not_aligned`` when they marked the pair done without labelling the item, None while
+  they are still working; the item is agreed when they all gave the same label.
+- **Verification**: the latest :class:`PairVerification` row of a document pair says whether it
+  is verified.
+- **The write guard**: lock the annotator's assignment, check that both sentences belong to the
+  pair, then read the latest own event. A label save is the hottest write, so it runs a raw-SQL
+  version (:func:`write_guard`) beside its ORM twin (:func:`write_guard_orm`);
+  ``tests/annotation/test_labels.py`` checks that the two agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
+from django.db.models import OuterRef, QuerySet
+
+from alignment.models import DocumentPair, Sentence
+from annotation.models import AnnotationProject, Assignment, LabelEvent, PairVerification
+from models_ml.labels import ALIGNED, LABELS, NOT_ALIGNED, PARTIAL
+from models_ml.labels import LINKED_LABELS as LINKED_LABELS  # re-exported: the app takes the label set from here
+
+UNLABELLED = ""  # an undone label, or a label cleared through the API
+LABELS_TEXT = ", ".join(LABELS)
+FINAL_LABEL_NEEDED = f"an adjudication sets a final label: {ALIGNED}, {PARTIAL} or {NOT_ALIGNED}"
+
+Item = tuple[int, int]  # (simple sentence id, complex sentence id)
+
+
+def label_check(label: str, *, unlabelled: bool = False) -> str:
+    """``label`` when it is one of the labels (or "" where ``unlabelled`` allows clearing); else ValueError."""
+    if label in LABELS or (unlabelled and label == UNLABELLED):
+        return label
+    raise ValueError(f"unknown label {label!r}; labels: {LABELS_TEXT}")
+
+
+# --- the current label ---------------------------------------------------------------------------
+
+
+def own_events(project: AnnotationProject, **filters: Any) -> QuerySet[LabelEvent]:
+    """Annotators' own label events (every source but adjudication): the history current labels come from."""
+    return LabelEvent.objects.filter(project=project, **filters).exclude(source=LabelEvent.Source.ADJUDICATION)
+
+
+def latest_label_events(project: AnnotationProject, **filters: Any) -> QuerySet[LabelEvent]:
+    """Each annotator's latest own event per sentence pair: its ``new_label`` is their current label."""
+    return (
+        own_events(project, **filters)
+        .order_by("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id", "-pk")
+        .distinct("annotator_id", "pair_id", "simple_sentence_id", "complex_sentence_id")
+    )
+
+
+def current_labels(project: AnnotationProject, annotator: AbstractBaseUser, pair_id: int) -> dict[Item, LabelEvent]:
+    """(simple sentence id, complex sentence id) -> the annotator's latest event there (its new_label is the label)."""
+    latest = latest_label_events(project, annotator=annotator, pair_id=pair_id)
+    return {(e.simple_sentence_id, e.complex_sentence_id): e for e in latest}
+
+
+def latest_event(project: AnnotationProject, annotator: AbstractBaseUser, simple_id: int, complex_id: int) -> LabelEvent | None:
+    """The annotator's latest own event on one sentence pair (None before their first label)."""
+    events = own_events(project, annotator=annotator, simple_sentence_id=simple_id, complex_sentence_id=complex_id)
+    return events.order_by("-pk").first()
+
+
+def current_label_subquery(project: AnnotationProject, annotator: AbstractBaseUser) -> QuerySet[LabelEvent]:
+    """For ``Subquery``: the annotator's current label of the outer row's (simple_sentence, complex_sentence)."""
+    same_item = {"simple_sentence": OuterRef("simple_sentence"), "complex_sentence": OuterRef("complex_sentence")}
+    return own_events(project, annotator=annotator, **same_item).order_by("-pk").values("new_label")[:1]
+
+
+def imported_label(events: Iterable[tuple[int, str, str]]) -> tuple[int, str] | None:
+    """Of one item's latest own events as (event id, label, source): the latest imported label, as (id, label)."""
+    imported = [(pk, label) for pk, label, source in events if source == LabelEvent.Source.IMPORT and label]
+    return max(imported) if imported else None
+
+
+def item_labels(
+    own: Mapping[Item, Mapping[int, str]], assignments: Sequence[tuple[int, str, bool]], adjudicated: Iterable[Item]
+) -> dict[Item, dict[str, str | None]]:
+    """The items of a document pair and each assigned annotator's label there, as review and export show them.
+
+    ``own``: item -> annotator id -> current label; ``assignments``: (annotator id, name, completed).
+    An item is one some annotator labels now, or one a reviewer adjudicated. An annotator who marked
+    the pair done without labelling the item said ``not_aligned``; one still working gives None.
+    """
+    items = {item for item, by in own.items() if any(by.values())} | set(adjudicated)
+    result = {}
+    for item in items:
+        current = own.get(item, {})
+        result[item] = {
+            name: current.get(annotator_id, UNLABELLED) or (NOT_ALIGNED if completed else None)
+            for annotator_id, name, completed in assignments
+        }
+    return result
+
+
+def agreed_label(labels: Mapping[str, str | None], *, adjudicate_all: bool) -> str | None:
+    """The label every annotator gave, when they all gave one and agree (never when the project adjudicates all)."""
+    given = list(labels.values())
+    return given[0] if given and None not in given and len(set(given)) == 1 and not adjudicate_all else None
+
+
+# --- adjudications and verification --------------------------------------------------------------
+
+
+def latest_adjudication(project: AnnotationProject, simple_id: int, complex_id: int) -> LabelEvent | None:
+    """The final label a reviewer set on one sentence pair (None while nobody adjudicated it)."""
+    return (
+        LabelEvent.objects.filter(
+            project=project, source=LabelEvent.Source.ADJUDICATION, simple_sentence_id=simple_id, complex_sentence_id=complex_id
+        )
+        .order_by("-pk")
+        .first()
+    )
+
+
+def latest_adjudications(project: AnnotationProject, **filters: Any) -> QuerySet[LabelEvent]:
+    """The latest adjudication of every adjudicated sentence pair (of every document pair that ``filters`` leave)."""
+    return (
+        LabelEvent.objects.filter(project=project, source=LabelEvent.Source.ADJUDICATION, **filters)
+        .order_by("pair_id", "simple_sentence_id", "complex_sentence_id", "-pk")
+        .distinct("pair_id", "simple_sentence_id", "complex_sentence_id")
+    )
+
+
+def latest_verifications(project: AnnotationProject, **filters: Any) -> QuerySet[PairVerification]:
+    """The latest verification row of every document pair that has one: its ``verified`` is the pair's state."""
+    return PairVerification.objects.filter(project=project, **filters).order_by("pair_id", "-pk").distinct("pair_id")
+
+
+def verified_pair_ids(project: AnnotationProject) -> set[int]:
+    """The document pairs of the project that are verified now (the gold set)."""
+    return {pair_id for pair_id, verified in latest_verifications(project).values_list("pair_id", "verified") if verified}
+
+
+def pair_verified(project: AnnotationProject, pair: DocumentPair) -> PairVerification | None:
+    """The latest verification row when it says verified, else None."""
+    latest = PairVerification.objects.filter(project=project, pair=pair).order_by("-pk").first()
+    return latest if latest is not None and latest.verified else None
+
+
+# --- the write guard -----------------------------------------------------------------------------
+
+
+def _not_assigned(annotator: AbstractBaseUser, pair: DocumentPair, project: AnnotationProject) -> PermissionError:
+    return PermissionError(f"{annotator} is not assigned document pair {pair.pk} in project {project.name!r}")
+
+
+def assignment_lock(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> Assignment:
+    """Lock the annotator's assignment of ``pair`` (call inside a transaction): writes on one pair queue up behind it."""
+    assignment = Assignment.objects.select_for_update().filter(project=project, annotator=annotator, pair=pair).first()
+    if assignment is None:
+        raise _not_assigned(annotator, pair, project)
+    return assignment
+
+
+def _sentence_refusal(pair: DocumentPair, side: str, sentence_id: int) -> ValueError:
+    return ValueError(f"sentence {sentence_id} is not a sentence of the {side} document of pair {pair.pk}")
+
+
+def sentences_check(pair: DocumentPair, simple_sentence_id: int, complex_sentence_id: int) -> None:
+    """ValueError naming the sentence when either is not a sentence of its side of ``pair``."""
+    sentences = dict(Sentence.objects.filter(pk__in=[simple_sentence_id, complex_sentence_id]).values_list("pk", "document_id"))
+    if sentences.get(simple_sentence_id) != pair.simple_document_id:
+        raise _sentence_refusal(pair, "simple", simple_sentence_id)
+    if sentences.get(complex_sentence_id) != pair.complex_document_id:
+        raise _sentence_refusal(pair, "complex", complex_sentence_id)
+
+
+def write_guard_orm(
+    project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, simple_id: int, complex_id: int
+) -> LabelEvent | None:
+    """The write guard with the ORM: lock, check the sentences, read the latest own event. In a transaction."""
+    assignment_lock(project, annotator, pair)
+    sentences_check(pair, simple_id, complex_id)
+    return latest_event(project, annotator, simple_id, complex_id)
+
+
+# Two statements, not one: under READ COMMITTED a statement reads one snapshot, taken before it
+# waits for the row lock, so a latest-event read in the locking statement misses the event the
+# lock holder just committed (two first labels were both accepted). The second statement's
+# snapshot is taken after the lock is granted.
+_WRITE_LOCK_SQL = f"""
+    SELECT a.id,
+        (SELECT document_id FROM {Sentence._meta.db_table} WHERE id = %(simple)s),
+        (SELECT document_id FROM {Sentence._meta.db_table} WHERE id = %(complex)s)
+    FROM {Assignment._meta.db_table} a
+    WHERE a.project_id = %(project)s AND a.pair_id = %(pair)s AND a.annotator_id = %(annotator)s
+    FOR UPDATE OF a
+"""
+_LATEST_EVENT_SQL = f"""
+    SELECT id, new_label FROM {LabelEvent._meta.db_table}
+    WHERE project_id = %(project)s AND annotator_id = %(annotator)s
+      AND simple_sentence_id = %(simple)s AND complex_sentence_id = %(complex)s AND source <> '{LabelEvent.Source.ADJUDICATION}'
+    ORDER BY id DESC LIMIT 1
+"""
+
+
+def write_guard(
+    project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, simple_id: int, complex_id: int
+) -> LabelEvent | None:
+    """:func:`write_guard_orm` in two small queries (a label save is the hottest write); call inside a transaction.
+
+    Same checks, errors and answer; the latest event comes back as an unsaved stand-in with only
+    its id and label, which is all a write reads.
+    """
+    params = {"simple": simple_id, "complex": complex_id, "project": project.pk, "pair": pair.pk, "annotator": annotator.pk}
+    with connection.cursor() as cursor:
+        cursor.execute(_WRITE_LOCK_SQL, params)
+        row = cursor.fetchone()
+        if row is None:
+            raise _not_assigned(annotator, pair, project)
+        _, simple_document, complex_document = row
+        if simple_document != pair.simple_document_id:
+            raise _sentence_refusal(pair, "simple", simple_id)
+        if complex_document != pair.complex_document_id:
+            raise _sentence_refusal(pair, "complex", complex_id)
+        cursor.execute(_LATEST_EVENT_SQL, params)
+        latest = cursor.fetchone()
+    if latest is None:
+        return None
+    latest_id, latest_label = latest
+    return LabelEvent(pk=latest_id, new_label=latest_label)
