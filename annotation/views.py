@@ -23,8 +23,7 @@ from annotation.forms import (
     QueueActionForm,
     form_errors_text,
 )
-from annotation.labels import LABELS, pair_verified
-from annotation.labels import verified_pair_ids as _verified_pair_ids  # project_detail's name for it; the selector lives there
+from annotation.labels import LABELS, pair_verified, verified_pair_ids
 from annotation.models import ProjectMembership
 from annotation.review import pair_review_read, reviewer_changes
 
@@ -106,7 +105,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "shortfall": shortfall,
         "corpus_visible": selectors.corpus_visible(request.user, project),
         "label_times": members.label_times(project, annotator=request.user if role == ProjectMembership.Role.ANNOTATOR else None),
-        "verified_pairs": _verified_pair_ids(project),
+        "verified_pairs": verified_pair_ids(project),
         "reviewer_changes": reviewer_changes(project, request.user) if role == ProjectMembership.Role.ANNOTATOR else [],
         "accuracy": queue_mode.annotator_accuracy(project) if role != ProjectMembership.Role.ANNOTATOR else [],
         "gold_item_count": project.gold_items.count(),

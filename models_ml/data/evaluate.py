@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from models_ml.data.io import AlignmentGroup
+from models_ml.labels import ALIGNED, LINKED_LABELS
 
 __all__ = [
     "PRF",
@@ -210,7 +211,7 @@ def threshold_sweep(
         raise ValueError(f"got {len(scores)} score matrices but {len(gold_labels)} gold label sets")
     if not scores:
         raise ValueError("threshold_sweep needs at least one document pair")
-    positive = {"aligned", "partial"} if task == 1 else {"aligned"}
+    positive = set(LINKED_LABELS) if task == 1 else {ALIGNED}
     flat_scores, flat_gold = [], []
     for doc, (matrix, labels) in enumerate(zip(scores, gold_labels)):
         matrix = np.asarray(matrix, dtype=np.float64)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from numbers import Integral
 from pathlib import Path
 
+from models_ml.labels import LINKED_LABELS
+
 __all__ = [
     "AlignmentGroup",
     "GoldPair",
@@ -23,7 +25,7 @@ __all__ = [
     "write_groups_jsonl",
 ]
 
-LABELS = ("aligned", "partial")
+LABELS = LINKED_LABELS  # a gold group links its sentences: aligned or partial
 
 
 @dataclass(frozen=True)
