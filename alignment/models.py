@@ -215,7 +215,9 @@ class AlignmentRun(Job):
     corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="alignment_runs")
     scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.CORPUS)
     pairs = models.ManyToManyField(DocumentPair, related_name="alignment_runs", help_text="The pairs in scope, fixed at creation.")
-    config = models.JSONField(default=dict, help_text="Aligner config (models_ml.aligning.aligner_config.AlignerConfig) and the measures scored.")
+    config = models.JSONField(
+        default=dict, help_text="Aligner config (models_ml.aligning.aligner_config.AlignerConfig) and the measures scored."
+    )
     model_version = models.CharField(max_length=300, help_text="Which aligner weights: 'untrained' or a model directory and its checksum.")
     cancel_requested = models.BooleanField(default=False)
     pairs_total = models.PositiveIntegerField(default=0)
