@@ -103,6 +103,7 @@ def database_params() -> dict:
 
 
 def main() -> None:
+    """Long because it is one measurement script read top to bottom: each step prints its figures as it goes."""
     args = parse_args()
     run_started = time.perf_counter()
     setup_django()

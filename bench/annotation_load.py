@@ -225,6 +225,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
+    """Long because it is one measurement script read top to bottom: each step prints its figures as it goes."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--annotators", type=int, default=20)
     parser.add_argument("--sentences", type=int, default=100)

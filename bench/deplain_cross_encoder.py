@@ -102,6 +102,7 @@ def print_report(name: str, report: EvaluationReport, note: str) -> None:
 
 
 def main() -> None:
+    """Long because it is one measurement script read top to bottom: each step prints its figures as it goes."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--folds", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)

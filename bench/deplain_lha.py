@@ -118,6 +118,7 @@ def prf(value: PRF) -> str:
 
 
 def main() -> None:
+    """Long because it is one measurement script read top to bottom: each step prints its figures as it goes."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-rerank", action="store_true", help="leave out the RWMD / WMD re-ranking lines")
     args = parser.parse_args()

@@ -252,6 +252,7 @@ def parse_args() -> BenchConfig:
 
 
 def main() -> None:
+    """Long because it is one measurement script read top to bottom: each step prints its figures as it goes."""
     config = parse_args()
     run_started = time.perf_counter()
     setup_django()

@@ -31,6 +31,7 @@ def _database_url() -> str:
 
 
 def main() -> None:
+    """Long because it is one measurement script read top to bottom: each step prints its figures as it goes."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch-size", type=int, default=256, help="sentences stored per transaction by the job")
     parser.add_argument("--encode-batch-size", type=int, default=32, help="sentences per forward pass, for both")

@@ -72,6 +72,7 @@ def f1_max(correct: np.ndarray, scores: np.ndarray, gold: int) -> tuple[float, f
 
 
 def main() -> None:
+    """Long because it is one measurement script read top to bottom: each step prints its figures as it goes."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=0, help="only the first N articles of each level (0: all)")
     parser.add_argument("--encode-batch-size", type=int, default=32)

@@ -47,6 +47,7 @@ def read_documents(folder: Path) -> dict[str, list[str]]:
 
 
 def main() -> None:
+    """Long because it is one measurement script read top to bottom: each step prints its figures as it goes."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--examples", type=int, default=5, help="examples printed per kind of odd sentence")
     parser.add_argument("--save", type=Path, help="write every document's sentences to this JSON file")

@@ -194,27 +194,10 @@ def _front_matter(corpus, options: dict, licence: str) -> list[str]:
     return [*lines, "---", ""]
 
 
-def render_card(*, project, statistics: CardStatistics, options: dict, level_numbers: dict[str, int], files: list[dict]) -> str:
-    corpus = project.corpus
-    metadata = corpus.metadata or {}
-    licence = str(metadata.get("licence") or metadata.get("license") or "")
-    lines = _front_matter(corpus, options, licence)
-    lines += [
-        f"# {project.name}: sentence alignment gold",
-        "",
-        (
-            f"Complex ↔ simple sentence pairs of corpus *{corpus.name}* ({corpus.language}), labelled aligned, partially "
-            "aligned or not aligned by the annotation project of the same name."
-        ),
-        "",
-        "## Licence and source",
-        "",
-        f"- licence: {licence or 'not stated in the corpus metadata'}",
-        f"- source: {metadata.get('source') or 'not stated in the corpus metadata'}",
-    ]
-    lines += [f"- {key}: {metadata[key]}" for key in sorted(metadata) if key not in ("licence", "license", "source")]
+def _contents_lines(statistics: CardStatistics, options: dict) -> list[str]:
+    """The card's "What is in it" section: statuses, splits and the label counts per split."""
     majority = "; **unadjudicated majority labels are included, with status `majority`**" if options["include_majority"] else ""
-    lines += [
+    lines = [
         "",
         "## What is in it",
         "",
@@ -243,6 +226,31 @@ def render_card(*, project, statistics: CardStatistics, options: dict, level_num
     lines += [
         f"| all | {sum(statistics.pairs.values())} | " + " | ".join(str(totals[label]) for label in LABELS) + f" | {statistics.items} |",
         "",
+    ]
+    return lines
+
+
+def render_card(*, project, statistics: CardStatistics, options: dict, level_numbers: dict[str, int], files: list[dict]) -> str:
+    corpus = project.corpus
+    metadata = corpus.metadata or {}
+    licence = str(metadata.get("licence") or metadata.get("license") or "")
+    lines = _front_matter(corpus, options, licence)
+    lines += [
+        f"# {project.name}: sentence alignment gold",
+        "",
+        (
+            f"Complex ↔ simple sentence pairs of corpus *{corpus.name}* ({corpus.language}), labelled aligned, partially "
+            "aligned or not aligned by the annotation project of the same name."
+        ),
+        "",
+        "## Licence and source",
+        "",
+        f"- licence: {licence or 'not stated in the corpus metadata'}",
+        f"- source: {metadata.get('source') or 'not stated in the corpus metadata'}",
+    ]
+    lines += [f"- {key}: {metadata[key]}" for key in sorted(metadata) if key not in ("licence", "license", "source")]
+    lines += _contents_lines(statistics, options)
+    lines += [
         *(
             f"- unique {side} sentences: {count}, average length {average:.1f} tokens"
             for side, (count, average) in ((side, statistics.unique_sentences(side)) for side in SIDES)

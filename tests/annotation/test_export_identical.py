@@ -200,6 +200,7 @@ class Labeller:
 
 
 def build_varied_project(owner) -> AnnotationProject:
+    """Long because it is one user story end to end; split into steps, each would only hand the same state on."""
     corpus = _import_corpus(owner)
     run = align_now(corpus)
     users = get_user_model().objects

@@ -78,6 +78,7 @@ def _latest(simple_id: int, complex_id: int) -> LabelEvent | None:
 def test_annotator_labels_with_the_keyboard_undoes_links_an_unproposed_pair_and_labels_persist(
     page: Page, live_server, annotation_setup, outsider
 ):
+    """Long because it is one user story end to end; split into steps, each would only hand the same state on."""
     project, pair, run = annotation_setup
     simple = list(pair.simple_document.sentences.order_by("index"))
     complex_ = list(pair.complex_document.sentences.order_by("index"))

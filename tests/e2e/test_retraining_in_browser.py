@@ -55,6 +55,7 @@ def _unlinked_gold_pair(project: AnnotationProject) -> tuple[DocumentPair, int, 
 
 
 def test_label_verify_train_compare_promote_realign_and_see_the_new_suggestions(page: Page, live_server, gold):
+    """Long because it is one user story end to end; split into steps, each would only hand the same state on."""
     project, pair = gold
     base = f"{live_server.url}/annotate/projects/{project.pk}"
     simple = list(pair.simple_document.sentences.order_by("index"))

@@ -159,6 +159,7 @@ def _all_done(deployed: Deployment) -> bool:
 
 
 def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_killed_worker(deployment: Deployment) -> None:
+    """Long because it is one user story end to end; split into steps, each would only hand the same state on."""
     deployed = deployment
     deployed.manage("migrate", "--noinput")
     deployed.manage("collectstatic", "--noinput", "-v", "0")  # what a deploy runs: the web processes serve hashed names
