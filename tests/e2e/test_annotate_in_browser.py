@@ -16,6 +16,7 @@ from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair
 from alignment.services import corpus_get_or_create
 from annotation import services
 from annotation.models import Assignment, LabelEvent
+from tests.e2e.shots import shot
 
 ADV = (
     "Honeybees visit thousands of flowers every day to collect nectar.\nThey turn the nectar into honey inside the hive.\n\n"
@@ -140,7 +141,7 @@ def test_annotator_labels_with_the_keyboard_undoes_links_an_unproposed_pair_and_
     expect(page.locator(f"#c-{unproposed.pk}")).to_contain_text("you: partial")
     page.keyboard.press("l")
     expect(page.locator("#diff h2")).to_contain_text("Simple #2 ~ complex #")
-    page.screenshot(path="/tmp/annotate.png", full_page=True)
+    shot(page, "screenshot-annotate.png", full_page=True)
 
     page.context.clear_cookies()
     _login(page, live_server, "outsider", "outsider-pass-123")

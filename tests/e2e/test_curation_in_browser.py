@@ -3,20 +3,17 @@ keyboard (≤ 2 keys per open row), sees the side-by-side view follow, and verif
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
 from annotation import services
+from annotation.adjudication.review import pair_item_states
 from annotation.models import LabelEvent, PairVerification
-from annotation.review import pair_item_states
 from tests.annotation.conftest import label_now, tram_project
-
-SHOTS = Path(os.environ.get("SCREENSHOT_DIR", "/tmp/e2e-shots"))
+from tests.e2e.shots import shot
 
 # (simple, complex): anna's label, ben's label (None: ben has not labelled it and is still working)
 LABELS = {
@@ -80,7 +77,7 @@ def test_a_reviewer_adjudicates_every_open_row_by_keyboard(page: Page, live_serv
     expect(rows.nth(1)).to_have_class(re.compile(r"\bfocused\b"))  # on to the next open row at once
     press("2")  # (1, 1): ben's label, not aligned
     expect(lead).to_contain_text("2 disagreements left · 3 of 6")
-    page.screenshot(path=str(SHOTS / "curation-keyboard.png"), full_page=True)
+    shot(page, "screenshot-review.png", full_page=True)
     press("2")  # (1, 2): ben is still working: refused on the page, nothing sent
     expect(page.locator("#curation-status")).to_contain_text("ben has no label on simple #2 ~ complex #3 yet")
     press("p")  # (1, 2): partial
@@ -128,10 +125,10 @@ def test_a_keyboard_decision_that_lost_a_race_is_shown_and_can_be_repeated(page:
     page.keyboard.press("?")
     expect(page.locator("#help")).to_be_visible()
     expect(page.locator("#help")).to_contain_text("take ben's label as the final one")
-    page.screenshot(path=str(SHOTS / "curation-keys.png"))
+    shot(page, "curation-keys.png")
     page.keyboard.press("a")  # the key list is open: no decision by accident
     page.keyboard.press("Escape")
     expect(page.locator("#help")).to_be_hidden()
     assert LabelEvent.objects.filter(project=project, source="adjudication").count() == 2
     assert not PairVerification.objects.exists()
-    page.screenshot(path=str(SHOTS / "curation-conflict.png"), full_page=True)
+    shot(page, "curation-conflict.png", full_page=True)

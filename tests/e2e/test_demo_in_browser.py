@@ -12,6 +12,7 @@ from procrastinate.contrib.django import app
 
 from alignment.models import DocumentPair
 from alignment.selectors import corpus_sentence_count
+from tests.e2e.shots import shot
 from webapp.demo import DEMO_CORPUS_NAME, demo_accounts_ensure, demo_corpus_import
 
 
@@ -46,7 +47,7 @@ def test_annotator_logs_in_and_sees_both_documents_of_a_demo_pair(page: Page, li
     expect(simple_side.locator(".sentence").first).to_contain_text(first_simple)
     expect(complex_side.locator(".paragraph")).to_have_count(pair.complex_document.paragraphs.count())
     expect(simple_side.locator(".sentence")).to_have_count(pair.simple_document.sentences.count())
-    page.screenshot(path=str(tmp_path / "pair.png"), full_page=True)
+    shot(page, "screenshot-pair.png", full_page=True)
 
 
 def test_wrong_password_is_refused(page: Page, live_server, demo):

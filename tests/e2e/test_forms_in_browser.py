@@ -3,18 +3,14 @@ shown next to the field it names (a taken project name)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
 from annotation import services
 from annotation.models import AnnotationProject, ParagraphCorrection
+from tests.e2e.shots import shot
 from tests.e2e.test_project_setup_in_browser import _login
-
-SHOTS = Path(os.environ.get("SCREENSHOT_DIR", "/tmp/shots"))
 
 
 @pytest.fixture
@@ -34,7 +30,7 @@ def test_an_annotator_ticks_paragraph_links_and_the_sentences_follow_them(page: 
     boxes = page.locator('#paragraph-form input[name="link"]')
     for index in range(boxes.count()):
         boxes.nth(index).set_checked(boxes.nth(index).get_attribute("value") in ("0:0", "1:1"))
-    page.screenshot(path=str(SHOTS / "H6-paragraph-links.png"), full_page=True)
+    shot(page, "H6-paragraph-links.png", full_page=True)
     page.get_by_role("button", name="Save and label the sentences").click()
     expect(page.locator(".messages")).to_contain_text("Paragraph alignment saved; the sentences below follow it.")
     assert ParagraphCorrection.objects.get(project=project, annotator=anna).groups == [[[0], [0]], [[1], [1]]]
@@ -46,5 +42,5 @@ def test_a_taken_project_name_is_shown_under_the_name_field(page: Page, live_ser
     page.get_by_label("Name").fill("Trams")
     page.get_by_role("button", name="Create project").click()
     expect(page.locator("#field-name .errorlist")).to_have_text("a project called 'Trams' exists already")
-    page.screenshot(path=str(SHOTS / "H6-project-name-taken.png"), full_page=True)
+    shot(page, "H6-project-name-taken.png", full_page=True)
     assert AnnotationProject.objects.count() == 1

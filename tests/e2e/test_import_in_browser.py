@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
 from alignment.importing.models import ImportJob
 from tests.alignment.conftest import run_worker  # noqa: F401 - the fixture: a real worker in this process
 from tests.conftest import SAMPLE_ADV, SAMPLE_ELE
+from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login
-
-SCREENSHOTS = Path(os.environ.get("SCREENSHOT_DIR", "/tmp/screenshots"))
 
 
 def test_an_upload_is_imported_in_the_background_and_the_job_page_shows_the_report(page: Page, live_server, owner, run_worker):
@@ -40,7 +37,6 @@ def test_an_upload_is_imported_in_the_background_and_the_job_page_shows_the_repo
     expect(card).to_contain_text("Broken-adv.txt")
     expect(card).to_contain_text("Embedding queued")
     expect(card).to_contain_text("Alignment queued for 1 new pair")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "import-job-report.png"), full_page=True)
+    shot(page, "import-job-report.png", full_page=True)
     card.get_by_role("link", name="Browser upload").click()
     expect(page.locator("h1")).to_contain_text("Browser upload")

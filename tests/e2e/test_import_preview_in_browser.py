@@ -4,7 +4,6 @@ one click switches the mode, and the import then reads each line as a paragraph.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
@@ -12,9 +11,9 @@ from alignment.importing.models import ImportJob
 from alignment.models import Document
 from tests.alignment.conftest import run_worker  # noqa: F401 - the fixture: a real worker in this process
 from tests.alignment.test_import_layout import ONE_PER_LINE
+from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login
 
-SHOTS = Path("/tmp/shots")
 ELEMENTARY = (
     "Elementary\n"
     "The city will build a new tram line. It will go from the harbour to the university.\n"
@@ -25,7 +24,6 @@ ELEMENTARY = (
 
 
 def test_preview_hints_at_the_layout_switches_the_mode_and_the_import_uses_it(page: Page, live_server, owner, run_worker):
-    SHOTS.mkdir(parents=True, exist_ok=True)
     violations: list[str] = []
     page.on("console", lambda message: "Content Security Policy" in message.text and violations.append(message.text))
     _login(page, live_server, "owner", "owner-pass-123")
@@ -45,7 +43,7 @@ def test_preview_hints_at_the_layout_switches_the_mode_and_the_import_uses_it(pa
     expect(hint).to_contain_text("With your choice it is read as 1 paragraph (below).")
     expect(page.locator("#preview-counts")).to_have_text("1 paragraph, 5 sentences.")
     expect(page).to_have_url(re.compile(r"/corpora/import/$"))  # htmx swapped the panel; the form and its files stay
-    page.screenshot(path=str(SHOTS / "H2-preview-hint.png"), full_page=True)
+    shot(page, "screenshot-import-preview.png", full_page=True)
     assert not ImportJob.objects.exists()
 
     hint.get_by_role("button", name="Use “each line is a paragraph”").click()
@@ -55,7 +53,7 @@ def test_preview_hints_at_the_layout_switches_the_mode_and_the_import_uses_it(pa
     sentences = page.locator("#preview-result .sentence")
     expect(sentences).to_have_count(5)
     expect(sentences.first).to_have_text("1The city council approved a new tram line on Tuesday.")
-    page.screenshot(path=str(SHOTS / "H2-preview-switched.png"), full_page=True)
+    shot(page, "H2-preview-switched.png", full_page=True)
 
     page.get_by_role("button", name="Import", exact=True).click()
     job = ImportJob.objects.get()
@@ -65,7 +63,7 @@ def test_preview_hints_at_the_layout_switches_the_mode_and_the_import_uses_it(pa
     card = page.locator(f"#import-{job.pk}")
     expect(card).to_contain_text("2 documents created", timeout=15_000)
     expect(card).to_contain_text("Paragraphs read as: each line is a paragraph (2 files).")
-    page.screenshot(path=str(SHOTS / "H2-import-report.png"), full_page=True)
+    shot(page, "H2-import-report.png", full_page=True)
     assert sorted(d.paragraphs.count() for d in Document.objects.filter(corpus__name="Previewed trams")) == [4, 4]
     assert violations == []
 
@@ -77,5 +75,5 @@ def test_an_upload_over_the_limit_shows_the_413_message_in_the_preview_panel(pag
     page.get_by_label("Files").set_input_files([{"name": "Big-adv.txt", "mimeType": "text/plain", "buffer": ONE_PER_LINE.encode() * 10}])
     page.get_by_role("button", name="Preview").click()
     expect(page.locator("#import-preview")).to_contain_text("Big-adv.txt: the file is over the limit of 1,000 bytes; nothing was imported")
-    page.screenshot(path=str(SHOTS / "H2-preview-413.png"), full_page=True)
+    shot(page, "H2-preview-413.png", full_page=True)
     assert not ImportJob.objects.exists()

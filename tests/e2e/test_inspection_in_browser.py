@@ -14,6 +14,7 @@ from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair
 from alignment.services import corpus_get_or_create
+from tests.e2e.shots import shot
 
 ADV = (
     "Honeybees visit thousands of flowers every day to collect nectar.\nThey turn the nectar into honey inside the hive.\n\n"
@@ -92,7 +93,7 @@ def test_researcher_sees_heatmap_opens_a_diff_and_sorts_without_reload(page: Pag
     assert page.evaluate("window.__sameDocument") is True
     expect(page.locator(f"#cand-{second.pk}")).to_have_class(re.compile(r"\bselected\b"))  # kept across the swap
     expect(page.locator("#diff h2")).to_contain_text("simple #2 ~ complex #1")
-    page.screenshot(path="/tmp/inspect.png", full_page=True)
+    shot(page, "screenshot-inspect.png", full_page=True)
 
 
 def _run_worker_until_idle() -> None:

@@ -3,9 +3,7 @@ the inspection view and the run page explain the numbers that puzzled a research
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
@@ -16,9 +14,9 @@ from alignment.importing.service import corpus_import_files
 from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair
 from alignment.services import corpus_get_or_create
 from annotation.models import ItemEvent
+from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login, _screen_url, annotation_setup  # noqa: F401 - a fixture used as an argument
 
-SHOTS = Path(os.environ.get("SCREENSHOT_DIR", "/tmp/shots"))
 BRIDGE = (
     "The council opened a new bridge over the river on Monday.\nThe bridge cost twelve million euros to build.\n",
     "The council opened a new bridge and it cost twelve million euros.\nThe bridge cost twelve million euros to build.\n",
@@ -53,8 +51,8 @@ def test_annotator_flags_and_comments_and_the_manager_sees_both_on_the_project_p
     expect(comment_row).to_contain_text("the whole pair")
     expect(section.locator("tr[data-kind=flag]")).to_contain_text("flagged")
     section.scroll_into_view_if_needed()
-    section.screenshot(path=str(SHOTS / "H3-project-flags.png"))
-    page.screenshot(path=str(SHOTS / "H3-project-page.png"), full_page=True)
+    shot(section, "H3-project-flags.png")
+    shot(page, "H3-project-page.png", full_page=True)
     comment_row.get_by_role("link").click()
     expect(page).to_have_url(re.compile(rf"/annotate/projects/{project.pk}/pairs/{pair.pk}/review/$"))
 
@@ -81,10 +79,10 @@ def test_inspection_marks_a_zero_marginal_row_via_group_and_the_run_page_explain
     expect(page.locator("#marginal-legend")).to_be_visible()
     row.locator("td").first.get_by_role("link").click()
     expect(page.locator("#marginal-note")).to_contain_text("simple #2's own CRF choice is complex #2, not complex #1")
-    page.screenshot(path=str(SHOTS / "H3-inspect.png"), full_page=True)
+    shot(page, "H3-inspect.png", full_page=True)
 
     page.goto(f"{live_server.url}/runs/{run.pk}/")
     expect(page.locator("#measure-time")).to_contain_text("ms")
     expect(page.locator("#measure-time")).to_contain_text("encoder 0 s")
     expect(page.locator("#time-help")).to_contain_text("the similarity matrices of the run's 2 measures")
-    page.screenshot(path=str(SHOTS / "H3-run.png"), full_page=True)
+    shot(page, "H3-run.png", full_page=True)

@@ -17,6 +17,7 @@ from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair
 from alignment.services import corpus_get_or_create
 from annotation import services
 from annotation.models import ItemEvent, LabelEvent
+from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login, _screen_url
 
 # Twenty sentences on twenty different subjects, in four paragraphs, and a simpler version of each.
@@ -136,7 +137,7 @@ def test_accepting_every_suggestion_takes_two_keys_per_sentence_and_every_label_
     assert len(keys) == 2 * len(simple_ids) and set(keys) == {"j", "a"}  # two keys a sentence, no mouse
     stored = {(e.simple_sentence_id, e.complex_sentence_id): e.new_label for e in LabelEvent.objects.filter(project=project)}
     assert stored == {(simple_id, best[simple_id]): "aligned" for simple_id in simple_ids}
-    page.screenshot(path="/tmp/shots_E/annotate_all_accepted.png", full_page=True)
+    shot(page, "annotate_all_accepted.png", full_page=True)
 
 
 def test_jump_list_links_any_complex_sentence_and_s_f_c_are_stored_as_item_events(page: Page, live_server, twenty_sentence_pair):
@@ -162,7 +163,7 @@ def test_jump_list_links_any_complex_sentence_and_s_f_c_are_stored_as_item_event
     page.keyboard.type("pine forest")
     expect(page.locator("#jump-list .jump-item")).to_have_count(1)
     expect(page.locator("#jump-list .jump-item.active")).to_contain_text("Wildfires destroyed")
-    page.screenshot(path="/tmp/shots_E/annotate_jump_list.png")
+    shot(page, "annotate_jump_list.png")
     page.keyboard.press("Enter")
     expect(page.locator("#jump")).to_be_hidden()
     expect(page.locator(f"#c-{target.pk}")).to_have_class(re.compile(r"\bcurrent\b"))

@@ -12,6 +12,7 @@ from procrastinate.contrib.django import app
 from alignment.mining.models import MinedPair, MiningJob
 from annotation.models import AnnotationProject
 from tests.alignment.test_mining import embedded_news_corpora
+from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login
 
 
@@ -38,7 +39,7 @@ def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(pa
     lha = page.locator("#lha")
     expect(lha.get_by_label("K sentences")).to_have_value("5")  # the defaults, and no errors before a submit
     expect(page.locator(".error")).to_have_count(0)
-    page.screenshot(path="/tmp/mining_start.png", full_page=True)
+    shot(page, "mining_start.png", full_page=True)
     lha.get_by_label("Target corpus").select_option(label="Simple news")
     lha.get_by_label("K documents").fill("1")
     lha.get_by_label("θd (document cosine)").fill("0.3")
@@ -54,7 +55,7 @@ def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(pa
     expect(page.locator("#pairs")).to_contain_text(f"{job.pairs_found} pair(s) match")
     expect(page.locator("#pairs tbody tr")).to_have_count(min(job.pairs_found, 50))
     expect(page.locator("#pairs")).not_to_contain_text("No pairs")
-    page.screenshot(path="/tmp/shots/H1-mining-finished.png", full_page=True)
+    shot(page, "H1-mining-finished.png", full_page=True)
 
     page.get_by_label("Search").fill("honey")
     page.get_by_role("button", name="Apply").click()
@@ -66,7 +67,7 @@ def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(pa
     expect(page.locator("#pairs tbody tr")).not_to_have_count(0)
     assert expected > 0
     expect(page).to_have_url(re.compile(r"q=honey"))  # hx-push-url keeps the filter in the address
-    page.screenshot(path="/tmp/mining_page.png", full_page=True)
+    shot(page, "screenshot-mining.png", full_page=True)
 
     page.locator("#pairs tbody input[type=checkbox]").first.check()
     page.locator("#send").get_by_label("Project name").fill("Honey pairs")

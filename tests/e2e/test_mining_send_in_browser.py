@@ -4,7 +4,6 @@ simple corpus reach the annotator complex side first, with a suggestion for ever
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
@@ -15,14 +14,12 @@ from alignment.services import corpus_get_or_create
 from annotation import services
 from annotation.models import AnnotationProject
 from tests.alignment.test_mining import embedded_news_corpora
+from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login
 from tests.e2e.test_mining_in_browser import _work
 
-SHOTS = Path("/tmp/shots")
-
 
 def test_mining_into_an_empty_corpus_is_refused_with_the_corpus_named(page: Page, live_server, transactional_db, owner):
-    SHOTS.mkdir(exist_ok=True)
     source, _ = embedded_news_corpora(owner, _work)
     corpus_get_or_create(name="Nothing yet", language="en", owner=owner)
     _login(page, live_server, "owner", "owner-pass-123")
@@ -31,7 +28,7 @@ def test_mining_into_an_empty_corpus_is_refused_with_the_corpus_named(page: Page
     lha.get_by_label("Target corpus").select_option(label="Nothing yet")
     lha.get_by_role("button", name="Start mining").click()
     expect(lha).to_contain_text("corpus 'Nothing yet' has no documents: import documents into it before mining")
-    lha.screenshot(path=str(SHOTS / "H1-empty-corpus-refused.png"))
+    shot(lha, "H1-empty-corpus-refused.png")
     assert not MiningJob.objects.exists()
 
     lha.get_by_label("Target corpus").select_option(label="Simple news")  # thresholds nothing reaches: 0 pairs, and why
@@ -43,13 +40,12 @@ def test_mining_into_an_empty_corpus_is_refused_with_the_corpus_named(page: Page
     expect(page.locator("#progress .status")).to_have_text("Succeeded", timeout=30_000)
     expect(page.locator("#no-pairs-reason")).to_contain_text("reached θd 0.99")
     expect(page.locator("#pairs")).to_contain_text("No pairs: the job found none")
-    page.screenshot(path=str(SHOTS / "H1-no-pairs-reason.png"), full_page=True)
+    shot(page, "H1-no-pairs-reason.png", full_page=True)
 
 
 def test_pairs_mined_from_the_simple_corpus_reach_the_annotator_complex_side_first_with_suggestions(
     page: Page, live_server, transactional_db, owner
 ):
-    SHOTS.mkdir(exist_ok=True)
     complex_corpus, simple_corpus = embedded_news_corpora(owner, _work)
     job, _ = mining.mining_job_create(
         source_corpus=simple_corpus, target_corpus=complex_corpus, config={"k_documents": 1, "theta_d": 0.3, "theta_s": 0.5}
@@ -63,14 +59,14 @@ def test_pairs_mined_from_the_simple_corpus_reach_the_annotator_complex_side_fir
     expect(page.locator(".messages")).to_contain_text(
         re.compile(r"mined item\(s\) on \d document pair\(s\) of corpus Complex news, complex side first \(corpus 'Complex news' has")
     )
-    page.screenshot(path=str(SHOTS / "H1-sent-project.png"), full_page=True)
+    shot(page, "H1-sent-project.png", full_page=True)
     project = AnnotationProject.objects.get(name="Mined news")
     assert project.corpus_id == complex_corpus.pk and not simple_corpus.pairs.exists()
 
     page.goto(f"{live_server.url}/corpora/{complex_corpus.pk}/")
     expect(page.locator("tr", has_text="mined · simple side in Simple news")).not_to_have_count(0)
     page.locator("tr", has_text="mined · simple side in Simple news").first.scroll_into_view_if_needed()
-    page.screenshot(path=str(SHOTS / "H1-corpus-mined-pairs.png"))
+    shot(page, "H1-corpus-mined-pairs.png")
     page.goto(f"{live_server.url}/corpora/{simple_corpus.pk}/")
     expect(page.get_by_text("No pairs yet")).to_be_visible()
 
@@ -92,4 +88,4 @@ def test_pairs_mined_from_the_simple_corpus_reach_the_annotator_complex_side_fir
         expect(page.locator("#current-pair")).not_to_contain_text("no suggestion")
         expect(page.locator("#current-pair")).to_contain_text(f"Simple #{index + 1} ~ complex #")
         if index == 0:
-            page.screenshot(path=str(SHOTS / "H1-annotate-suggestion.png"), full_page=True)
+            shot(page, "H1-annotate-suggestion.png", full_page=True)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -13,8 +11,7 @@ from playwright.sync_api import Page, expect
 from annotation import services
 from annotation.models import LabelEvent, ProjectMembership
 from tests.annotation.conftest import tram_project
-
-SHOTS = Path(os.environ.get("SCREENSHOT_DIR", "/tmp/e2e-shots"))
+from tests.e2e.shots import shot
 
 
 def _login(page: Page, base: str, username: str, password: str) -> None:
@@ -61,14 +58,13 @@ def test_a_manager_finds_a_member_by_typing_and_invites_an_annotator(page: Page,
     page.get_by_role("button", name="Create and get an invite link").click()
     message = page.locator(".messages li").first
     expect(message).to_contain_text("nina is an annotator of this project")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / "project-members.png"), full_page=True)
+    shot(page, "project-members.png", full_page=True)
     link = re.search(r"https?://\S+/accounts/invite/\S+/", message.inner_text()).group(0)
     page.context.clear_cookies()
     page.goto(link)
     page.get_by_label("New password").fill("tram-lines-42x")
     page.get_by_label("The same again").fill("tram-lines-42x")
-    page.screenshot(path=str(SHOTS / "invite-accept.png"), full_page=True)
+    shot(page, "invite-accept.png", full_page=True)
     page.get_by_role("button", name="Set the password").click()
     expect(page.locator(".messages")).to_contain_text("Password set. Log in as nina.")
     _login(page, live_server.url, "nina", "tram-lines-42x")
@@ -88,7 +84,7 @@ def test_a_review_decision_swaps_its_row_without_reloading_the_page(page: Page, 
     expect(page.locator("#review-lead")).to_contain_text("0 of 1 labelled sentence pairs still need a decision")
     assert page.evaluate("window.__notReloaded") is True
     assert LabelEvent.objects.filter(source="adjudication", new_label="partial").count() == 1
-    page.screenshot(path=str(SHOTS / "review-decided.png"), full_page=True)
+    shot(page, "review-decided.png", full_page=True)
 
 
 def test_an_annotator_finds_their_work_in_my_tasks_and_filters_it(page: Page, live_server, team_project) -> None:
@@ -97,7 +93,7 @@ def test_an_annotator_finds_their_work_in_my_tasks_and_filters_it(page: Page, li
     page.get_by_role("link", name="My tasks").click()
     expect(page.locator("#tasks tbody tr")).to_have_count(1)
     expect(page.locator("#tasks .status")).to_have_text("in progress")
-    page.screenshot(path=str(SHOTS / "my-tasks.png"), full_page=True)
+    shot(page, "my-tasks.png", full_page=True)
     page.get_by_role("link", name=re.compile(r"^done")).click()
     expect(page.locator("#tasks tbody")).to_contain_text("No done tasks")
     page.get_by_role("link", name=re.compile(r"^in progress")).click()

@@ -9,6 +9,7 @@ from playwright.sync_api import Page, expect
 
 from alignment.models import CandidateAlignment
 from annotation.models import ItemEvent, LabelEvent
+from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login
 from tests.e2e.test_keyboard_flow_in_browser import twenty_sentence_pair  # noqa: F401 - a fixture
 
@@ -38,7 +39,7 @@ def test_queue_card_shows_context_and_suggestion_and_undo_brings_the_item_back(p
     expect(page.locator("#queue-suggestion")).to_contain_text(re.compile(r"aligner: (aligned|partial|not aligned)"))
     expect(page.locator("#queue-suggestion")).to_contain_text(re.compile(r"score \d\.\d{3}"))
     expect(card.locator(".context")).not_to_have_count(0)  # the sentences around each one
-    page.screenshot(path="/tmp/shots_E/queue_card.png", full_page=True)
+    shot(page, "queue_card.png", full_page=True)
 
     first = _shown(page)
     page.keyboard.press("a")

@@ -14,6 +14,7 @@ from procrastinate.contrib.django import app
 from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair
 from annotation.models import AnnotationProject, LabelEvent, ModelVersion, TrainingJob
 from tests.annotation.gold_set import build_gold_project
+from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login
 
 LINKED = re.compile(r"\bpred-(aligned|partial)\b")
@@ -103,7 +104,7 @@ def test_label_verify_train_compare_promote_realign_and_see_the_new_suggestions(
     row = page.locator("#version-1")
     expect(row).to_contain_text("untrained:")
     expect(row).to_contain_text("better")
-    page.screenshot(path="/tmp/models_page.png", full_page=True)
+    shot(page, "screenshot-models.png", full_page=True)
 
     # 5. promote, 6. re-align in the background.
     row.get_by_role("button", name="Promote").click()
