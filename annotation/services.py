@@ -236,8 +236,8 @@ def adjudicate(
 
 def pair_verify(*, project: AnnotationProject, pair: DocumentPair, by: AbstractBaseUser, verified: bool = True, note: str = ""):
     """Mark the pair verified (gold) or withdraw that; verifying needs every item settled."""
+    from annotation.adjudication.review import pair_item_states
     from annotation.models import PairVerification
-    from annotation.review import pair_item_states
 
     if verified:
         pending = [state for state in pair_item_states(project, pair) if state.final is None]

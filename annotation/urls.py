@@ -1,6 +1,7 @@
 from django.urls import include, path
 
-from annotation import annotate_views, views
+from annotation import views
+from annotation.labelling import views as annotate_views
 from annotation.training import views as training_views
 
 app_name = "annotation"

@@ -11,9 +11,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from alignment.errors import error_answer, form_error
-from annotation import item_events, members, selectors, services, worklist
-from annotation import queue as queue_mode
-from annotation.agreement_data import project_agreement
+from annotation import selectors, services
+from annotation.adjudication.agreement_data import project_agreement
+from annotation.adjudication.review import pair_review_read, reviewer_changes
 from annotation.forms import (
     InviteForm,
     MemberForm,
@@ -23,9 +23,11 @@ from annotation.forms import (
     QueueActionForm,
     form_errors_text,
 )
+from annotation.labelling import item_events
+from annotation.labelling import queue as queue_mode
 from annotation.labels import LABELS, pair_verified, verified_pair_ids
 from annotation.models import ProjectMembership
-from annotation.review import pair_review_read, reviewer_changes
+from annotation.projects import members, worklist
 
 
 def _manager_project(request: HttpRequest, project_id: int):
@@ -349,7 +351,7 @@ def project_queue(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def paragraphs_step(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
     """Step 1: check and correct which paragraphs align, before labelling sentences."""
-    from annotation import screen
+    from annotation.labelling import screen
 
     project, _role = selectors.project_get_for_user(request.user, project_id)
     assignment = selectors.assignment_get_for_user(request.user, project, pair_id)
@@ -382,7 +384,7 @@ def mined_pairs_send(request: HttpRequest, job_id: int) -> HttpResponse:
     """Put selected mined pairs, or a random sample of the filtered ones, into a new annotation project."""
     from alignment.mining import browse
     from alignment.mining.models import MiningJob
-    from annotation.from_mining import mined_pairs_choose, mined_pairs_to_project
+    from annotation.intake.from_mining import mined_pairs_choose, mined_pairs_to_project
 
     job = get_object_or_404(MiningJob, pk=job_id, source_corpus__in=selectors.corpora_for_projects(request.user))
     back = reverse("alignment:mining_job", kwargs={"job_id": job.pk}) + "?" + request.POST.get("filters", "")

@@ -143,7 +143,7 @@ AXES_IPWARE_PROXY_COUNT = envint("AXES_IPWARE_PROXY_COUNT", 0) or None
 AXES_CLIENT_IP_CALLABLE = "webapp.accounts.lockout.client_address"
 # API tokens (POST /api/auth/token/, the "API tokens" page): stored hashed, valid this many hours (0: no expiry).
 API_TOKEN_TTL_HOURS = envint("API_TOKEN_TTL_HOURS", 720)
-PASSWORD_RESET_TIMEOUT = envint("INVITE_LINK_TTL_SECONDS", 3 * 24 * 3600)  # an annotator's invite link (annotation.members)
+PASSWORD_RESET_TIMEOUT = envint("INVITE_LINK_TTL_SECONDS", 3 * 24 * 3600)  # an annotator's invite link (annotation.projects.members)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "alignment:corpus_list"
 LOGOUT_REDIRECT_URL = "login"

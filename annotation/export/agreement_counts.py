@@ -1,6 +1,6 @@
 """The dataset card's agreement figures from running counts, so an export's memory does not grow with its labels.
 
-:func:`annotation.agreement.agreement_report` takes every rating at once (annotator -> item ->
+:func:`annotation.adjudication.agreement.agreement_report` takes every rating at once (annotator -> item ->
 label). An export sees its items one document pair at a time, and each measure only needs
 sums over items, so :class:`AgreementCounts` adds each item's contribution as it comes and
 keeps nothing per item:
@@ -28,7 +28,7 @@ from itertools import combinations
 
 import numpy as np
 
-from annotation.agreement import (
+from annotation.adjudication.agreement import (
     LABELS,
     SCOPE_SHOWN,
     SCOPES,
@@ -45,7 +45,7 @@ def _zeros() -> list[list[int]]:
 
 
 class AgreementCounts:
-    """Running sums for :func:`annotation.agreement.agreement_report`, fed one item at a time."""
+    """Running sums for :func:`annotation.adjudication.agreement.agreement_report`, fed one item at a time."""
 
     def __init__(self) -> None:
         self.label_counts: dict[str, list[int]] = {}  # annotator -> count per label

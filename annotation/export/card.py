@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError, connection
 
-from annotation.agreement import SCOPE_SHOWN
+from annotation.adjudication.agreement import SCOPE_SHOWN
 from annotation.export.agreement_counts import AgreementCounts
 from annotation.export.selection import STATUSES, PairExport
 from annotation.export.simplification import PHENOMENA

@@ -124,7 +124,7 @@ class _PairRows:
 class _Page:
     """A page of document pairs with everything their exports need, in a fixed number of queries (not per pair).
 
-    The queries are the per-pair ones of :func:`annotation.review.pair_item_states` and the
+    The queries are the per-pair ones of :func:`annotation.adjudication.review.pair_item_states` and the
     export's own, each filtered by ``pair_id IN (page)`` and split by pair here: the latest own
     events (:func:`~annotation.labels.latest_label_events`), the latest adjudication per
     sentence pair, the assignments, the sentences of both documents, the suggestion run's
@@ -272,7 +272,7 @@ def pair_exports(project: AnnotationProject, pair_ids: list[int], *, include_maj
     Reads a page of PAGE_PAIRS pairs at a time, each page in a fixed number of queries: memory holds
     one page, never the whole project.
     """
-    from annotation.queue import flagged_annotator_ids
+    from annotation.labelling.queue import flagged_annotator_ids
 
     flagged = flagged_annotator_ids(project) if project.exclude_flagged else set()
     for start in range(0, len(pair_ids), PAGE_PAIRS):

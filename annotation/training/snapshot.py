@@ -3,7 +3,7 @@
 What counts as training data:
 
 - document pairs a reviewer *verified* (every item adjudicated or agreed): each labelled
-  sentence pair with its final label (:func:`annotation.review.pair_item_states`);
+  sentence pair with its final label (:func:`annotation.adjudication.review.pair_item_states`);
 - document pairs whose labels were *imported* as gold (label events with source "import"),
   when not verified in the app: each item's latest imported label.
 
@@ -21,9 +21,9 @@ from django.db.models import Count
 
 from alignment.aligning.service import side_sentences
 from alignment.models import DocumentPair, Sentence
+from annotation.adjudication.review import pair_item_states
 from annotation.labels import LINKED_LABELS, NOT_ALIGNED, imported_label, latest_label_events, pair_verified
 from annotation.models import AnnotationProject
-from annotation.review import pair_item_states
 from annotation.training.models import TrainingSnapshot
 from models_ml.data.io import GoldPair, connected_groups
 from models_ml.data.splits import SPLITS, assign_splits
@@ -39,7 +39,7 @@ class TrainingDataError(ValueError):
 
 def gold_items(project: AnnotationProject) -> tuple[list[list], list[int]]:
     """([pair id, simple id, complex id, label], ...) and the ids of the label events behind them."""
-    from annotation.queue import flagged_annotator_ids
+    from annotation.labelling.queue import flagged_annotator_ids
 
     flagged = flagged_annotator_ids(project) if project.exclude_flagged else set()
     items: list[list] = []

@@ -2,7 +2,7 @@
 
 The card no longer keeps every rating (agreement) or every sentence digest (unique sentences):
 :class:`AgreementCounts` keeps running sums and PostgreSQL counts the sentences. These tests
-compare both with the computations they replace: :func:`annotation.agreement.agreement_report`
+compare both with the computations they replace: :func:`annotation.adjudication.agreement.agreement_report`
 over every rating, and a Python set of the exported sentence texts.
 """
 
@@ -16,7 +16,7 @@ from django.db import connection
 
 from alignment.models import DocumentPair
 from annotation import services
-from annotation.agreement import LABELS, SCOPE_SHOWN, AgreementReport, agreement_report
+from annotation.adjudication.agreement import LABELS, SCOPE_SHOWN, AgreementReport, agreement_report
 from annotation.export import service as export
 from annotation.export.agreement_counts import AgreementCounts
 from annotation.export.card import UniqueSentences

@@ -26,11 +26,11 @@ from django.test.utils import CaptureQueriesContext
 
 from alignment.models import DocumentPair
 from annotation import services
+from annotation.adjudication.review import pair_item_states
 from annotation.export.selection import _item_labels, _Page, candidate_pair_ids, pair_exports
 from annotation.export.service import export_options_clean, export_write
 from annotation.labels import current_labels
 from annotation.models import AnnotationProject, GoldAnswer, GoldItem, LabelEvent
-from annotation.review import pair_item_states
 from tests.annotation.gold_set import align_now
 
 ARTICLES = {
@@ -190,7 +190,7 @@ class Labeller:
         services.pair_verify(project=self.project, pair=self.pair, by=reviewer, note=note)
 
     def imported(self, user, s: int, c: int, value: str) -> None:
-        """An imported label as :func:`annotation.gold_import.gold_import` stores it (chained after an earlier one)."""
+        """An imported label as :func:`annotation.intake.gold_import.gold_import` stores it (chained after an earlier one)."""
         previous = current_labels(self.project, user, self.pair.pk).get((self.simple[s], self.complex[c]))
         LabelEvent.objects.create(
             project=self.project, pair=self.pair, annotator=user, simple_sentence_id=self.simple[s],
@@ -289,7 +289,7 @@ def test_export_is_byte_identical_to_before_the_rewrite(varied_project, tmp_path
 @pytest.mark.django_db
 def test_item_labels_read_in_bulk_agree_with_the_review_page(varied_project) -> None:
     """The export's page-at-a-time reading of the current labels gives what review's per-pair one gives."""
-    from annotation.queue import flagged_annotator_ids
+    from annotation.labelling.queue import flagged_annotator_ids
 
     flagged = flagged_annotator_ids(varied_project)
     assert len(flagged) == 1  # dora, whose labels are left out

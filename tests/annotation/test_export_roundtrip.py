@@ -9,7 +9,7 @@ from django.test import override_settings
 
 from annotation import services
 from annotation.export import service as export
-from annotation.gold_import import gold_import
+from annotation.intake.gold_import import gold_import
 from annotation.labels import current_labels
 from annotation.models import AnnotationProject, LabelEvent
 from annotation.training.snapshot import gold_items

@@ -18,7 +18,8 @@ from alignment.mining.models import MiningJob
 from alignment.mining.service import mining_job_create
 from alignment.models import DocumentPair, EmbeddingRun
 from alignment.services import corpus_get_or_create
-from annotation import queue, services
+from annotation import services
+from annotation.labelling import queue
 from annotation.models import AnnotationProject, GoldAnswer, GoldItem
 from tests.conftest import SAMPLE_ADV, SAMPLE_ELE
 

@@ -7,10 +7,12 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from annotation import labels, screen, selectors, services, worklist
-from annotation.agreement import LABELS as AGREEMENT_LABELS
+from annotation import labels, selectors, services
+from annotation.adjudication.agreement import LABELS as AGREEMENT_LABELS
 from annotation.export.card import LABELS as CARD_LABELS
+from annotation.labelling import screen
 from annotation.models import GoldItem, LabelEvent
+from annotation.projects import worklist
 from models_ml import labels as ml_labels
 from models_ml.similarity import cross_encoder
 from webapp.api.annotation_serializers import LABELS as API_LABELS

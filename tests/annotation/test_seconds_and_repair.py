@@ -15,7 +15,8 @@ from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation import queue, services
+from annotation import services
+from annotation.labelling import queue
 from annotation.models import GoldAnswer, GoldItem, LabelEvent
 from tests.annotation.conftest import tram_project
 

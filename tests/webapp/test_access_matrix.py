@@ -41,7 +41,7 @@ EXEMPT = {
     "api:redoc": "ReDoc page for the schema",
     "api:api-root": "DRF's browsable index of the API's routes",
     "api:token": "the token login: answers with credentials, tested in test_api_*",
-    "accounts:invite_accept": "an invite link: its token is the credential (tests/annotation/test_project_setup.py)",
+    "accounts:invite_accept": "an invite link: its token is the credential (tests/annotation/projects/test_project_setup.py)",
 }
 EXEMPT_NAMESPACES = {"admin": "Django's admin, behind its own is_staff check (test_admin_is_for_staff_only)"}
 

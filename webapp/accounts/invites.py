@@ -1,6 +1,6 @@
 """The invite link a project manager passes to a new annotator: it opens a page where they choose a password.
 
-The link carries Django's password-reset token (``annotation.members.invite_path``): it works
+The link carries Django's password-reset token (``annotation.projects.members.invite_path``): it works
 once (setting the password changes the hash it is made from) and for ``PASSWORD_RESET_TIMEOUT``.
 Django's view moves the token from the URL into the session before showing the form, so the
 token does not linger in the address bar or in Referer headers. The password is checked by

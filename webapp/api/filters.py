@@ -6,7 +6,7 @@ import django_filters
 from django import forms
 
 from alignment.models import AlignmentRun, CandidateAlignment, Corpus, Document, DocumentPair
-from annotation.item_events import item_events_open
+from annotation.labelling.item_events import item_events_open
 from annotation.models import Assignment, ItemEvent, LabelEvent
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins
 
-from annotation.item_events import item_events_visible
+from annotation.labelling.item_events import item_events_visible
 from annotation.models import ItemEvent
 from webapp.api import filters
 from webapp.api.access import is_schema_generation

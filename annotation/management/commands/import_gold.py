@@ -7,7 +7,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.gold_import import gold_import
+from annotation.intake.gold_import import gold_import
 from models_ml.__main__ import InputError, read_gold
 
 

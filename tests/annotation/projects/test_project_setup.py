@@ -9,8 +9,9 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from alignment.models import AlignmentRun, Corpus
-from annotation import members, services
+from annotation import services
 from annotation.models import AnnotationProject, ProjectMembership
+from annotation.projects import members
 from tests.annotation.conftest import label_now, tram_project
 
 

@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation import services
-from annotation.item_events import item_events_open
+from annotation.labelling.item_events import item_events_open
 from annotation.models import ItemEvent
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from alignment.models import CandidateAlignment, DocumentPair
-from annotation.agreement import (
+from annotation.adjudication.agreement import (
     PRF,
     SCOPE_ALL_PAIRS,
     SCOPE_SHOWN,

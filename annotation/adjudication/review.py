@@ -59,7 +59,7 @@ def pair_item_states(project: AnnotationProject, pair: DocumentPair, *, flagged:
     assignments = list(Assignment.objects.filter(project=project, pair=pair).select_related("annotator"))
     if project.exclude_flagged:
         if flagged is None:
-            from annotation.queue import flagged_annotator_ids
+            from annotation.labelling.queue import flagged_annotator_ids
 
             flagged = flagged_annotator_ids(project)
         assignments = [a for a in assignments if a.annotator_id not in flagged]
@@ -86,7 +86,7 @@ def pair_item_states(project: AnnotationProject, pair: DocumentPair, *, flagged:
 
 def reviewer_changes(project: AnnotationProject, annotator) -> list[tuple[ItemState, str | None]]:
     """Items of the annotator's pairs where a reviewer's final label differs from theirs."""
-    from annotation.queue import flagged_annotator_ids
+    from annotation.labelling.queue import flagged_annotator_ids
 
     changes = []
     name = annotator.get_username()

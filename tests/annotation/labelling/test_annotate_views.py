@@ -12,7 +12,8 @@ from django.urls import reverse
 import alignment.aligning.service as aligning
 from alignment.aligning.measures import run_measure
 from alignment.models import AlignmentRun, CandidateAlignment, ParagraphAlignment
-from annotation import screen, services
+from annotation import services
+from annotation.labelling import screen
 from annotation.models import Assignment, LabelEvent
 
 
@@ -250,8 +251,8 @@ def test_without_a_suggestion_run_the_page_shows_why_and_every_sentence(client, 
 def test_paragraph_correction_replaces_the_aligners_paragraphs_on_the_annotators_screen(client, owner, tram_corpus):
 
     from annotation import services as annotation_services
+    from annotation.labelling.screen import paragraph_groups_for
     from annotation.models import ParagraphCorrection
-    from annotation.screen import paragraph_groups_for
 
     pair = tram_corpus.pairs.get()
     anna = get_user_model().objects.create_user("para", password="p-pass-123")

@@ -7,7 +7,8 @@ import re
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from annotation import services, worklist
+from annotation import services
+from annotation.projects import worklist
 from tests.annotation.conftest import label_now, tram_project
 
 

@@ -20,8 +20,8 @@ from django.db.models import Avg, Exists, F, Func, OuterRef, Q, QuerySet, Subque
 
 from alignment.models import CandidateAlignment, DocumentPair, Sentence
 from annotation import labels, services
+from annotation.adjudication.review import pair_item_states
 from annotation.models import AnnotationProject, Assignment, GoldAnswer, GoldItem, ItemEvent, LabelEvent, ProjectMembership
-from annotation.review import pair_item_states
 
 ORDERS = ("uncertainty", "disagreement", "random")
 MIN_ANSWERS_TO_FLAG = 5

@@ -7,7 +7,7 @@ import pytest
 from sklearn.metrics import f1_score, precision_score, recall_score
 from statsmodels.stats.inter_rater import fleiss_kappa
 
-from annotation.agreement import (
+from annotation.adjudication.agreement import (
     LABELS,
     SCOPE_ALL_PAIRS,
     SCOPE_SHOWN,

@@ -6,8 +6,8 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from annotation.agreement import SCOPE_SHOWN, agreement_report
-from annotation.agreement_data import project_agreement
+from annotation.adjudication.agreement import SCOPE_SHOWN, agreement_report
+from annotation.adjudication.agreement_data import project_agreement
 from tests.annotation.conftest import label_now, tram_project
 
 

@@ -9,7 +9,8 @@ from django.urls import reverse
 from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_create, alignment_run_execute
 from alignment.models import CandidateAlignment, DocumentPair
-from annotation import queue, services
+from annotation import services
+from annotation.labelling import queue
 from annotation.models import GoldAnswer, GoldItem, LabelEvent
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotation.review import pair_review_read
+from annotation.adjudication.review import pair_review_read
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from alignment.errors import error_answer, error_json
-from annotation import screen, selectors, services
+from annotation import selectors, services
+from annotation.labelling import screen
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, LabelEvent
 
 

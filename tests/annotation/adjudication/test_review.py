@@ -6,9 +6,9 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
+from annotation.adjudication.review import pair_item_states
 from annotation.labels import current_labels, pair_verified
 from annotation.models import LabelEvent, PairVerification
-from annotation.review import pair_item_states
 from tests.annotation.conftest import label_now, tram_project
 
 

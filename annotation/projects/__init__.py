@@ -1,0 +1,1 @@
+"""Project set-up: members, invites, roles, and each annotator's task list."""
