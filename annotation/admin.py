@@ -9,6 +9,19 @@ class MembershipInline(admin.TabularInline):
     raw_id_fields = ["user"]
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """An admin that can look but never add, change or delete: for the append-only event streams."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(AnnotationProject)
 class AnnotationProjectAdmin(admin.ModelAdmin):
     list_display = ["name", "corpus", "strategy", "overlap", "suggestion_run", "created_at"]
@@ -24,36 +37,18 @@ class AssignmentAdmin(admin.ModelAdmin):
 
 
 @admin.register(LabelEvent)
-class LabelEventAdmin(admin.ModelAdmin):
+class LabelEventAdmin(ReadOnlyAdmin):
     """Read-only: the history is append-only, so the admin can look but never edit or delete."""
 
     list_display = ["pk", "project", "annotator", "simple_sentence", "complex_sentence", "old_label", "new_label", "source", "created_at"]
     list_filter = ["project", "source", "new_label"]
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
 
 @admin.register(ItemEvent)
-class ItemEventAdmin(admin.ModelAdmin):
+class ItemEventAdmin(ReadOnlyAdmin):
     """Read-only like the label history: skips, flags and comments are append-only events."""
 
     list_display = ["pk", "project", "annotator", "pair", "kind", "text", "simple_sentence", "complex_sentence", "created_at"]
     list_filter = ["project", "kind"]
     search_fields = ["text", "annotator__username"]
     list_select_related = ["project", "annotator", "pair", "simple_sentence", "complex_sentence"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

@@ -14,6 +14,7 @@ from annotation.adjudication.review import pair_item_states
 from annotation.models import LabelEvent, PairVerification
 from tests.annotation.conftest import label_now, tram_project
 from tests.e2e.shots import shot
+from tests.e2e.test_project_setup_in_browser import _login
 
 # (simple, complex): anna's label, ben's label (None: ben has not labelled it and is still working)
 LABELS = {
@@ -24,14 +25,6 @@ LABELS = {
     (3, 3): ("aligned", "aligned"),  # agreed: settled without a decision
     (4, 4): ("not_aligned", "aligned"),
 }
-
-
-def _login(page: Page, base: str, username: str, password: str) -> None:
-    page.goto(base + "/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).not_to_have_url(re.compile(r"/accounts/login/"))
 
 
 @pytest.fixture
