@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import threading
-from pathlib import Path
 
 from playwright.sync_api import Page, expect
 from procrastinate.contrib.django import app
@@ -31,7 +30,6 @@ def _work(queues: list[str]) -> None:
 def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(page: Page, live_server, transactional_db, owner):
     corpora = embedded_news_corpora(owner, _work)
     source, _target = corpora
-    Path("/tmp/shots").mkdir(exist_ok=True)
 
     _login(page, live_server, "owner", "owner-pass-123")
     page.goto(f"{live_server.url}/corpora/{source.pk}/")
