@@ -26,6 +26,7 @@ from django.db.models import Count, F
 from django.db.models.functions import Cast
 from pgvector.django import CosineDistance, VectorField
 
+from alignment.errors import ServiceError
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
@@ -66,7 +67,7 @@ def mining_job_create(
         stored = muss_stored_config(config, encoder, shard_sequences)
     elif method == "lha":
         if target_corpus is None:
-            raise ValueError("LHA needs a target corpus")
+            raise ServiceError("LHA needs a target corpus", field="target_corpus")
         lha = _lha_config(config)
         if lha.global_variant:
             raise ValueError("the global variant runs in the CLI benchmarks only (python -m models_ml mine); the app mines documents first")
@@ -97,24 +98,29 @@ def mining_job_create(
     return job, created
 
 
-def corpora_ready_for_mining(*, corpora: list[Corpus], encoder_name: str | None) -> None:
-    """ValueError naming the corpus when one has nothing to mine: no documents or no sentences (checked for all
+def corpora_ready_for_mining(*, corpora: list[Corpus], encoder_name: str | None, field_by_corpus: dict[int, str] | None = None) -> None:
+    """ServiceError naming the corpus when one has nothing to mine: no documents or no sentences (checked for all
     corpora first), then, with ``encoder_name`` (LHA reads stored vectors), sentences without a vector from it.
+    ``field_by_corpus``: corpus id -> the form field that chose it (the error's ``field``).
     The start form calls it before :func:`mining_job_create`, so a job never "succeeds" with 0 pairs because a
     corpus was empty or not embedded yet; prepare checks again (documents here, vectors later) for other callers."""
     unique = list(dict.fromkeys(corpora))
+    field_of = field_by_corpus or {}
     for corpus in unique:
         if not Document.objects.filter(corpus=corpus).exists():
-            raise ValueError(f"corpus {corpus.name!r} has no documents: import documents into it before mining")
+            raise ServiceError(
+                f"corpus {corpus.name!r} has no documents: import documents into it before mining", field=field_of.get(corpus.pk)
+            )
         if not Sentence.objects.filter(document__corpus=corpus).exists():
-            raise ValueError(f"corpus {corpus.name!r} has documents but no sentences: nothing to mine")
+            raise ServiceError(f"corpus {corpus.name!r} has documents but no sentences: nothing to mine", field=field_of.get(corpus.pk))
     for corpus in unique if encoder_name else []:
         sentences = Sentence.objects.filter(document__corpus=corpus)
         missing = sentences.exclude(embeddings__encoder__name=encoder_name).count()
         if missing:
-            raise ValueError(
+            raise ServiceError(
                 f"corpus {corpus.name!r}: {missing} of {sentences.count()} sentence(s) have no vector from {encoder_name} yet; "
-                "run its embedding job (corpus page → Embed missing sentences) and wait for it to finish, then start mining"
+                "run its embedding job (corpus page → Embed missing sentences) and wait for it to finish, then start mining",
+                field=field_of.get(corpus.pk),
             )
 
 

@@ -14,6 +14,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from alignment import selectors
+from alignment.errors import form_error
 from alignment.mining import browse
 from alignment.mining.forms import MiningJobForm, MussJobForm
 from alignment.mining.models import MiningJob
@@ -53,12 +54,13 @@ def mining_start(request: HttpRequest, corpus_id: int) -> HttpResponse:
         target = data.pop("target_corpus", None)
         try:
             encoder = settings.ENCODER_MODEL if method == "lha" else None  # LHA reads stored vectors
-            corpora_ready_for_mining(corpora=[corpus, target or corpus], encoder_name=encoder)
+            fields = {target.pk: "target_corpus"} if target is not None and target.pk != corpus.pk else None
+            corpora_ready_for_mining(corpora=[corpus, target or corpus], encoder_name=encoder, field_by_corpus=fields)
             job, created = mining_job_create(
                 source_corpus=corpus, target_corpus=target, config=data, method=method, created_by=request.user
             )
         except ValueError as error:
-            chosen.add_error(None, str(error))
+            form_error(chosen, error)
         else:
             messages.success(request, f"Mining job {job.pk} {'queued' if created else 'already exists with these settings'}.")
             return redirect("alignment:mining_job", job_id=job.pk)

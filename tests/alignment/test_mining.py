@@ -153,6 +153,8 @@ def test_mining_from_or_into_an_empty_corpus_is_refused_on_the_form_with_the_cor
     assert "corpus &#x27;Empty&#x27; has no documents: import documents into it before mining" in from_empty.content.decode()
     into_empty = client.post(f"/corpora/{filled.pk}/mine/", {**lha, "target_corpus": empty.pk})
     assert "corpus &#x27;Empty&#x27; has no documents" in into_empty.content.decode()  # emptiness first, then vectors
+    assert into_empty.context["form"].errors["target_corpus"] == ["corpus 'Empty' has no documents: import documents into it before mining"]
+    assert from_empty.context["form"].errors["__all__"][0].startswith("corpus 'Empty'")  # the source is no form field
     both_filled = client.post(f"/corpora/{filled.pk}/mine/", {**lha, "target_corpus": filled_too(owner).pk})
     assert "corpus &#x27;Filled&#x27;: 1 of 1 sentence(s) have no vector" in both_filled.content.decode()
     services.embedding_run_create(corpus=filled, encoder_name=settings.ENCODER_MODEL)  # queued, not run: still no vectors
