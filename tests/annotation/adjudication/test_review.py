@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.urls import reverse
 
+from alignment.importing.readers import ImportOptions
+from alignment.importing.service import corpus_import_files
+from alignment.models import DocumentPair
 from annotation import services
-from annotation.adjudication.review import pair_item_states
+from annotation.adjudication.review import pair_item_states, reviewer_changes
 from annotation.labels import current_labels, pair_verified
-from annotation.models import LabelEvent, PairVerification
+from annotation.models import Assignment, LabelEvent, PairVerification
 from tests.annotation.conftest import label_now, tram_project
+from tests.conftest import SAMPLE_ADV, SAMPLE_ELE
 
 
 @pytest.fixture
@@ -140,3 +145,50 @@ def test_a_pair_only_one_annotator_labelled_is_not_called_agreed(tram_corpus, ow
     label_now(project, annotator, pair, simple[0], complex_[0])
     (state,) = pair_item_states(project, pair)
     assert (state.status, state.final) == ("one annotator", "aligned")
+
+
+def _changes_pair_by_pair(project, annotator):
+    """What the page listed before it read every pair at once: pair_item_states of each assigned pair."""
+    name = annotator.get_username()
+    changes = []
+    for assignment in Assignment.objects.filter(project=project, annotator=annotator).order_by("pair_id"):
+        for state in pair_item_states(project, assignment.pair):
+            if state.adjudication is not None and state.labels.get(name) != state.final:
+                changes.append((state.simple.pk, state.complex.pk, state.labels.get(name), state.final))
+    return changes
+
+
+def test_reviewer_changes_agree_with_the_pair_review_in_a_fixed_number_of_queries(corpus, owner, annotator, django_assert_num_queries):
+    files = []
+    for title in ("Tram", "Bus", "Ferry"):
+        files += [(f"{title}-adv.txt", SAMPLE_ADV.replace("tram", title.lower()).encode()), (f"{title}-ele.txt", SAMPLE_ELE.encode())]
+    assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="text")).errors
+    ben = get_user_model().objects.create_user("ben", password="b-pass-123")
+    project = services.project_create(name="Three pairs", corpus=corpus, created_by=owner, overlap=2)
+    for user in (annotator, ben):
+        services.membership_set(project=project, user=user, role="annotator")
+    services.assignments_distribute(project=project)
+    pairs = list(DocumentPair.objects.filter(corpus=corpus).order_by("pk"))
+    for number, pair in enumerate(pairs):
+        simple = list(pair.simple_document.sentences.order_by("index").values_list("pk", flat=True))
+        complex_ = list(pair.complex_document.sentences.order_by("index").values_list("pk", flat=True))
+        label_now(project, annotator, pair, simple[0], complex_[0], "aligned")  # kept by the reviewer
+        label_now(project, annotator, pair, simple[1], complex_[0], "aligned")  # changed to partial
+        label_now(project, ben, pair, simple[2], complex_[1], "partial")  # anna never labelled it
+        if number == 1:
+            services.assignment_complete(project=project, annotator=annotator, pair=pair)  # then hers is "not aligned"
+        for s, c, final in (
+            (simple[0], complex_[0], "aligned"),
+            (simple[1], complex_[0], "partial"),
+            (simple[2], complex_[1], "not_aligned"),
+        ):
+            services.adjudicate(
+                project=project, reviewer=owner, pair=pair, simple_sentence_id=s, complex_sentence_id=c,
+                label=final, expected_previous=None,
+            )  # fmt: skip
+    with django_assert_num_queries(5):
+        changes = reviewer_changes(project, annotator)
+    assert [(c.simple.pk, c.complex.pk, c.mine, c.final) for c in changes] == _changes_pair_by_pair(project, annotator)
+    changed, unlabelled = ("aligned", "partial"), (None, "not_aligned")
+    # in the pair she marked done, her unlabelled item counts as "not aligned" and agrees with the reviewer
+    assert [(c.mine, c.final) for c in changes] == [changed, unlabelled, changed, changed, unlabelled]
