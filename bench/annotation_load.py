@@ -10,7 +10,7 @@ on 127.0.0.1:
 0. one annotator renders the annotate screen 20 times: the median server time (``Server-Timing``);
 1. every annotator (one thread each, own session, logged in through the login form with its
    CSRF token) saves labels through the annotate page's endpoint (POST .../label/ with
-   ``expected_previous``, as annotate.js does) as fast as the server answers, for
+   ``expected_previous``, as annotate_saving.js does) as fast as the server answers, for
    ``--flat-seconds``: saves per second;
 2. the same with a think time before each save (uniform, mean ``--think`` s), for
    ``--think-seconds``: p50/p95 of the save latency the client sees;

@@ -1,6 +1,6 @@
 /* The annotator's notes on a document pair (annotation screen): the flag and skip marks, the
  * comments, and the comment box (key c; Ctrl+Enter saves, Esc cancels). Saving goes through
- * annotate.js's action queue, which calls openComment's callback with the checked text. */
+ * annotate_saving.js's action queue, which calls openComment's callback with the checked text. */
 (function () {
   "use strict";
 

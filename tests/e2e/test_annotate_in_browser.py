@@ -126,6 +126,9 @@ def test_annotator_labels_with_the_keyboard_undoes_links_an_unproposed_pair_and_
     page.keyboard.press("?")
     expect(page.locator("#help")).to_be_visible()
     expect(page.locator("#help")).to_contain_text("undo your last label change")
+    page.set_viewport_size({"width": 1280, "height": 600})  # a laptop screen: the box scrolls, its title and Close stay on it
+    box = page.locator("#help .help-box").bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 600, box
     page.keyboard.press("Escape")
     expect(page.locator("#help")).to_be_hidden()
     page.get_by_role("button", name="Mark this pair done").click()
