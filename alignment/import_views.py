@@ -3,34 +3,27 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from alignment import selectors
+from alignment.errors import form_error
 from alignment.forms import CorpusImportForm, CorpusImportPreviewForm
 from alignment.importing.jobs import import_job_create
 from alignment.importing.models import ImportJob
 from alignment.importing.preview import ImportPreview, import_preview
-from alignment.importing.uploads import ImportUploadLimit, upload_too_large
-
-
-def _install_upload_limit(request: HttpRequest) -> ImportUploadLimit:
-    return ImportUploadLimit.install(
-        request, max_file_bytes=settings.IMPORT_MAX_FILE_BYTES, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES
-    )
+from alignment.importing.uploads import ImportUploadLimit, import_upload_guard
 
 
 @csrf_exempt  # the CSRF check reads the body, so it runs in _corpus_import, after the upload limit is installed
 @require_http_methods(["GET", "POST"])
 def corpus_import(request: HttpRequest) -> HttpResponse:
-    if request.method == "POST":
-        refusal = upload_too_large(request, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES)
-        if refusal:
-            return _corpus_import_page(request, CorpusImportForm(), upload_error=refusal, status=413)
-    return _corpus_import(request, _install_upload_limit(request))
+    limit = import_upload_guard(request)
+    if limit.refusal:  # the body announced too many bytes: answer before the CSRF check would read it
+        return _corpus_import_page(request, CorpusImportForm(), upload_error=limit.refusal, status=413)
+    return _corpus_import(request, limit)
 
 
 @csrf_protect
@@ -47,8 +40,8 @@ def _corpus_import(request: HttpRequest, limit: ImportUploadLimit) -> HttpRespon
                 options=form.import_options(max_file_bytes=settings.IMPORT_MAX_FILE_BYTES),
                 files=((f.name, f.read()) for f in data["files"]),
             )  # fmt: skip
-        except ValueError as exc:
-            form.add_error(None, str(exc))
+        except ValueError as error:  # the corpus was refused: on the field it is about
+            form_error(form, error)
         else:
             return redirect("alignment:import_job", job_id=job.pk)
     return _corpus_import_page(request, form)
@@ -72,10 +65,10 @@ def corpus_import_preview(request: HttpRequest) -> HttpResponse:
     htmx swaps the preview panel (and the paragraph mode field, which the panel's switch button sets);
     without JavaScript the whole Import page comes back with the preview below the form.
     """
-    refusal = upload_too_large(request, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES)
-    if refusal:
-        return _corpus_import_preview_page(request, CorpusImportPreviewForm(), upload_error=refusal, status=413)
-    return _corpus_import_preview(request, _install_upload_limit(request))
+    limit = import_upload_guard(request)
+    if limit.refusal:
+        return _corpus_import_preview_page(request, CorpusImportPreviewForm(), upload_error=limit.refusal, status=413)
+    return _corpus_import_preview(request, limit)
 
 
 @csrf_protect
@@ -101,15 +94,9 @@ def _corpus_import_preview_page(
     return render(request, "alignment/corpus_import.html#preview", context, status=status)
 
 
-def _import_jobs_for_user(user: AbstractBaseUser):
-    """The import jobs a user may see: the ones they started (staff: every one)."""
-    jobs = ImportJob.objects.select_related("corpus", "created_by")
-    return jobs if user.is_staff else jobs.filter(created_by=user)
-
-
 @require_GET
 def import_job(request: HttpRequest, job_id: int) -> HttpResponse:
     """An import job's page: its card polls (htmx swaps the card) until the job ends, then shows the report."""
-    job = get_object_or_404(_import_jobs_for_user(request.user).select_related("embedding_run", "alignment_run"), pk=job_id)
+    job = get_object_or_404(selectors.import_jobs_for_user(request.user).select_related("embedding_run", "alignment_run"), pk=job_id)
     template = "alignment/import_job.html#job" if request.htmx else "alignment/import_job.html"
     return render(request, template, {"job": job})

@@ -8,6 +8,8 @@ from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 from pgvector.django import CosineDistance, VectorField
 
+from alignment.errors import ServiceError
+from alignment.importing.models import ImportJob
 from alignment.models import AlignmentRun, Corpus, DocumentPair, EmbeddingRun, Encoder, Paragraph, Sentence, SentenceEmbedding
 
 
@@ -52,12 +54,12 @@ def corpus_name_refusal(user: AbstractBaseUser, name: str) -> str | None:
 
 
 def corpus_for_import(user: AbstractBaseUser, name: str) -> Corpus | None:
-    """The corpus called ``name`` if the user may add to it; raises ValueError if it exists but is not theirs."""
+    """The corpus called ``name`` if the user may add to it; ServiceError on ``corpus_name`` if it exists but is not theirs."""
     corpus = Corpus.objects.filter(name=name).first()
     if corpus is None:
         return None
     if corpus.owner_id != user.pk and not user.is_staff:
-        raise ValueError(corpus_name_refusal(user, name))
+        raise ServiceError(corpus_name_refusal(user, name), field="corpus_name")
     return corpus
 
 
@@ -65,6 +67,12 @@ def corpus_names_for_import(user: AbstractBaseUser) -> list[str]:
     """Names of the corpora the user may add documents to (their own; all for staff)."""
     corpora = Corpus.objects.all() if user.is_staff else Corpus.objects.filter(owner=user)
     return list(corpora.order_by("name").values_list("name", flat=True))
+
+
+def import_jobs_for_user(user: AbstractBaseUser) -> QuerySet[ImportJob]:
+    """The import jobs a user may see, on the job page and in the API: the ones they started (staff: every one)."""
+    jobs = ImportJob.objects.select_related("corpus", "created_by")
+    return jobs if user.is_staff else jobs.filter(created_by=user)
 
 
 def pair_get_for_user(user: AbstractBaseUser, pair_id: int) -> DocumentPair:

@@ -7,12 +7,19 @@ import view then read each file into memory: a 300 MB upload grew the server by
 the handler chain and stops the parser the moment one file or the whole upload
 passes its limit, so at most one chunk past the limit is ever held. The
 ``Content-Length`` check refuses an announced oversize body before any of it is read.
+
+:func:`import_upload_guard` is the one way in, for the Import page, its preview and the
+REST API alike: it installs the limit with the settings' sizes before anything reads the
+body (DRF parses ``request.data`` lazily, through the same upload handlers), and the
+limit's ``refusal`` then says whether to answer 413.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
-from django.http import HttpRequest
+from django.http import HttpRequest, QueryDict
+from django.utils.datastructures import MultiValueDict
 
 
 def upload_too_large(request: HttpRequest, *, max_request_bytes: int) -> str | None:
@@ -47,6 +54,12 @@ class ImportUploadLimit(FileUploadHandler):
         request.upload_handlers.insert(0, handler)
         return handler
 
+    def handle_raw_input(self, input_data, META, content_length, boundary, encoding=None):
+        """Parse nothing when the request was refused before its body was read (whoever asks for the body later)."""
+        if self.refusal:
+            return QueryDict(encoding=encoding), MultiValueDict()
+        return None
+
     def new_file(self, *args, **kwargs) -> None:
         super().new_file(*args, **kwargs)
         self.file_bytes = 0
@@ -67,3 +80,19 @@ class ImportUploadLimit(FileUploadHandler):
         self.refusal = message
         # connection_reset: do not read (and discard) the rest of the body either.
         raise StopUpload(connection_reset=True)
+
+
+def import_upload_guard(request: HttpRequest) -> ImportUploadLimit:
+    """Install the import's upload limits on ``request``; call it before anything reads the body.
+
+    The limit's ``refusal`` is set at once when the request announces a body over
+    ``IMPORT_MAX_REQUEST_BYTES`` (answer 413 then: the body is never read, whoever parses it),
+    and later, while the body streams in, when one file passes ``IMPORT_MAX_FILE_BYTES`` or
+    the whole upload passes ``IMPORT_MAX_REQUEST_BYTES``. ``request`` may be DRF's request,
+    which hands ``META`` and ``upload_handlers`` through to Django's.
+    """
+    limit = ImportUploadLimit.install(
+        request, max_file_bytes=settings.IMPORT_MAX_FILE_BYTES, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES
+    )
+    limit.refusal = upload_too_large(request, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES)
+    return limit

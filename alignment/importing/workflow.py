@@ -16,6 +16,7 @@ from django.db import transaction
 
 from alignment import selectors, services
 from alignment.aligning.service import alignment_run_for_new_pairs
+from alignment.errors import ServiceError
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import FileImportResult, ImportReport, corpus_import_files
 from alignment.models import AlignmentRun, Corpus, EmbeddingRun
@@ -58,12 +59,12 @@ class ImportOutcome:
 def import_target_check(*, user: AbstractBaseUser, name: str, language: str) -> Corpus | None:
     """The existing corpus ``name`` that ``user`` may add to, or None for a new one.
 
-    ValueError when it is someone else's (without confirming that a private corpus exists)
-    or in another language: sentence splitting and encoders depend on the language.
+    ServiceError on ``corpus_name`` when it is someone else's (without confirming that a private corpus
+    exists), on ``language`` when it is in another language: sentence splitting and encoders depend on it.
     """
     corpus = selectors.corpus_for_import(user, name)
     if corpus is not None and corpus.language != language:
-        raise ValueError(f"corpus {corpus.name!r} is in {corpus.language!r}, not {language!r}")
+        raise ServiceError(f"corpus {corpus.name!r} is in {corpus.language!r}, not {language!r}", field="language")
     return corpus
 
 

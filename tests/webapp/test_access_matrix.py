@@ -135,6 +135,8 @@ RULES: dict[str, tuple[str, str]] = {
     "api:alignment-run-cancel": ("corpus_write", "corpus_write"),
     "api:candidate-list": ("user", "user"),
     "api:candidate-detail": ("corpus_read", "corpus_read"),
+    "api:import-list": ("user", "user"),  # anyone may import into a new corpus or their own; the list is their own jobs
+    "api:import-detail": ("own_import", "own_import"),
     "api:project-list": ("user", "user"),
     "api:project-detail": ("project_read", "project_read"),
     "api:project-member-list": ("project_read", "project_manager"),
@@ -193,6 +195,7 @@ API_DETAIL_OBJECTS = {  # DRF basename -> the object its ``pk`` names
     "corpus": "corpus", "document": "document", "pair": "pair", "alignment-run": "alignment_run", "candidate": "candidate",
     "project": "project", "project-assignment": "assignment", "project-label": "label_event", "project-item-event": "item_event",
     "project-model-version": "model_version", "project-export": "export_job", "token-revoke": "api_token",
+    "import": "import_job",
 }  # fmt: skip
 
 

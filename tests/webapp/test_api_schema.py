@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
+from alignment.importing.models import ImportJob
 from alignment.models import CandidateAlignment
 from annotation import services
 from annotation.export import service as export
@@ -102,6 +103,9 @@ def real_ids(api_world, settings, tmp_path) -> dict[str, int]:
             project=api_world.project, annotator=anna, pair=api_world.pair, kind="comment", text="unclear"
         ).pk,
         "tokens": api_token_create(user=api_world.users["owner"], name="a spare token to revoke").token.pk,
+        "imports": ImportJob.objects.create(
+            created_by=api_world.users["owner"], corpus_name="Fuzzed import", language="en", pairing="all", options={}
+        ).pk,
         # body fields
         "pair": api_world.pair.pk, "corpus": api_world.corpus.pk, "simple_sentence": api_world.simple[0].pk,
         "complex_sentence": api_world.complex_[1].pk, "suggestion_run": api_world.run.pk, "expected_previous": event.pk,
