@@ -6,6 +6,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from urllib.parse import quote
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
@@ -37,3 +38,14 @@ def bench_owner():
 
     owner, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_superuser": True, "is_staff": True})
     return owner
+
+
+def database_url() -> str:
+    """DATABASE_URL of the database this process uses, for worker and server subprocesses."""
+    from django.db import connection
+
+    params = connection.settings_dict
+    host = quote(str(params["HOST"]), safe="") if str(params["HOST"]).startswith("/") else params["HOST"]
+    port = f":{params['PORT']}" if params.get("PORT") else ""
+    password = f":{quote(params['PASSWORD'])}" if params.get("PASSWORD") else ""
+    return f"postgresql://{params['USER']}{password}@{host}{port}/{params['NAME']}"

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import io
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from models_ml.aligning.aligner import Aligner, AlignmentResult
 from models_ml.aligning.aligner_config import LEARNED, LEXICAL_MEASURES
@@ -21,6 +23,13 @@ from models_ml.similarity.measures import SimilarityMeasure
 
 HEATMAP_MAX_CELLS = 250_000  # m x n above this: no stored matrices (a 500 x 500 heatmap is 250k cells)
 MARGINAL_CANDIDATE_FLOOR = 0.05  # pairs the CRF gives at least this much belief are always candidates
+# CRF decoding of a pair whose blocks can have at most this many states runs on one torch thread.
+# Its tensors are tiny ((states+1)^2 per step), so each op costs microseconds and handing it to
+# torch's thread pool can cost more: on 2 cores shared with other busy processes (a second worker,
+# the database) the OneStopEnglish alignment job's decoding took 6-10x longer with 2 threads than
+# with 1; on an idle machine the two took the same time. The results are the same bit for bit
+# (tests/alignment/test_scoring_threads.py).
+ONE_THREAD_MAX_STATES = 512
 
 
 @dataclass
@@ -97,9 +106,11 @@ class PairScorer:
             if name not in LEXICAL_MEASURES:  # the others run the transformer
                 encoder_seconds += time.perf_counter() - measure_started
         measured = time.perf_counter()
-        result = self.aligner.align(
-            complex_side.texts, simple.texts, complex_side.paragraphs, simple.paragraphs, similarity=matrices[self.primary]
-        )
+        states = len(complex_side.texts) * self.aligner.config.crf.max_span + 1  # the most any block of this pair can have
+        with torch_threads(1, when=states <= ONE_THREAD_MAX_STATES):
+            result = self.aligner.align(
+                complex_side.texts, simple.texts, complex_side.paragraphs, simple.paragraphs, similarity=matrices[self.primary]
+            )
         aligned = time.perf_counter()
         candidates = select_candidates(result, matrices, self.primary, self.top_k) if simple.texts and complex_side.texts else []
         counts: dict[str, int] = {}
@@ -115,6 +126,24 @@ class PairScorer:
             aligner_seconds=aligned - measured,
             label_counts=counts,
         )
+
+
+@contextmanager
+def torch_threads(count: int, *, when: bool = True) -> Iterator[None]:
+    """Run the block on ``count`` torch threads (when ``when``), then restore the thread count.
+
+    torch's setting is process-wide, so this is for short, CPU-only sections such as one pair's CRF
+    decoding, not for anything that runs the encoder.
+    """
+    before = torch.get_num_threads()
+    if not when or count == before:
+        yield
+        return
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def stored_vector_cosine(simple_vecs: np.ndarray, complex_vecs: np.ndarray) -> np.ndarray:

@@ -1,0 +1,84 @@
+"""Pair scoring decodes small pairs on one torch thread: same results, thread count restored afterwards."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from alignment.aligning import scoring
+from alignment.aligning.scoring import PairScorer, SideSentences
+from models_ml.aligning.aligner import Aligner
+from models_ml.data.checkpoint import DEFAULT_MODEL_DIR
+from models_ml.similarity.measures import build_measure
+
+DEMO = Path(scoring.__file__).resolve().parents[1] / "demo_corpus"
+
+
+@pytest.fixture
+def two_torch_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+def _side(path: Path, first_id: int) -> SideSentences:
+    """The demo file's sentences (split at . ! ? before a space) with their paragraph numbers."""
+    texts, paragraphs = [], []
+    for number, paragraph in enumerate(p for p in path.read_text(encoding="utf-8").split("\n\n") if p.strip()):
+        for sentence in re.split(r"(?<=[.!?”])\s+", paragraph.strip()):
+            texts.append(sentence)
+            paragraphs.append(number)
+    return SideSentences(list(range(first_id, first_id + len(texts))), texts, paragraphs)
+
+
+def _shipped_scorer() -> PairScorer:
+    aligner = Aligner.load(DEFAULT_MODEL_DIR, device="cpu")
+    return PairScorer(
+        aligner, ["learned", "tfidf_cosine", "jaccard"], build=lambda name: aligner.measure if name == "learned" else build_measure(name)
+    )
+
+
+def _record_threads(scorer: PairScorer) -> list[int]:
+    seen: list[int] = []
+    align = scorer.aligner.align
+
+    def recording_align(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return align(*args, **kwargs)
+
+    scorer.aligner.align = recording_align  # type: ignore[method-assign]
+    return seen
+
+
+def test_a_small_pair_is_decoded_on_one_thread_and_the_count_is_restored(two_torch_threads) -> None:
+    scorer = _shipped_scorer()
+    seen = _record_threads(scorer)
+    scorer.score(_side(DEMO / "Honeybees-ele.txt", 100), _side(DEMO / "Honeybees-adv.txt", 1))
+    assert seen == [1]
+    assert torch.get_num_threads() == 2
+
+
+def test_a_pair_with_more_states_than_the_limit_keeps_the_thread_pool(two_torch_threads, monkeypatch) -> None:
+    monkeypatch.setattr(scoring, "ONE_THREAD_MAX_STATES", 5)
+    scorer = _shipped_scorer()
+    seen = _record_threads(scorer)
+    scorer.score(_side(DEMO / "Honeybees-ele.txt", 100), _side(DEMO / "Honeybees-adv.txt", 1))
+    assert seen == [2]
+
+
+def test_one_thread_decoding_stores_the_same_candidates_and_scores(two_torch_threads, monkeypatch) -> None:
+    outcomes = []
+    for limit in (scoring.ONE_THREAD_MAX_STATES, 0):  # one thread, then the thread pool
+        monkeypatch.setattr(scoring, "ONE_THREAD_MAX_STATES", limit)
+        outcomes.append(_shipped_scorer().score(_side(DEMO / "DeepSea-ele.txt", 100), _side(DEMO / "DeepSea-adv.txt", 1)))
+    single, pooled = outcomes
+    assert single.candidates and single.result.groups
+    assert single.candidates == pooled.candidates  # pairs, every measure's score, CRF marginal, label, group
+    assert single.result.groups == pooled.result.groups
+    assert np.array_equal(single.result.pair_marginals, pooled.result.pair_marginals)
+    assert scoring.pack_matrices(single) == scoring.pack_matrices(pooled)  # the heatmaps the pair page shows
