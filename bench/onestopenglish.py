@@ -21,6 +21,8 @@ from pathlib import Path
 from _backends import add_backends_argument, encoder_vectors_drop, load_backend, run_worker
 from _django import bench_owner, database_url, require_shared, setup_django
 
+from models_ml.similarity.encoders import ENCODE_BATCH_SIZE
+
 _database_url = database_url  # bench/annotation_load.py imports it from here
 
 
@@ -51,7 +53,7 @@ class BackendFigures:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch-size", type=int, default=256, help="sentences stored per transaction by the job")
-    parser.add_argument("--encode-batch-size", type=int, default=32, help="sentences per forward pass, for both")
+    parser.add_argument("--encode-batch-size", type=int, default=ENCODE_BATCH_SIZE, help="sentences per forward pass, for both")
     parser.add_argument("--limit", type=int, default=0, help="only the first N articles, every level (0: all)")
     parser.add_argument("--skip-embedding", action="store_true")
     add_backends_argument(parser)

@@ -17,6 +17,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from models_ml.data.checkpoint import DEFAULT_MODEL_DIR
+from models_ml.similarity.encoders import ENCODE_BATCH_SIZE
 from webapp.lib.env import envbool, envint, envlist, envpath, envstr
 from webapp.lib.secret_files import secret_file_create
 
@@ -270,7 +271,7 @@ if ENCODER_BACKEND not in ("auto", "torch", "onnx", "onnx-int8", "openvino"):
 ENCODER_THREADS = envint("ENCODER_THREADS", 0)  # per worker process; 0 = one per core (set cores / workers when several share a machine)
 ENCODER_CACHE_DIR = envpath("ENCODER_CACHE_DIR", STATE_DIR / "encoders")
 EMBEDDING_BATCH_SIZE = envint("EMBEDDING_BATCH_SIZE", 256)  # sentences stored per transaction
-ENCODER_BATCH_SIZE = envint("ENCODER_BATCH_SIZE", 32)  # sentences per forward pass
+ENCODER_BATCH_SIZE = envint("ENCODER_BATCH_SIZE", ENCODE_BATCH_SIZE)  # sentences per forward pass (16; raise it on a GPU)
 # Alignment runs: a trained aligner (python -m models_ml train --output DIR) used by runs started
 # from the pages; by default the model shipped in models_ml/default_model; "untrained" = the
 # hand-calibrated aligner. The cross-encoder measure needs a fine-tuned pair classifier

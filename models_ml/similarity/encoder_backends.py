@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from models_ml.data.checkpoint import CHECKSUMS, verify_checksums, write_checksums
+from models_ml.similarity.encoders import ENCODE_BATCH_SIZE
 
 BACKENDS = ("torch", "onnx", "onnx-int8", "openvino")
 FP32, INT8 = "model.onnx", "model-int8.onnx"
@@ -164,7 +165,7 @@ class OnnxEncoder:
     pooling: str
     max_length: int
 
-    def encode(self, sentences: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+    def encode(self, sentences: Sequence[str], *, batch_size: int = ENCODE_BATCH_SIZE) -> np.ndarray:
         texts = list(sentences)
         vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))  # similar lengths together: less padding

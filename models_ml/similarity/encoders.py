@@ -24,6 +24,10 @@ DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 # What ENCODER_BACKEND=auto (the default) runs on a CPU: the fastest backend that passed the bar in
 # bench/encoder_backends.py (speed ≥ 2.5× torch; cosine to torch's vectors median ≥ 0.99, p1 ≥ 0.97).
 CPU_BACKEND = "onnx-int8"
+# Sentences per forward pass unless told otherwise (ENCODER_BATCH_SIZE in the app). On a 2-core CPU, in
+# bench/encoder_backends.py --batch-size 8/16/32: int8 195 → 216 → 220 sentences/s from 32 to 16 to 8, torch
+# 142 → 156 → 136; 16 is near the best of both. On a GPU, larger batches are faster.
+ENCODE_BATCH_SIZE = 16
 _BUNDLED_ALIASES = {DEFAULT_ENCODER, f"sentence-transformers/{DEFAULT_ENCODER}"}
 
 
@@ -31,7 +35,7 @@ class SentenceEncoder(Protocol):
     name: str
     dimensions: int
 
-    def encode(self, sentences: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+    def encode(self, sentences: Sequence[str], *, batch_size: int = ENCODE_BATCH_SIZE) -> np.ndarray:
         """Unit-normalised float32 vectors, shape (len(sentences), dimensions)."""
         ...
 
@@ -63,7 +67,7 @@ class SentenceTransformerEncoder:
     model: object  # sentence_transformers.SentenceTransformer
     dimensions: int
 
-    def encode(self, sentences: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+    def encode(self, sentences: Sequence[str], *, batch_size: int = ENCODE_BATCH_SIZE) -> np.ndarray:
         vectors = self.model.encode(  # type: ignore[attr-defined]
             list(sentences),
             batch_size=batch_size,

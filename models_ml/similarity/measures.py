@@ -32,7 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from scipy import optimize, sparse, special
 
-from models_ml.similarity.encoders import SentenceEncoder
+from models_ml.similarity.encoders import ENCODE_BATCH_SIZE, SentenceEncoder
 
 WORD_PATTERN = re.compile(r"\w+")
 DEFAULT_CHUNK_ROWS = 1024
@@ -95,7 +95,7 @@ class EmbeddingCosine:
 
     name = "embedding_cosine"
 
-    def __init__(self, encoder: SentenceEncoder, *, batch_size: int = 64, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> None:
+    def __init__(self, encoder: SentenceEncoder, *, batch_size: int = ENCODE_BATCH_SIZE, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> None:
         if batch_size < 1 or chunk_rows < 1:
             raise ValueError(f"batch_size and chunk_rows must be >= 1, got {batch_size} and {chunk_rows}")
         self.encoder = encoder
