@@ -43,8 +43,7 @@ import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 
-from _django import REPO_ROOT, bench_owner, setup_django
-from onestopenglish import _database_url
+from _django import REPO_ROOT, bench_owner, database_url, setup_django
 
 PASSWORD = "load-pass-123"
 LABELS = ("aligned", "partial", "not_aligned")
@@ -142,7 +141,7 @@ def _start_server(kind: str, port: int, log_path: str) -> subprocess.Popen:
     command = gunicorn_command(bind) if kind == "gunicorn" else [sys.executable, "manage.py", "runserver", bind, "--noreload"]
     log = open(log_path, "w")  # noqa: SIM115 - kept open for the server's lifetime
     env = gunicorn_env() if kind == "gunicorn" else dict(os.environ)
-    server = subprocess.Popen(command, cwd=REPO_ROOT, env={**env, "DATABASE_URL": _database_url()}, stdout=log, stderr=log)
+    server = subprocess.Popen(command, cwd=REPO_ROOT, env={**env, "DATABASE_URL": database_url()}, stdout=log, stderr=log)
     for _ in range(600):
         try:
             urllib.request.urlopen(f"http://{bind}/accounts/login/", timeout=60).read()

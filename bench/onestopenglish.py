@@ -19,11 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from _backends import add_backends_argument, encoder_vectors_drop, load_backend, run_worker
-from _django import bench_owner, database_url, require_shared, setup_django
+from _django import bench_owner, require_shared, setup_django
 
 from models_ml.similarity.encoders import ENCODE_BATCH_SIZE
-
-_database_url = database_url  # bench/annotation_load.py imports it from here
 
 
 def onestop_paths(folder: Path, options, *, levels: tuple[str, ...] = (), limit: int = 0) -> list[Path]:
