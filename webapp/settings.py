@@ -282,6 +282,11 @@ if ALIGNER_MODEL_DIR == "untrained":
 CROSS_ENCODER_MODEL_DIR = envstr("CROSS_ENCODER_MODEL_DIR", "")
 # Mining: hnsw.ef_search for nearest-neighbour queries (pgvector's default 40 gave recall@10 0.79 at 1 M vectors).
 MINING_EF_SEARCH = envint("MINING_EF_SEARCH", 100)
+# Mining: where a MUSS job finds each sequence's nearest sequences. pgvector (HNSW inside PostgreSQL) or
+# faiss (an in-memory index per worker, rebuilt from the job's vectors in PostgreSQL; needs faiss-cpu).
+MINING_SEARCH_BACKEND = envstr("MINING_SEARCH_BACKEND", "pgvector")
+if MINING_SEARCH_BACKEND not in ("pgvector", "faiss"):
+    raise ImproperlyConfigured(f"MINING_SEARCH_BACKEND={MINING_SEARCH_BACKEND!r}: choose pgvector or faiss")
 # Model versions trained from a project's labels are written here (one folder per version).
 MODEL_DIR = envpath("MODEL_DIR", STATE_DIR / "models")
 

@@ -1,9 +1,10 @@
 """MUSS paraphrase mining in the app, sharded over sequence ranges in two phases.
 
 prepare     builds the corpus's sequences (``models_ml.mining.muss.candidate_sequences``), encodes them
-            in batches into MiningSequence rows (idempotent: stops where it stopped) and builds a
-            partial HNSW index over the job's vectors;
-neighbours  shards: every sequence's k nearest sequences from pgvector (self excluded) and
+            in batches into MiningSequence rows (idempotent: stops where it stopped) and, for the
+            pgvector search, builds a partial HNSW index over the job's vectors;
+neighbours  shards: every sequence's k nearest sequences (self excluded; pgvector or faiss, see
+            ``search_backend``) and
             their mean cosine, the margin's denominator;
 pairs       shards, once every neighbours shard is done: cosine bound, ratio margin, the
             symmetric de-duplication of ``mine_muss`` (the smaller index emits a pair both
@@ -16,17 +17,16 @@ neighbours' rows at a time; the vectors stay in PostgreSQL.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, fields
 
 import numpy as np
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
-from django.db.models.functions import Cast
-from pgvector.django import CosineDistance, VectorField
 
 from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
+from alignment.mining.search_backend import nearest_sequences, search_prepare
 from alignment.models import Document, Sentence
 from models_ml.mining.muss import (
     MussConfig,
@@ -41,15 +41,6 @@ from models_ml.mining.types import MiningDocument
 SHARD_SEQUENCES = 2000
 BATCH = 100
 Encode = Callable[[list[str]], np.ndarray]
-
-
-def hnsw_search_settings() -> None:
-    """For the current transaction: a wider HNSW search than pgvector's default (ef_search 40 gave recall@10
-    0.79 at 1 M vectors in bench/hnsw_scale.py; 100 gave 0.91), and iterative scans so a corpus or job filter
-    still returns k rows."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.ef_search = %s", [int(settings.MINING_EF_SEARCH)])
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
 
 
 def muss_config(config: dict | None) -> MussConfig:
@@ -104,15 +95,7 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
         total += 1
     if batch:
         flush()
-    dimensions = len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first() or [])
-    if dimensions:
-        with connection.cursor() as cursor:
-            if connection.in_atomic_block:  # inside a transaction: fire the deferred FK checks first, or PostgreSQL refuses
-                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-            cursor.execute(
-                f"CREATE INDEX IF NOT EXISTS mining_sequence_hnsw_{int(job.pk)} ON {MiningSequence._meta.db_table} "
-                f"USING hnsw ((vector::vector({dimensions})) vector_cosine_ops) WHERE job_id = {int(job.pk)}"
-            )
+    search_prepare(job)
     size = int(job.config["shard_sequences"])
     for index, start in enumerate(range(0, total, size)):
         MiningShard.objects.get_or_create(
@@ -147,25 +130,18 @@ def pairs_shards_create(job: MiningJob) -> list[int]:
     )
 
 
-def _dimensions(job: MiningJob) -> int:
-    return len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first())
-
-
 def neighbours_batch(job: MiningJob, begin: int, end: int) -> int:
     """Store the k nearest sequences (and their mean cosine) of sequences [begin, end)."""
     config = muss_config(job.config)
-    typed = Cast("vector", VectorField(dimensions=_dimensions(job)))
     rows = list(MiningSequence.objects.filter(job=job, index__gte=begin, index__lt=end).order_by("index"))
-    hnsw_search_settings()  # the caller's transaction (one batch)
-    for row in rows:
-        nearest = (
-            MiningSequence.objects.filter(job=job).exclude(index=row.index)
-            .annotate(distance=CosineDistance(typed, row.vector)).order_by("distance", "index")
-            .values_list("index", "distance")[: config.k]
-        )  # fmt: skip
-        row.neighbours = [[index, 1.0 - float(distance)] for index, distance in nearest]
-        row.knn_mean = float(np.mean([cos for _, cos in row.neighbours])) if row.neighbours else 0.0
-    MiningSequence.objects.bulk_update(rows, ["neighbours", "knn_mean"])
+    found = nearest_sequences(job, rows, config.k)
+    means = [float(np.mean([cos for _, cos in nearest])) if nearest else 0.0 for nearest in found]
+    with connection.cursor() as cursor:  # one UPDATE from arrays: bulk_update's CASE per row cost ~0.6 s a batch in Django alone
+        cursor.execute(
+            f"UPDATE {MiningSequence._meta.db_table} AS s SET neighbours = v.neighbours::jsonb, knn_mean = v.knn_mean "
+            "FROM unnest(%s::bigint[], %s::text[], %s::float8[]) AS v(id, neighbours, knn_mean) WHERE s.id = v.id",
+            [[row.pk for row in rows], [json.dumps(nearest) for nearest in found], means],
+        )
     return len(rows)
 
 
@@ -176,17 +152,18 @@ def _as_sequence(row: MiningSequence) -> Sequence:
 def pairs_batch(job: MiningJob, begin: int, end: int) -> list[MinedPair]:
     """The mined pairs emitted by sequences [begin, end), as unsaved MinedPair rows."""
     config = muss_config(job.config)
-    rows = list(MiningSequence.objects.filter(job=job, index__gte=begin, index__lt=end).order_by("index"))
+    sequences = MiningSequence.objects.filter(job=job).defer("vector")  # the neighbours carry the cosines
+    rows = list(sequences.filter(index__gte=begin, index__lt=end).order_by("index"))
     wanted = {int(j) for row in rows for j, _ in row.neighbours or []}
-    others = {r.index: r for r in MiningSequence.objects.filter(job=job, index__in=wanted)}
+    others = {r.index: r for r in sequences.filter(index__in=wanted)}
     found = []
     for row in rows:
-        for other_index, _ in row.neighbours or []:
+        for other_index, cosine in row.neighbours or []:
             other = others[int(other_index)]
             if other.index < row.index and any(int(j) == row.index for j, _ in other.neighbours or []):
                 continue  # the smaller index found this pair too and emits it
             low, high = (row, other) if row.index < other.index else (other, row)
-            cosine = float(np.dot(np.asarray(low.vector, dtype=np.float64), np.asarray(high.vector, dtype=np.float64)))
+            cosine = float(cosine)
             if 1.0 - cosine >= config.max_distance:
                 continue
             margin = float(ratio_margin(cosine, low.knn_mean, high.knn_mean))

@@ -32,12 +32,12 @@ from alignment.jobs.models import Pickup, error_text
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
 from alignment.mining.muss_service import (
     SHARD_SEQUENCES,
-    hnsw_search_settings,
     muss_prepare,
     muss_shard_run,
     muss_stored_config,
     pairs_shards_create,
 )
+from alignment.mining.search_backend import hnsw_search_settings
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
 from models_ml.mining.lha import LHAConfig, align_sentences
 from models_ml.similarity.stop_words import unigram_overlap

@@ -1,0 +1,137 @@
+"""Where a MUSS neighbours shard finds each sequence's k nearest sequences: pgvector or faiss.
+
+``MINING_SEARCH_BACKEND`` picks it (a deployment setting, read when a batch runs):
+
+pgvector  the default: one HNSW query per sequence inside PostgreSQL, on the job's partial index
+          (``hnsw.ef_search`` = ``MINING_EF_SEARCH``, iterative scans on).
+faiss     the job's vectors are read from PostgreSQL once per worker process into an in-memory
+          faiss index (``models_ml.mining.vector_index``: exact up to 20,000 sequences, HNSW above),
+          and a batch of sequences is one search call. PostgreSQL stays the source of truth: the
+          index is a cache a worker rebuilds after a restart. Memory: the job's vectors, about
+          1.6 KB per sequence at 384 dimensions, once per worker process.
+
+Both give the same result shape, ``[[index, cosine], ...]`` best first with the sequence itself
+left out, so the pairs phase cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+from django.conf import settings
+from django.core import checks
+from django.db import connection
+
+from alignment.mining.models import MiningJob, MiningSequence
+from models_ml.mining.vector_index import FaissIndex, faiss_available
+
+_lock = threading.Lock()
+_cached: tuple[tuple[int, int], FaissIndex] | None = None  # ((job pk, sequences), index): one job per worker process
+
+
+def hnsw_search_settings() -> None:
+    """For the current transaction: a wider HNSW search than pgvector's default (ef_search 40 gave recall@10
+    0.79 at 1 M vectors in bench/hnsw_scale.py; 100 gave 0.91), and iterative scans so a corpus or job filter
+    still returns k rows."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [int(settings.MINING_EF_SEARCH)])
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+
+
+def search_prepare(job: MiningJob) -> None:
+    """After the vectors are stored: pgvector's partial HNSW index over the job's rows (idempotent).
+
+    The faiss backend builds no index in PostgreSQL: its workers build theirs in memory, and the
+    neighbours phase's updates then skip an HNSW insertion per row (about 1 s per batch of 100).
+    """
+    if settings.MINING_SEARCH_BACKEND == "faiss":
+        return
+    dimensions = len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first() or [])
+    if not dimensions:
+        return
+    with connection.cursor() as cursor:
+        if connection.in_atomic_block:  # inside a transaction: fire the deferred FK checks first, or PostgreSQL refuses
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS mining_sequence_hnsw_{int(job.pk)} ON {MiningSequence._meta.db_table} "
+            f"USING hnsw ((vector::vector({dimensions})) vector_cosine_ops) WHERE job_id = {int(job.pk)}"
+        )
+
+
+def nearest_sequences(job: MiningJob, rows: list[MiningSequence], k: int) -> list[list[list[float]]]:
+    """Per row, its k nearest sequences of the job as ``[index, cosine]`` pairs, best first, itself excluded."""
+    if not rows:
+        return []
+    if settings.MINING_SEARCH_BACKEND == "faiss":
+        return _faiss_nearest(job, rows, k)
+    return _pgvector_nearest(job, rows, k)
+
+
+def _pgvector_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> list[list[list[float]]]:
+    """One query for the batch: each row's k nearest by the job's HNSW index, through a LATERAL join."""
+    hnsw_search_settings()  # the caller's transaction (one batch)
+    typed = f"vector::vector({len(rows[0].vector)})"
+    table = MiningSequence._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT q.index, n.index, n.distance FROM {table} AS q CROSS JOIN LATERAL ("
+            f"  SELECT o.index, o.{typed} <=> q.{typed} AS distance FROM {table} AS o"
+            f"  WHERE o.job_id = {int(job.pk)} AND o.index <> q.index ORDER BY o.{typed} <=> q.{typed}, o.index LIMIT %s"
+            f") AS n WHERE q.id = ANY(%s) ORDER BY q.index, n.distance, n.index",
+            [int(k), [row.pk for row in rows]],
+        )
+        by_index: dict[int, list[list[float]]] = {row.index: [] for row in rows}
+        for index, other, distance in cursor.fetchall():
+            by_index[index].append([other, 1.0 - float(distance)])
+    return [by_index[row.index] for row in rows]
+
+
+def _faiss_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> list[list[list[float]]]:
+    index = job_index(job)
+    queries = np.stack([np.asarray(row.vector, dtype=np.float32) for row in rows])  # (b, d)
+    own = np.array([row.index for row in rows], dtype=np.int64)  # (b,)
+    result = index.search(queries, k, exclude=own)
+    return [
+        [[int(i), float(score)] for i, score in zip(ids, scores) if i >= 0]
+        for ids, scores in zip(result.indices, result.scores)
+    ]  # fmt: skip
+
+
+def job_index(job: MiningJob) -> FaissIndex:
+    """The job's faiss index, built from its stored vectors on first use in this process and kept for its shards."""
+    global _cached
+    count = MiningSequence.objects.filter(job=job).count()
+    key = (int(job.pk), count)
+    with _lock:  # a worker may run several shards of one job at once: build once
+        if _cached is not None and _cached[0] == key:
+            return _cached[1]
+        _cached = None  # free the previous job's index before reading this one's vectors
+        ids = np.empty(count, dtype=np.int64)
+        vectors: np.ndarray | None = None
+        stored = MiningSequence.objects.filter(job=job).order_by("index").values_list("index", "vector")
+        for position, (sequence, vector) in enumerate(stored.iterator(chunk_size=2000)):
+            if vectors is None:
+                vectors = np.empty((count, len(vector)), dtype=np.float32)
+            ids[position], vectors[position] = sequence, vector
+        if vectors is None:
+            raise ValueError(f"mining job {job.pk} has no sequence vectors to search")
+        threads = int(settings.ENCODER_THREADS) or (os.cpu_count() or 1)
+        index = FaissIndex(vectors, ids, ef_search=int(settings.MINING_EF_SEARCH), threads=threads)
+        _cached = (key, index)
+        return index
+
+
+@checks.register()
+def faiss_installed_check(app_configs, **kwargs) -> list[checks.CheckMessage]:
+    """``MINING_SEARCH_BACKEND=faiss`` without faiss-cpu fails ``manage.py check`` (and so the start), not a job later."""
+    if settings.MINING_SEARCH_BACKEND == "faiss" and not faiss_available():
+        return [
+            checks.Error(
+                "MINING_SEARCH_BACKEND=faiss but faiss-cpu is not installed",
+                hint="install it (.venv/bin/pip install faiss-cpu) or unset MINING_SEARCH_BACKEND to search with pgvector",
+                id="alignment.E001",
+            )
+        ]
+    return []

@@ -1,0 +1,105 @@
+"""An optional in-memory faiss index for mining's nearest-neighbour search, with :func:`knn.top_k`'s results.
+
+Why: in ``bench/ann_vs_faiss.py`` faiss answered 10-16x more queries per second than pgvector's
+HNSW at equal recall, and a MUSS neighbours shard spends its time on one pgvector query per
+sequence. The app can therefore search a mining job's vectors with faiss instead
+(``MINING_SEARCH_BACKEND=faiss``): the vectors are read from PostgreSQL, which stays the
+source of truth, into this index, and the index is a cache that any worker rebuilds.
+
+Up to ``exact_below`` vectors the index is exact (``IndexFlatIP``: no build, and better than any
+approximate index); above it, HNSW (``IndexHNSWFlat`` on inner products, M 16, efConstruction
+64, efSearch as the caller asks, the same parameters as the app's pgvector index). faiss-cpu is
+an optional dependency: without it, :class:`FaissIndex` raises one clear error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from models_ml.mining.knn import Neighbours
+
+__all__ = ["FaissIndex", "FaissMissing", "faiss_available"]
+
+EXACT_BELOW = 20_000  # flat search of 100 queries over 20,000 x 384 is ~1 ms a query on one core; beyond, HNSW
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+
+
+class FaissMissing(RuntimeError):
+    """faiss-cpu is not installed but the faiss search backend was asked for."""
+
+
+def _faiss():
+    try:
+        import faiss
+    except ImportError as error:  # an optional dependency: say what to install
+        raise FaissMissing("the faiss search backend needs the faiss-cpu package: .venv/bin/pip install faiss-cpu") from error
+    return faiss
+
+
+def faiss_available() -> bool:
+    try:
+        _faiss()
+    except FaissMissing:
+        return False
+    return True
+
+
+class FaissIndex:
+    """Unit vectors (n, d) under ids (n,); :meth:`search` gives each query's k best ids, best first.
+
+    ``ids`` are the caller's keys (a MUSS sequence's index in its job), returned in
+    :class:`Neighbours.indices` in place of faiss's row numbers; -1 where fewer than k exist.
+    ``threads``: faiss's OpenMP threads for this process (a worker that shares the machine: 1).
+    """
+
+    def __init__(
+        self, vectors: np.ndarray, ids: np.ndarray, *, ef_search: int = 100, exact_below: int = EXACT_BELOW, threads: int = 1
+    ) -> None:
+        faiss = _faiss()
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        ids = np.asarray(ids, dtype=np.int64)
+        if vectors.ndim != 2 or vectors.shape[0] != ids.shape[0] or vectors.shape[0] == 0:
+            raise ValueError(f"need vectors (n, d) with n >= 1 and one id each, got vectors {vectors.shape} and ids {ids.shape}")
+        if ef_search < 1 or threads < 1:
+            raise ValueError(f"ef_search and threads must be >= 1, got {ef_search} and {threads}")
+        faiss.omp_set_num_threads(threads)
+        dimensions = vectors.shape[1]
+        self.exact = vectors.shape[0] < exact_below
+        if self.exact:
+            self._index = faiss.IndexFlatIP(dimensions)
+        else:
+            self._index = faiss.IndexHNSWFlat(dimensions, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+            self._index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+            self._index.hnsw.efSearch = ef_search
+        self._index.add(vectors)
+        self._ids = ids
+        self.size = vectors.shape[0]
+
+    def search(self, queries: np.ndarray, k: int, *, exclude: np.ndarray | None = None) -> Neighbours:
+        """The k nearest ids of each query (q, d) by inner product (the cosine for unit vectors).
+
+        exclude (q,): an id that query never returns (its own, when the queries are in the index).
+        Ties keep the lower id, as pgvector's ``ORDER BY distance, index`` does.
+        """
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if queries.ndim != 2 or queries.shape[1] != self._index.d:
+            raise ValueError(f"queries must be (q, {self._index.d}), got {queries.shape}")
+        extra = 0 if exclude is None else 1
+        wanted = min(k + extra, self.size)
+        scores, rows = self._index.search(queries, wanted)  # (q, wanted) each; row -1 where none
+        found = np.where(rows >= 0, self._ids[np.maximum(rows, 0)], -1)  # (q, wanted) caller's ids
+        scores = np.where(rows >= 0, scores, -np.inf).astype(np.float32)
+        if exclude is not None:
+            own = found == np.asarray(exclude, dtype=np.int64)[:, None]  # (q, wanted)
+            scores = np.where(own, -np.inf, scores)
+        order = np.lexsort((np.where(np.isfinite(scores), found, np.iinfo(np.int64).max), -scores), axis=1)[:, :k]
+        best_scores = np.take_along_axis(scores, order, axis=1)  # (q, <= k)
+        best_ids = np.where(np.isfinite(best_scores), np.take_along_axis(found, order, axis=1), -1)
+        if best_ids.shape[1] < k:  # fewer vectors than k: pad as top_k does
+            pad = k - best_ids.shape[1]
+            best_ids = np.pad(best_ids, ((0, 0), (0, pad)), constant_values=-1)
+            best_scores = np.pad(best_scores, ((0, 0), (0, pad)), constant_values=-np.inf)
+        return Neighbours(best_ids, best_scores)

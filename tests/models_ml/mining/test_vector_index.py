@@ -1,0 +1,72 @@
+"""The optional faiss index returns what the exact search returns, in knn.top_k's shape."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from models_ml.mining.knn import normalise, top_k
+from models_ml.mining.vector_index import FaissIndex, FaissMissing, faiss_available
+
+
+def _vectors(n: int, d: int = 32, seed: int = 0) -> np.ndarray:
+    return normalise(np.random.default_rng(seed).standard_normal((n, d)).astype(np.float32))
+
+
+def test_exact_index_equals_top_k_with_the_callers_ids_and_the_query_itself_left_out() -> None:
+    keys = _vectors(500)
+    ids = np.arange(1000, 1500)  # the caller's keys, not row numbers
+    index = FaissIndex(keys, ids)
+    assert index.exact
+    found = index.search(keys[:40], 7, exclude=ids[:40])
+    expected = top_k(keys[:40], keys, 7, exclude_self=True)
+    assert np.array_equal(found.indices, ids[expected.indices])
+    assert np.allclose(found.scores, expected.scores, atol=1e-5)
+    assert not np.any(found.indices == ids[:40, None])
+
+
+def test_hnsw_index_above_the_exact_limit_finds_most_true_neighbours() -> None:
+    keys = _vectors(4000, seed=1)
+    index = FaissIndex(keys, np.arange(4000), exact_below=1000, ef_search=100)
+    assert not index.exact
+    found = index.search(keys[:100], 10, exclude=np.arange(100))
+    truth = top_k(keys[:100], keys, 10, exclude_self=True)
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(found.indices, truth.indices)])
+    assert recall >= 0.9, recall
+
+
+def test_fewer_vectors_than_k_pads_with_minus_one_as_top_k_does() -> None:
+    keys = _vectors(3)
+    found = FaissIndex(keys, np.array([5, 6, 7])).search(keys[:1], 4, exclude=np.array([5]))
+    assert found.indices.tolist() == [[*top_k(keys[:1], keys, 2, exclude_self=True).indices[0] + 5, -1, -1]]
+    assert np.isneginf(found.scores[0, 2:]).all()
+
+
+@pytest.mark.parametrize(
+    ("vectors", "ids", "message"),
+    [
+        (np.zeros((0, 4)), np.zeros(0), "n >= 1"),
+        (np.zeros((3, 4)), np.zeros(2), "one id each"),
+        (np.zeros(4), np.zeros(1), "vectors"),
+    ],
+)
+def test_bad_collections_are_refused_with_their_shapes(vectors, ids, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        FaissIndex(vectors, ids)
+
+
+def test_bad_queries_and_k_are_refused() -> None:
+    index = FaissIndex(_vectors(10), np.arange(10))
+    with pytest.raises(ValueError, match=r"queries must be \(q, 32\)"):
+        index.search(np.zeros((2, 8)), 3)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        index.search(np.zeros((2, 32)), 0)
+
+
+def test_without_faiss_installed_the_error_says_what_to_install(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "faiss", None)  # what ``import faiss`` meets when faiss-cpu is absent
+    assert not faiss_available()
+    with pytest.raises(FaissMissing, match="pip install faiss-cpu"):
+        FaissIndex(_vectors(3), np.arange(3))
