@@ -1,6 +1,7 @@
 """Memory and speed of the app's mining jobs as the corpus grows (LHA or MUSS), on synthetic data.
 
     .venv/bin/python bench/mining_memory.py [--method lha|muss] [--sizes 300,1200,4000] [--sentences 10] [--dim 384]
+        [--search pgvector,faiss]
 
 LHA: for each size N it creates two corpora of N documents (a source and a perturbed "simplified"
 copy) with ``--sentences`` sentences each and stores random unit sentence vectors directly
@@ -11,7 +12,7 @@ document pair plus noise, so documents d and d + N/2 hold near-paraphrases) inst
 then every neighbours and pairs shard runs in-process. It prints, per N:
 documents, sentences, prepare and shard seconds, documents/s, pairs found, and the peak of
 the memory the job allocates in this process (tracemalloc: every Python and NumPy
-allocation, reset before the job), plus the process RSS before and at its peak during the job
+allocation, reset before the job; faiss's own C++ memory is not in it), plus the process RSS before and at its peak during the job
 (RSS keeps memory freed earlier, so it only bounds from above). A bounded job keeps the
 tracemalloc peak flat as N grows; PostgreSQL's own memory is not in these figures.
 """
@@ -31,6 +32,7 @@ os.environ.setdefault("DEBUG", "0")  # DEBUG keeps a log of every SQL query (cap
 setup_django()
 
 import numpy as np
+from django.conf import settings
 from django.db import transaction
 
 from alignment.mining import service as mining
@@ -39,6 +41,7 @@ from alignment.models import Document, Encoder, Paragraph, Sentence, SentenceEmb
 from alignment.services import corpus_get_or_create
 from bench._django import bench_owner
 from bench._memory import PeakRss
+from models_ml.mining.muss import access_attributes
 
 
 def make_corpus(name: str, documents: int, sentences: int, vectors: np.ndarray, encoder: Encoder, owner) -> object:
@@ -197,9 +200,16 @@ def make_muss_corpus(name: str, documents: int, sentences: int, owner) -> object
     return corpus
 
 
-def setup_muss(size: int, sentences: int, owner) -> object:
-    corpus = make_muss_corpus(f"muss{size}", size, sentences, owner)
-    return mining.mining_job_create(source_corpus=corpus, target_corpus=None, method="muss", config={"encoder": "bench-topic"})[0]
+def setup_muss(size: int, sentences: int, owner, corpora: dict[int, object]) -> object:
+    """A new MUSS job on the size's corpus (made once: a second search backend mines the same corpus anew)."""
+    if size not in corpora:
+        corpora[size] = make_muss_corpus(f"muss{size}", size, sentences, owner)
+    config = {"encoder": "bench-topic"}
+    job = mining.mining_job_create(source_corpus=corpora[size], target_corpus=None, method="muss", config=config)[0]
+    if job.status != "queued":  # mined before with the previous backend
+        job.delete()
+        job = mining.mining_job_create(source_corpus=corpora[size], target_corpus=None, method="muss", config=config)[0]
+    return job
 
 
 def setup_lha(size: int, sentences: int, dim: int, owner, rng, encoder) -> object:
@@ -214,17 +224,20 @@ def setup_lha(size: int, sentences: int, dim: int, owner, rng, encoder) -> objec
     return mining.mining_job_create(source_corpus=source, target_corpus=target, config=config)[0]
 
 
-def run_job(job, encode) -> tuple[float, float, float]:
+def run_job(job, encode) -> tuple[float, float, float, dict[str, float]]:
     """Prepare, then every shard (neighbours before pairs for MUSS) as the workers would, one after another."""
     started = time.perf_counter()
     mining.mining_job_prepare(job_id=job.pk, encode=encode)
     prepared = time.perf_counter()
-    while shard := MiningShard.objects.filter(job=job).exclude(status=MiningShard.Status.DONE).order_by("phase", "index").first():
+    phases: dict[str, float] = {}
+    while shard := MiningShard.objects.filter(job=job).exclude(status=MiningShard.Status.SUCCEEDED).order_by("phase", "index").first():
+        shard_started = time.perf_counter()
         mining.mining_shard_execute(shard_id=shard.pk)
+        phases[shard.phase] = phases.get(shard.phase, 0.0) + time.perf_counter() - shard_started
         job.refresh_from_db()
         if job.status not in ("queued", "running"):
             break
-    return started, prepared, time.perf_counter()
+    return started, prepared, time.perf_counter(), phases
 
 
 def main() -> None:
@@ -233,7 +246,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="300,1200,4000")
     parser.add_argument("--sentences", type=int, default=10)
     parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--search", default="pgvector", help="MUSS: MINING_SEARCH_BACKEND(s) to run in turn, e.g. pgvector,faiss")
     args = parser.parse_args()
+    backends = args.search.split(",")
+    if any(b not in ("pgvector", "faiss") for b in backends) or (args.method == "lha" and backends != ["pgvector"]):
+        parser.error("--search takes pgvector and/or faiss, for --method muss only (LHA searches documents in pgvector)")
     owner = bench_owner()
     encoder, _ = Encoder.objects.get_or_create(name="bench-random", defaults={"dimensions": args.dim})
     rng = np.random.default_rng(0)
@@ -242,26 +259,32 @@ def main() -> None:
         f"{args.method.upper()} mining job in-process, {args.sentences} sentences per document, {args.dim}-d {vectors}; RSS of this process"
     )
     print(
-        f"{'documents':>9} {'sentences':>9} | {'prepare s':>9} {'shards s':>8} {'docs/s':>7} {'pairs':>7} | {'job peak alloc':>14} {'RSS before -> peak':>20}"
+        f"{'search':>8} {'documents':>9} {'sentences':>9} | {'prepare s':>9} {'shards s':>8} {'docs/s':>7} {'pairs':>7} | "
+        f"{'job peak alloc':>14} {'RSS before -> peak':>20} | shard seconds by phase"
     )
-    for size in (int(n) for n in args.sizes.split(",")):
+    corpora: dict[int, object] = {}
+    access_attributes("A warm-up pair.", "A pair to warm up.", "en")  # wordfreq's lists load once, not in the first job
+    for size, backend in ((int(n), b) for n in args.sizes.split(",") for b in backends):
+        settings.MINING_SEARCH_BACKEND = backend
         if args.method == "lha":
             job, encode = setup_lha(size, args.sentences, args.dim, owner, rng, encoder), None
         else:
-            job, encode = setup_muss(size, args.sentences, owner), topic_encoder(args.dim)
+            job, encode = setup_muss(size, args.sentences, owner, corpora), topic_encoder(args.dim)
         tracemalloc.start()
         tracemalloc.reset_peak()
         with PeakRss() as memory:
             baseline = memory.peak
-            started, prepared, finished = run_job(job, encode)
+            started, prepared, finished, phases = run_job(job, encode)
         allocated_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         job.refresh_from_db()
         assert job.status == "succeeded", job.error
         shard_seconds = finished - prepared
         print(
-            f"{size:>9,} {size * args.sentences:>9,} | {prepared - started:>9.1f} {shard_seconds:>8.1f} {size / shard_seconds:>7.1f} {job.pairs_found:>7,} | "
-            f"{allocated_peak / 2**20:>10.1f} MiB {baseline / 2**20:>8.0f} -> {memory.peak / 2**20:.0f} MiB"
+            f"{backend:>8} {size:>9,} {size * args.sentences:>9,} | {prepared - started:>9.1f} {shard_seconds:>8.1f} {size / shard_seconds:>7.1f} "
+            f"{job.pairs_found:>7,} | {allocated_peak / 2**20:>10.1f} MiB {baseline / 2**20:>8.0f} -> {memory.peak / 2**20:.0f} MiB | "
+            + ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in sorted(phases.items())),
+            flush=True,
         )
 
 
