@@ -43,20 +43,24 @@ def hnsw_search_settings() -> None:
 def search_prepare(job: MiningJob) -> None:
     """After the vectors are stored: pgvector's partial HNSW index over the job's rows (idempotent).
 
-    The faiss backend builds no index in PostgreSQL: its workers build theirs in memory, and the
-    neighbours phase's updates then skip an HNSW insertion per row (about 1 s per batch of 100).
+    The faiss backend builds no index in PostgreSQL (its workers build theirs in memory), so the
+    prepare step skips the build and the neighbours phase's row updates insert nothing into an HNSW graph.
     """
     if settings.MINING_SEARCH_BACKEND == "faiss":
         return
     dimensions = len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first() or [])
-    if not dimensions:
-        return
+    if dimensions:
+        partial_hnsw_index(f"mining_sequence_hnsw_{int(job.pk)}", MiningSequence._meta.db_table, dimensions, "job_id", job.pk)
+
+
+def partial_hnsw_index(name: str, table: str, dimensions: int, owner_column: str, owner: int) -> None:
+    """``CREATE INDEX IF NOT EXISTS`` an HNSW cosine index over the rows of one owner (a job, an encoder)."""
     with connection.cursor() as cursor:
         if connection.in_atomic_block:  # inside a transaction: fire the deferred FK checks first, or PostgreSQL refuses
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS mining_sequence_hnsw_{int(job.pk)} ON {MiningSequence._meta.db_table} "
-            f"USING hnsw ((vector::vector({dimensions})) vector_cosine_ops) WHERE job_id = {int(job.pk)}"
+            f"CREATE INDEX IF NOT EXISTS {name} ON {table} "
+            f"USING hnsw ((vector::vector({int(dimensions)})) vector_cosine_ops) WHERE {owner_column} = {int(owner)}"
         )
 
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, fields
 import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, F
 from django.db.models.functions import Cast
 from pgvector.django import CosineDistance, VectorField
@@ -37,7 +37,7 @@ from alignment.mining.muss_service import (
     muss_stored_config,
     pairs_shards_create,
 )
-from alignment.mining.search_backend import hnsw_search_settings
+from alignment.mining.search_backend import hnsw_search_settings, partial_hnsw_index
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
 from models_ml.mining.lha import LHAConfig, align_sentences
 from models_ml.similarity.stop_words import unigram_overlap
@@ -171,13 +171,7 @@ def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder) -> int:
 
 def _document_index_ensure(encoder: Encoder) -> None:
     name = f"document_embedding_hnsw_{int(encoder.pk)}"
-    with connection.cursor() as cursor:
-        if connection.in_atomic_block:  # inside a transaction: fire the deferred FK checks first, or PostgreSQL refuses
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {name} ON {DocumentEmbedding._meta.db_table} "
-            f"USING hnsw ((vector::vector({int(encoder.dimensions)})) vector_cosine_ops) WHERE encoder_id = {int(encoder.pk)}"
-        )
+    partial_hnsw_index(name, DocumentEmbedding._meta.db_table, int(encoder.dimensions), "encoder_id", encoder.pk)
 
 
 def _sentence_vectors(document_id: int, encoder: Encoder) -> np.ndarray:
