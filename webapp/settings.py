@@ -287,6 +287,8 @@ MINING_EF_SEARCH = envint("MINING_EF_SEARCH", 100)
 MINING_SEARCH_BACKEND = envstr("MINING_SEARCH_BACKEND", "pgvector")
 if MINING_SEARCH_BACKEND not in ("pgvector", "faiss"):
     raise ImproperlyConfigured(f"MINING_SEARCH_BACKEND={MINING_SEARCH_BACKEND!r}: choose pgvector or faiss")
+# faiss holds a job's vectors in each worker's memory (1.6 KB a sequence at 384-d): larger jobs use pgvector.
+MINING_FAISS_MAX_SEQUENCES = envint("MINING_FAISS_MAX_SEQUENCES", 2_000_000)
 # Model versions trained from a project's labels are written here (one folder per version).
 MODEL_DIR = envpath("MODEL_DIR", STATE_DIR / "models")
 

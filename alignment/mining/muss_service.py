@@ -95,7 +95,7 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
         total += 1
     if batch:
         flush()
-    search_prepare(job)
+    search_prepare(job, total)
     size = int(job.config["shard_sequences"])
     for index, start in enumerate(range(0, total, size)):
         MiningShard.objects.get_or_create(

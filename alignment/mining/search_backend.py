@@ -8,7 +8,8 @@ faiss     the job's vectors are read from PostgreSQL once per worker process int
           faiss index (``models_ml.mining.vector_index``: exact up to 20,000 sequences, HNSW above),
           and a batch of sequences is one search call. PostgreSQL stays the source of truth: the
           index is a cache a worker rebuilds after a restart. Memory: the job's vectors, about
-          1.6 KB per sequence at 384 dimensions, once per worker process.
+          1.6 KB per sequence at 384 dimensions, once per worker process; a job with more than
+          ``MINING_FAISS_MAX_SEQUENCES`` sequences is searched by pgvector.
 
 Both give the same result shape, ``[[index, cosine], ...]`` best first with the sequence itself
 left out, so the pairs phase cannot tell them apart.
@@ -40,13 +41,19 @@ def hnsw_search_settings() -> None:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
 
 
-def search_prepare(job: MiningJob) -> None:
+def uses_faiss(sequences: int) -> bool:
+    """faiss searches a job when it is the configured backend and the job's vectors fit ``MINING_FAISS_MAX_SEQUENCES``;
+    a larger job is searched by pgvector, whose index lives on disk, instead of filling each worker's memory."""
+    return settings.MINING_SEARCH_BACKEND == "faiss" and sequences <= int(settings.MINING_FAISS_MAX_SEQUENCES)
+
+
+def search_prepare(job: MiningJob, sequences: int) -> None:
     """After the vectors are stored: pgvector's partial HNSW index over the job's rows (idempotent).
 
     The faiss backend builds no index in PostgreSQL (its workers build theirs in memory), so the
     prepare step skips the build and the neighbours phase's row updates insert nothing into an HNSW graph.
     """
-    if settings.MINING_SEARCH_BACKEND == "faiss":
+    if uses_faiss(sequences):
         return
     dimensions = len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first() or [])
     if dimensions:
@@ -68,7 +75,7 @@ def nearest_sequences(job: MiningJob, rows: list[MiningSequence], k: int) -> lis
     """Per row, its k nearest sequences of the job as ``[index, cosine]`` pairs, best first, itself excluded."""
     if not rows:
         return []
-    if settings.MINING_SEARCH_BACKEND == "faiss":
+    if uses_faiss(job.documents_total // 2):  # prepare stores 2 x the sequences (both phases' progress)
         return _faiss_nearest(job, rows, k)
     return _pgvector_nearest(job, rows, k)
 
