@@ -72,7 +72,10 @@ def partial_hnsw_index(name: str, table: str, dimensions: int, owner_column: str
 
 
 def nearest_sequences(job: MiningJob, rows: list[MiningSequence], k: int) -> list[list[list[float]]]:
-    """Per row, its k nearest sequences of the job as ``[index, cosine]`` pairs, best first, itself excluded."""
+    """Per row, its k nearest sequences of the job as ``[index, cosine]`` pairs, best first, itself excluded.
+
+    Only each row's ``pk`` and ``index`` are read: both backends take the vectors from where they search.
+    """
     if not rows:
         return []
     if uses_faiss(job.documents_total // 2):  # prepare stores 2 x the sequences (both phases' progress)
@@ -83,9 +86,10 @@ def nearest_sequences(job: MiningJob, rows: list[MiningSequence], k: int) -> lis
 def _pgvector_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> list[list[list[float]]]:
     """One query for the batch: each row's k nearest by the job's HNSW index, through a LATERAL join."""
     hnsw_search_settings()  # the caller's transaction (one batch)
-    typed = f"vector::vector({len(rows[0].vector)})"
     table = MiningSequence._meta.db_table
     with connection.cursor() as cursor:
+        cursor.execute(f"SELECT vector_dims(vector) FROM {table} WHERE job_id = %s LIMIT 1", [job.pk])
+        typed = f"vector::vector({int(cursor.fetchone()[0])})"  # the expression the job's partial index is on
         cursor.execute(
             f"SELECT q.index, n.index, n.distance FROM {table} AS q CROSS JOIN LATERAL ("
             f"  SELECT o.index, o.{typed} <=> q.{typed} AS distance FROM {table} AS o"
@@ -100,10 +104,7 @@ def _pgvector_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> lis
 
 
 def _faiss_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> list[list[list[float]]]:
-    index = job_index(job)
-    queries = np.stack([np.asarray(row.vector, dtype=np.float32) for row in rows])  # (b, d)
-    own = np.array([row.index for row in rows], dtype=np.int64)  # (b,)
-    result = index.search(queries, k, exclude=own)
+    result = job_index(job).search_ids(np.array([row.index for row in rows], dtype=np.int64), k)  # the index holds the vectors
     return [
         [[int(i), float(score)] for i, score in zip(ids, scores) if i >= 0]
         for ids, scores in zip(result.indices, result.scores)

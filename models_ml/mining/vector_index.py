@@ -61,6 +61,8 @@ class FaissIndex:
         ids = np.asarray(ids, dtype=np.int64)
         if vectors.ndim != 2 or vectors.shape[0] != ids.shape[0] or vectors.shape[0] == 0:
             raise ValueError(f"need vectors (n, d) with n >= 1 and one id each, got vectors {vectors.shape} and ids {ids.shape}")
+        if np.any(np.diff(ids) <= 0):
+            raise ValueError("ids must be unique and increasing")
         if ef_search < 1 or threads < 1:
             raise ValueError(f"ef_search and threads must be >= 1, got {ef_search} and {threads}")
         faiss.omp_set_num_threads(threads)
@@ -75,6 +77,14 @@ class FaissIndex:
         self._index.add(vectors)
         self._ids = ids
         self.size = vectors.shape[0]
+
+    def search_ids(self, ids: np.ndarray, k: int) -> Neighbours:
+        """The k nearest ids of vectors already in the index, each leaving itself out (no vectors to pass in)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        positions = np.searchsorted(self._ids, ids)  # the ids were added sorted (checked in __init__)
+        if np.any(positions >= self.size) or np.any(self._ids[np.minimum(positions, self.size - 1)] != ids):
+            raise ValueError(f"ids not in the index: {sorted(set(ids.tolist()) - set(self._ids.tolist()))[:10]}")
+        return self.search(self._index.reconstruct_batch(positions), k, exclude=ids)
 
     def search(self, queries: np.ndarray, k: int, *, exclude: np.ndarray | None = None) -> Neighbours:
         """The k nearest ids of each query (q, d) by inner product (the cosine for unit vectors).

@@ -70,3 +70,19 @@ def test_without_faiss_installed_the_error_says_what_to_install(monkeypatch) -> 
     assert not faiss_available()
     with pytest.raises(FaissMissing, match="pip install faiss-cpu"):
         FaissIndex(_vectors(3), np.arange(3))
+
+
+def test_search_by_ids_of_stored_vectors_equals_searching_with_the_vectors() -> None:
+    keys = _vectors(300, seed=2)
+    ids = np.arange(0, 600, 2)
+    index = FaissIndex(keys, ids)
+    by_id = index.search_ids(ids[10:20], 5)
+    by_vector = index.search(keys[10:20], 5, exclude=ids[10:20])
+    assert np.array_equal(by_id.indices, by_vector.indices) and np.allclose(by_id.scores, by_vector.scores)
+    with pytest.raises(ValueError, match=r"ids not in the index: \[1, 601\]"):
+        index.search_ids(np.array([0, 1, 601]), 5)
+
+
+def test_ids_must_be_unique_and_increasing() -> None:
+    with pytest.raises(ValueError, match="unique and increasing"):
+        FaissIndex(_vectors(3), np.array([0, 2, 1]))
