@@ -12,7 +12,8 @@ pairs       shards, once every neighbours shard is done: cosine bound, ratio mar
 
 Both shard kinds commit per batch of sequences with their position, so they resume and stop
 between batches; pairs are unique per job. Memory: one batch of sequences and their
-neighbours' rows at a time; the vectors stay in PostgreSQL.
+neighbours' rows at a time; the vectors stay in PostgreSQL (with the faiss search, each worker
+also holds the job's vectors in its index).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 ``MINING_SEARCH_BACKEND`` picks it (a deployment setting, read when a batch runs):
 
-pgvector  the default: one HNSW query per sequence inside PostgreSQL, on the job's partial index
-          (``hnsw.ef_search`` = ``MINING_EF_SEARCH``, iterative scans on).
+pgvector  the default: one query per batch of sequences inside PostgreSQL, an HNSW search per
+          sequence on the job's partial index (``hnsw.ef_search`` = ``MINING_EF_SEARCH``, iterative
+          scans on).
 faiss     the job's vectors are read from PostgreSQL once per worker process into an in-memory
           faiss index (``models_ml.mining.vector_index``: exact up to 20,000 sequences, HNSW above),
           and a batch of sequences is one search call. PostgreSQL stays the source of truth: the

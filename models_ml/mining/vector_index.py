@@ -1,7 +1,7 @@
 """An optional in-memory faiss index for mining's nearest-neighbour search, with :func:`knn.top_k`'s results.
 
-Why: in ``bench/ann_vs_faiss.py`` faiss answered 10-16x more queries per second than pgvector's
-HNSW at equal recall, and a MUSS neighbours shard spends its time on one pgvector query per
+Why: in ``bench/ann_vs_faiss.py`` faiss answered 16-20x more queries per second than pgvector's
+HNSW at equal recall (1 M vectors), and a MUSS neighbours shard is one nearest-neighbour search per
 sequence. The app can therefore search a mining job's vectors with faiss instead
 (``MINING_SEARCH_BACKEND=faiss``): the vectors are read from PostgreSQL, which stays the
 source of truth, into this index, and the index is a cache that any worker rebuilds.
