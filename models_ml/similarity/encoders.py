@@ -21,8 +21,9 @@ import numpy as np
 logger = logging.getLogger(__name__)
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
-# What ENCODER_BACKEND=auto (the default) runs on a CPU: the fastest backend that passed the bar in
-# bench/encoder_backends.py (speed ≥ 2.5× torch; cosine to torch's vectors median ≥ 0.99, p1 ≥ 0.97).
+# What ENCODER_BACKEND=auto (the default) runs on a CPU: the fastest backend that keeps quality in
+# bench/encoder_backends.py (cosine to torch's vectors median ≥ 0.99, p1 ≥ 0.97); about 1.4-1.6× torch on
+# an AVX2 CPU without VNNI, short of issue 17's 2.5× (README, Encoder backends).
 CPU_BACKEND = "onnx-int8"
 # Sentences per forward pass unless told otherwise (ENCODER_BATCH_SIZE in the app). On a 2-core CPU, in
 # bench/encoder_backends.py --batch-size 8/16/32: int8 195 → 216 → 220 sentences/s from 32 to 16 to 8, torch
