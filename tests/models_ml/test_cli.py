@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,10 +26,12 @@ Last spring the river flooded farms in the north and many farmers lost their cro
 """
 
 
-def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str | Path, backend: str = "torch") -> subprocess.CompletedProcess[str]:
+    """The CLI in a child process; ``backend``: its ENCODER_BACKEND (torch: exact groups from MiniLM's own vectors)."""
     return subprocess.run(
         [sys.executable, "-m", "models_ml", *map(str, args)],
         cwd=REPOSITORY,
+        env={**os.environ, "ENCODER_BACKEND": backend},
         capture_output=True,
         text=True,
         timeout=120,
@@ -63,6 +66,7 @@ def test_align_uses_the_shipped_model_by_default(documents: tuple[Path, Path], t
 
 
 def test_untrained_hand_calibration_stays_available(documents: tuple[Path, Path], tmp_path: Path) -> None:
+    """Exact groups from MiniLM cosines: on torch (run_cli's default), not int8, whose vectors follow the CPU's kernels."""
     complex_path, simple_path = documents
     output = tmp_path / "out.jsonl"
     completed = run_cli("align", "--complex", complex_path, "--simple", simple_path, "--output", output, "--untrained", "--device", "cpu")

@@ -33,8 +33,12 @@ SIMPLE = [
 
 @pytest.fixture(scope="module")
 def aligner() -> Aligner:
-    """The default (embedding cosine, untrained CRF) aligner on CPU; MiniLM is loaded once here."""
-    encoder = load_sentence_encoder(device="cpu")
+    """The default (embedding cosine, untrained CRF) aligner on CPU; MiniLM is loaded once here.
+
+    torch, named here: these tests assert exact groups, and int8's vectors depend on the CPU's kernels (and on the
+    batch), which flipped the merge below on AVX-512 VNNI machines (CONTRIBUTING.md, "Tests that depend on numerics").
+    """
+    encoder = load_sentence_encoder(device="cpu", backend="torch")
     return Aligner(AlignerConfig(device="cpu"), measure=build_measure("embedding_cosine", encoder=encoder))
 
 

@@ -10,6 +10,8 @@ import pytest
 from models_ml.similarity.encoder_backends import FP32, INT8
 from models_ml.similarity.encoders import CPU_BACKEND, EncoderUnavailable, load_sentence_encoder, resolve_backend
 
+INT8_BACKEND = "onnx-int8"
+
 DEMO = Path(__file__).resolve().parents[3] / "alignment" / "demo_corpus"
 
 
@@ -42,9 +44,17 @@ def test_onnx_fp32_gives_torch_vectors(sentences, reference, cache) -> None:
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_onnx_int8_keeps_the_cosine_bar(sentences, reference, cache) -> None:
-    vectors = load_sentence_encoder(device="cpu", backend="onnx-int8", cache_dir=str(cache)).encode(sentences, batch_size=16)
-    agreement = cosines(vectors, reference)
+@pytest.mark.parametrize("batch_size", [16, 1])
+def test_the_cpu_default_keeps_the_cosine_bar_on_this_cpu(sentences, reference, cache, batch_size) -> None:
+    """The documented bar (README, "Encoder backends"): median cosine to torch ≥ 0.99, 1st percentile ≥ 0.97.
+
+    Whatever int8 kernels this CPU has (AVX2, AVX-512 VNNI, ...) and however the sentences are batched (int8
+    quantizes activations per batch): this is what holds on every CPU, so it is what the tests assert of int8.
+    """
+    assert resolve_backend("auto", "cpu") == INT8_BACKEND
+    encoder = load_sentence_encoder(device="cpu", backend="auto", cache_dir=str(cache))
+    assert getattr(encoder, "backend", "torch") == INT8_BACKEND  # auto fell back to torch otherwise
+    agreement = cosines(encoder.encode(sentences, batch_size=batch_size), reference)
     assert np.median(agreement) >= 0.99 and np.percentile(agreement, 1) >= 0.97
 
 
