@@ -194,6 +194,10 @@ class EmbeddingRun(Job):
         return min(100, round(100 * self.embedded_sentences / self.total_sentences))
 
 
+INTERACTIVE_PAIRS = 5  # an alignment run of at most this many pairs is someone waiting at a page
+INTERACTIVE_PRIORITY = 10
+
+
 class AlignmentRun(Job):
     """One request to align document pairs with one aligner configuration, and its progress.
 
@@ -236,6 +240,11 @@ class AlignmentRun(Job):
 
     def __str__(self) -> str:
         return f"alignment run {self.pk} on {self.corpus}: {self.status}"
+
+    @property
+    def queue_priority(self) -> int:
+        """A run of a few pairs (a pair page's "Align this pair again") goes before bulk work: someone is waiting for it."""
+        return INTERACTIVE_PRIORITY if self.pairs_total <= INTERACTIVE_PAIRS else 0
 
     @property
     def percent(self) -> int:

@@ -23,7 +23,8 @@ from psycopg.types import TypeInfo
 
 from alignment.errors import ServiceError
 from alignment.jobs.enqueue import enqueue_on_commit
-from alignment.jobs.models import Pickup, error_text
+from alignment.jobs.models import Pickup
+from alignment.jobs.slices import TimeSlice, slice_check
 from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun, Encoder, Sentence, SentenceEmbedding
 from models_ml.similarity.encoders import SentenceEncoder
 
@@ -250,8 +251,9 @@ def _embed_batch(
 
 
 def embedding_run_execute(
-    *, run_id: int, load_encoder: Callable[[str], SentenceEncoder], batch_size: int, encode_batch_size: int = 32
-) -> EmbeddingRun:
+    *, run_id: int, load_encoder: Callable[[str], SentenceEncoder], batch_size: int, encode_batch_size: int = 32,
+    time_slice: TimeSlice | None = None,
+) -> EmbeddingRun:  # fmt: skip
     """Embed the missing sentences of the run's corpus, one committed batch at a time.
 
     ``batch_size`` sentences are stored per transaction; the encoder runs on
@@ -262,16 +264,21 @@ def embedding_run_execute(
     transaction, so progress never counts a vector that is not stored. Any
     error marks the run failed with the message and re-raises. Found "running" (its
     worker died) it resumes from the stored vectors, or fails after JOB_MAX_ATTEMPTS.
+    ``time_slice`` (in a worker): between batches, once it has run out, the run gives its
+    worker to other jobs and continues later (alignment/jobs/slices.py).
     """
     run = EmbeddingRun.objects.select_related("corpus").get(pk=run_id)
-    if run.pickup() in (Pickup.SKIP, Pickup.GAVE_UP):
+    pickup = run.pickup()
+    if pickup in (Pickup.SKIP, Pickup.GAVE_UP):
         return run
     try:
         encoder = load_encoder(run.encoder_name)
         encoder_row = encoder_get_or_create(name=run.encoder_name, dimensions=encoder.dimensions)
         total = Sentence.objects.filter(document__corpus=run.corpus).count()
-        already = SentenceEmbedding.objects.filter(sentence__document__corpus=run.corpus, encoder=encoder_row).count()
-        run.heartbeat(total_sentences=total, already_embedded=already, embedded_sentences=already)
+        stored = SentenceEmbedding.objects.filter(sentence__document__corpus=run.corpus, encoder=encoder_row).count()
+        # A continuation keeps what its first slice found stored; a (re)start counts what is there now.
+        already = {} if pickup is Pickup.CONTINUE else {"already_embedded": stored}
+        run.heartbeat(total_sentences=total, embedded_sentences=stored, **already)
         missing = sentences_missing_embedding(corpus=run.corpus, encoder=encoder_row)
         last_id = 0
         while True:
@@ -285,27 +292,11 @@ def embedding_run_execute(
             window.sort(key=lambda row: len(row[1]))
             for start in range(0, len(window), batch_size):
                 _embed_batch(run, encoder, encoder_row, window[start : start + batch_size], encode_batch_size)
+                slice_check(time_slice)
         encoder_index_ensure(encoder=encoder_row)
     except Exception as exc:
-        run.mark_failed(error_text(exc))
+        run.mark_failed_by(exc)
         raise
     run.mark_succeeded()
     run.refresh_from_db()
     return run
-
-
-STALLED_AFTER_SECONDS = 60
-
-
-async def stalled_jobs_retry_async(app, *, seconds_since_heartbeat: float = STALLED_AFTER_SECONDS) -> int:
-    """Put back to the queue every job whose worker stopped sending heartbeats (killed, crashed, lost).
-
-    Safe because our tasks are idempotent: the requeued task finds its row still "running" and
-    :meth:`alignment.jobs.models.Job.pickup` resumes it, restarts it cleanly or, after JOB_MAX_ATTEMPTS,
-    fails it with a reason. Returns how many jobs were requeued.
-    """
-    stalled = list(await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=seconds_since_heartbeat))
-    for job in stalled:
-        logger.warning("requeueing stalled job %s (%s)", job.id, job.task_name)
-        await app.job_manager.retry_job(job)
-    return len(stalled)

@@ -1,29 +1,35 @@
-"""Background tasks. Thin: they take ids, load what they need and call a service."""
+"""Background tasks. Thin: they take ids, load what they need and call a service.
+
+The services are imported inside each task, on its first run: a worker process then starts (and
+starts again after a crash, under ``runapp``'s supervisor) in the time it takes to load Django,
+not the seconds torch, POT and scikit-learn take to import.
+"""
 
 from __future__ import annotations
 
 from django.conf import settings
 from procrastinate.contrib.django import app
 
-from alignment import services
-from alignment.aligning import service as aligning
-from alignment.aligning.measures import app_encoder, run_measure
-from alignment.importing.jobs import IMPORT_TASK, import_job_execute
 from alignment.importing.models import ImportJob
+from alignment.jobs.slices import TimeSlice
+from alignment.jobs.stalled import stalled_jobs_retry_async
 from alignment.jobs.wrapper import job_task
 from alignment.mining.models import MiningJob, MiningShard
-from alignment.mining.service import mining_job_prepare, mining_shard_execute
 from alignment.models import AlignmentRun, EmbeddingRun
 
 
 @job_task(queue="embedding", name="alignment.embed_corpus", model=EmbeddingRun, id_arg="run_id")
 def embed_corpus(*, run_id: int) -> None:
-    """Embed the missing sentences of an EmbeddingRun's corpus (idempotent, resumable)."""
+    """Embed the missing sentences of an EmbeddingRun's corpus (idempotent, resumable, in time slices)."""
+    from alignment import services
+    from alignment.aligning.measures import app_encoder
+
     services.embedding_run_execute(
         run_id=run_id,
         load_encoder=app_encoder,
         batch_size=settings.EMBEDDING_BATCH_SIZE,
         encode_batch_size=settings.ENCODER_BATCH_SIZE,
+        time_slice=TimeSlice.from_settings(),
     )
 
 
@@ -31,18 +37,26 @@ def embed_corpus(*, run_id: int) -> None:
 @app.task(queue="maintenance", name="alignment.retry_stalled_jobs", pass_context=True)
 async def retry_stalled_jobs(context, timestamp: int) -> None:
     """Requeue jobs whose worker died (no heartbeat); resumable tasks continue where they stopped."""
-    await services.stalled_jobs_retry_async(context.app, seconds_since_heartbeat=settings.STALLED_JOB_SECONDS)
+    await stalled_jobs_retry_async(context.app, seconds_since_heartbeat=settings.STALLED_JOB_SECONDS)
 
 
 @job_task(queue="alignment", name="alignment.align_pairs", model=AlignmentRun, id_arg="run_id")
 def align_pairs(*, run_id: int) -> None:
-    """Align the pairs of an AlignmentRun that have no stored result yet (idempotent, resumable, cancellable)."""
-    aligning.alignment_run_execute(run_id=run_id, build_measure=run_measure, device=settings.ENCODER_DEVICE)
+    """Align the pairs of an AlignmentRun that have no stored result yet (idempotent, resumable, cancellable, in time slices)."""
+    from alignment.aligning import service as aligning
+    from alignment.aligning.measures import run_measure
+
+    aligning.alignment_run_execute(
+        run_id=run_id, build_measure=run_measure, device=settings.ENCODER_DEVICE, time_slice=TimeSlice.from_settings()
+    )
 
 
 @job_task(queue="mining", name="alignment.mining_prepare", model=MiningJob, id_arg="job_id")
 def mining_prepare(*, job_id: int) -> None:
     """Document vectors and shards of a mining job; queues one task per shard."""
+    from alignment.aligning.measures import app_encoder
+    from alignment.mining.service import mining_job_prepare
+
     name = MiningJob.objects.values_list("config__encoder", flat=True).get(pk=job_id)
 
     def encode(texts: list[str]):
@@ -54,10 +68,14 @@ def mining_prepare(*, job_id: int) -> None:
 @job_task(queue="mining", name="alignment.mining_shard", model=MiningShard, id_arg="shard_id")
 def mining_shard(*, shard_id: int) -> None:
     """Mine one shard's source documents (resumable, cancellable, never duplicates a pair)."""
+    from alignment.mining.service import mining_shard_execute
+
     mining_shard_execute(shard_id=shard_id)
 
 
-@job_task(queue="alignment", name=IMPORT_TASK, model=ImportJob)
+@job_task(queue="imports", name="alignment.import_files", model=ImportJob)
 def import_files(*, job_id: int) -> None:
-    """Import the files staged by the Import page, then queue embedding and alignment (resumable)."""
-    import_job_execute(job_id=job_id)
+    """Import the files staged by the Import page, then queue embedding and alignment (resumable, in time slices)."""
+    from alignment.importing.jobs import import_job_execute
+
+    import_job_execute(job_id=job_id, time_slice=TimeSlice.from_settings())

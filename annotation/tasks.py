@@ -1,24 +1,29 @@
-"""Background tasks of the annotation app. Thin: they take ids and call a service."""
+"""Background tasks of the annotation app. Thin: they take ids and call a service.
+
+The services are imported inside each task, on its first run, so a worker starts fast (alignment/tasks.py).
+"""
 
 from __future__ import annotations
 
 from django.conf import settings
 
-from alignment.aligning.measures import run_measure
 from alignment.jobs.wrapper import job_task
 from annotation.export.models import ExportJob
-from annotation.export.service import export_job_execute
 from annotation.training.models import TrainingJob
-from annotation.training.service import training_job_execute
 
 
 @job_task(queue="training", name="annotation.train_model", model=TrainingJob)
 def train_model(*, job_id: int) -> None:
     """Train a model version from a project's training snapshot (progress on the job row, cancellable)."""
+    from alignment.aligning.measures import run_measure
+    from annotation.training.service import training_job_execute
+
     training_job_execute(job_id=job_id, build_measure=run_measure, device=settings.ENCODER_DEVICE)
 
 
 @job_task(queue="exports", name="annotation.export_dataset", model=ExportJob)
 def export_dataset(*, job_id: int) -> None:
     """Write a project's gold dataset export (files, dataset card, zip; progress on the job row)."""
+    from annotation.export.service import export_job_execute
+
     export_job_execute(job_id=job_id)

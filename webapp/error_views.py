@@ -8,9 +8,12 @@ the session or the templates, so it falls back to a self-contained page.
 from __future__ import annotations
 
 import logging
+import sys
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+
+from alignment.jobs.database import database_lost
 
 logger = logging.getLogger(__name__)
 
@@ -21,13 +24,23 @@ _JSON_DETAIL = {
     403: "You do not have permission to perform this action.",
     404: "Not found.",
     500: "Server error. The error was logged; try again in a moment.",
+    503: "The database is not answering (it may be restarting). Nothing saved is lost; try again in a few seconds.",
 }
+RETRY_AFTER_SECONDS = 5
 
 # No template, no context, no database: what the 500 view answers when rendering 500.html failed too.
 _BARE_500 = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Server error · Sentence Aligner</title></head>
 <body><h1>Something went wrong on our side</h1>
 <p>The error was logged. Try again in a moment, or <a href="/">go back to the start page</a>.</p></body></html>
+"""
+
+
+_BARE_503 = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="5"><title>Back in a moment · Sentence Aligner</title></head>
+<body><h1>Back in a moment</h1>
+<p>The database is not answering (it may be restarting). Nothing you saved is lost, and labels still waiting on an
+open annotation page are sent again by the page itself. This page reloads in 5 seconds.</p></body></html>
 """
 
 
@@ -59,6 +72,8 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    if database_lost(sys.exc_info()[1] or Exception()):  # Django calls handler500 while handling the exception
+        return database_unavailable(request)
     if _is_api(request):
         return JsonResponse({"detail": _JSON_DETAIL[500]}, status=500)
     try:
@@ -66,3 +81,17 @@ def server_error(request: HttpRequest) -> HttpResponse:
     except Exception:  # the page must answer whatever broke (database down, a template error ...)
         logger.exception("rendering 500.html failed; answering the bare error page")
         return HttpResponse(_BARE_500, status=500)
+
+
+def database_unavailable(request: HttpRequest) -> HttpResponse:
+    """503 with Retry-After while the database does not answer (a restart, a failover): a pause, not a crash.
+
+    Scripts and the pages' save queues retry a 503 (annotate_saving.js keeps every unsent label).
+    Self-contained: no template, session or database is needed to answer.
+    """
+    if _is_api(request) or "application/json" in request.headers.get("Accept", ""):
+        response: HttpResponse = JsonResponse({"detail": _JSON_DETAIL[503]}, status=503)
+    else:
+        response = HttpResponse(_BARE_503, status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response

@@ -58,10 +58,11 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
-    "procrastinate.contrib.django",
     "webapp",
     "alignment",
     "annotation",
+    # After alignment: its `manage.py procrastinate` (a worker that reconnects to a lost database) shadows this app's.
+    "procrastinate.contrib.django",
 ]
 
 MIDDLEWARE = [
@@ -116,6 +117,8 @@ DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
 # gunicorn's workers; a threaded server (runserver) should keep 0, as its threads come and go.
 DATABASES["default"]["CONN_MAX_AGE"] = envint("DB_CONN_MAX_AGE", 0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Seconds to wait for a connection: an unreachable server answers a request (503) or a probe (/readyz) quickly.
+DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = envint("DB_CONNECT_TIMEOUT", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -255,6 +258,19 @@ PROCRASTINATE_AUTODISCOVER_MODULE_NAME = "tasks"
 STALLED_JOB_SECONDS = envint("STALLED_JOB_SECONDS", 60)
 # A job found "running" when a requeued task picks it up lost its worker; after this many attempts it fails.
 JOB_MAX_ATTEMPTS = envint("JOB_MAX_ATTEMPTS", 3)
+# Fair share (alignment/jobs/enqueue.py, slices.py): at most this many of one user's jobs run at once (0: no bound),
+# and imports, embedding and alignment runs give their worker to queued jobs after this many seconds of work.
+JOB_USER_CONCURRENCY = envint("JOB_USER_CONCURRENCY", 1)
+JOB_SLICE_SECONDS = envint("JOB_SLICE_SECONDS", 20)
+# A job whose database connection broke is retried this many seconds later, this many times (alignment/jobs/wrapper.py).
+JOB_DATABASE_RETRY_SECONDS = envint("JOB_DATABASE_RETRY_SECONDS", 5)
+JOB_DATABASE_RETRIES = envint("JOB_DATABASE_RETRIES", 10)
+# Health (webapp/health.py, job cards): a worker counts as alive with a heartbeat at most this old (Procrastinate beats
+# every 10 s), and a queued job's card says why it has not started once it has waited this long.
+WORKER_HEARTBEAT_MAX_AGE = envint("WORKER_HEARTBEAT_MAX_AGE", 30)
+JOB_WAIT_NOTE_SECONDS = envint("JOB_WAIT_NOTE_SECONDS", 15)
+# A worker that loses the database starts again after 1, 2, 4 ... seconds, at most this many (alignment/jobs/worker.py).
+WORKER_RECONNECT_MAX_SECONDS = envint("WORKER_RECONNECT_MAX_SECONDS", 30)
 # Test hook only: milliseconds each job sleeps after every heartbeat, so a test can kill a worker mid-job. Keep 0.
 JOB_TEST_STEP_DELAY_MS = envint("JOB_TEST_STEP_DELAY_MS", 0)
 

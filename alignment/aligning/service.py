@@ -19,8 +19,10 @@ from alignment.aligning.scoring import (
     SideSentences,
     pack_matrices,
 )
+from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
+from alignment.jobs.slices import TimeSlice, slice_check
 from alignment.models import (
     AlignedPair,
     AlignmentRun,
@@ -194,12 +196,16 @@ def side_sentences(document_id: int, encoder_name: str) -> SideSentences:
     return SideSentences(ids=ids, texts=[text for _, text, _ in rows], paragraphs=[dense[p] for _, _, p in rows], vectors=vectors)
 
 
-def alignment_run_execute(*, run_id: int, build_measure: Callable[[str, Aligner], SimilarityMeasure], device: str = "") -> AlignmentRun:
+def alignment_run_execute(
+    *, run_id: int, build_measure: Callable[[str, Aligner], SimilarityMeasure], device: str = "", time_slice: TimeSlice | None = None
+) -> AlignmentRun:
     """Align every pair of the run that has no stored result yet, one committed pair at a time.
 
     Any error marks the run failed with the message and re-raises; running it again
     continues with the pairs not yet stored. A cancel request stops it between pairs.
     Found "running" (its worker died) it resumes, or fails after JOB_MAX_ATTEMPTS (Job.pickup).
+    ``time_slice`` (in a worker): between pairs, once it has run out, the run gives its worker
+    to other jobs and continues later (alignment/jobs/slices.py).
     """
     run = AlignmentRun.objects.get(pk=run_id)
     pickup = run.pickup()
@@ -222,9 +228,11 @@ def alignment_run_execute(*, run_id: int, build_measure: Callable[[str, Aligner]
                 return run
             _align_one(run_id, pair, scorer, aligner.config.encoder)
             run.heartbeat()
+            slice_check(time_slice)
     except Exception as exc:
-        run.mark_failed(error_text(exc))
-        run_finished.send(sender=AlignmentRun, run=AlignmentRun.objects.get(pk=run_id))
+        if not database_lost(exc):  # a lost database leaves the run running: the task's retry resumes it
+            run.mark_failed(error_text(exc))
+            run_finished.send(sender=AlignmentRun, run=AlignmentRun.objects.get(pk=run_id))
         raise
     run.mark_succeeded()
     finished = AlignmentRun.objects.get(pk=run_id)

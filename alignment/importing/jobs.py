@@ -27,8 +27,10 @@ from alignment.importing.workflow import (
     import_corpus_remove_if_empty,
     import_target_check,
 )
+from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
+from alignment.jobs.slices import TimeSlice, slice_check
 from alignment.models import Corpus
 
 IMPORT_TASK = "alignment.import_files"
@@ -78,11 +80,13 @@ def _fail(job: ImportJob, reason: str) -> None:
         job.mark_failed(reason, corpus_removed=removed)
 
 
-def import_job_execute(*, job_id: int) -> ImportJob:
+def import_job_execute(*, job_id: int, time_slice: TimeSlice | None = None) -> ImportJob:
     """Run an import job to the end (or resume it after a dead worker); the staged files are gone afterwards.
 
     A refused corpus fails the job with the reason; an import in which no file went in fails
     with the per-file errors in its report; any other error fails it and is re-raised.
+    ``time_slice`` (in a worker): between files, once it has run out, the job gives its worker
+    to other jobs and continues with the next file later (alignment/jobs/slices.py).
     """
     job = ImportJob.objects.select_related("created_by").get(pk=job_id)
     pickup = job.pickup()
@@ -90,7 +94,7 @@ def import_job_execute(*, job_id: int) -> ImportJob:
         with transaction.atomic():  # pickup marked it failed with the reason; what is left is the clean-up
             ImportJob.objects.filter(pk=job.pk).update(corpus_removed=_clean_up(job))
         return job
-    if pickup not in (Pickup.FRESH, Pickup.RESUME):
+    if pickup not in (Pickup.FRESH, Pickup.RESUME, Pickup.CONTINUE):
         return job
     results = list(job.results)
 
@@ -100,6 +104,7 @@ def import_job_execute(*, job_id: int) -> ImportJob:
     def on_file_done(result: FileImportResult) -> None:
         results.append(asdict(result))
         job.heartbeat(results=results)
+        slice_check(time_slice)  # the file and its result are committed: a continuation starts with the next file
 
     try:
         outcome = corpus_import_and_queue(
@@ -112,7 +117,8 @@ def import_job_execute(*, job_id: int) -> ImportJob:
         _fail(job, str(exc))
         return job
     except Exception as exc:
-        _fail(job, error_text(exc))
+        if not database_lost(exc):  # a lost database leaves the job running: the task's retry resumes it
+            _fail(job, error_text(exc))
         raise
     _finish(job, outcome)
     return job

@@ -19,6 +19,7 @@ from alignment.importing.cleaning import ImportFormatError
 from alignment.importing.layout import PARAGRAPH_MODE_LABELS
 from alignment.importing.readers import FILE_SUFFIXES, ImportOptions, ParsedDocument, read_file
 from alignment.importing.segment import DocumentLayout, layout_from_paragraphs, layout_from_sentences
+from alignment.jobs.database import database_lost
 from alignment.models import Corpus, Document, Paragraph, Sentence
 from alignment.services import document_pairs_sync
 
@@ -121,6 +122,8 @@ def _import_one_file(*, corpus: Corpus, name: str, data: bytes, options: ImportO
     except IntegrityError as exc:  # a concurrent import stored the same document first
         return FileImportResult(file=name, error=f"{name}: conflicts with a document stored meanwhile ({exc.__cause__ or exc})")
     except DatabaseError as exc:  # the database refused a value; the atomic block has undone the file
+        if database_lost(exc):
+            raise  # not this file's fault: the job is retried, and imports the file then
         return FileImportResult(file=name, error=f"{name}: the database refused the content ({exc.__cause__ or exc})")
     result.paragraph_mode = parsed[0].paragraph_mode
     for document in parsed:

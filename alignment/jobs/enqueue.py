@@ -1,8 +1,17 @@
-"""Queue a job's task by its *name* once the transaction commits.
+"""Queue a job's task by its *name*, with its lane and priority, once the transaction commits.
 
 Services never import a tasks module (tasks import services, so that was a circle), and a
 worker never sees a job whose rows are not committed yet. The Procrastinate job id is stored
 on the row so the job card and the admin can find it.
+
+**Fair share.** One person's heavy work must not hold every worker. Each job of a user runs in one
+of that user's JOB_USER_CONCURRENCY *lanes*: a Procrastinate ``lock`` named ``user-<id>-<lane>``
+(jobs that share a lock never run at the same time, and run in order). A new job takes the lane
+with the fewest of the user's waiting and running jobs, so a user never has more than
+JOB_USER_CONCURRENCY jobs running, however many workers are free, and the other workers stay
+free for everyone else. Jobs without a user (commands, the demo, webhooks) take no lane.
+**Priority**: a kind's :attr:`~alignment.jobs.models.Job.queue_priority` (higher first), so a
+one-pair alignment does not wait behind a queue of bulk work.
 """
 
 from __future__ import annotations
@@ -10,19 +19,63 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 
 from alignment.jobs.models import Job
+
+
+def lane_lock(user_id: int) -> str:
+    """The least busy of the user's lanes (its Procrastinate lock), counting their waiting and running jobs."""
+    lanes = max(1, int(settings.JOB_USER_CONCURRENCY))
+    names = [f"user-{user_id}-{lane}" for lane in range(lanes)]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT lock, count(*) FROM procrastinate_jobs WHERE lock = ANY(%s) AND status IN ('todo', 'doing') GROUP BY lock",
+            [names],
+        )
+        busy = dict(cursor.fetchall())
+    return min(names, key=lambda name: (busy.get(name, 0), name))
+
+
+def queue_options(job: Job | None, options: dict | None) -> dict:
+    """Procrastinate ``configure`` options for ``job``: its lane and priority, unless ``options`` name their own."""
+    chosen = dict(options or {})
+    if job is None:
+        return chosen
+    if "lock" not in chosen and job.lane_user_id is not None and int(settings.JOB_USER_CONCURRENCY) > 0:
+        chosen["lock"] = lane_lock(job.lane_user_id)
+    chosen.setdefault("priority", job.queue_priority)
+    return chosen
 
 
 def defer(task_name: str, job: Job | None = None, *, options: dict | None = None, **task_kwargs: Any) -> int:
     """Defer ``task_name`` now (Procrastinate ``configure`` ``options``: lock, queueing_lock, schedule_in...)."""
     from procrastinate.contrib.django import app
 
-    job_id = app.configure_task(task_name, allow_unknown=False, **(options or {})).defer(**task_kwargs)
+    job_id = app.configure_task(task_name, allow_unknown=False, **queue_options(job, options)).defer(**task_kwargs)
     if job is not None:
         type(job)._base_manager.filter(pk=job.pk).update(procrastinate_job_id=job_id)
         job.procrastinate_job_id = job_id
+    return job_id
+
+
+def defer_in_transaction(task_name: str, job: Job, **task_kwargs: Any) -> int:
+    """Defer through Django's own connection, inside the caller's transaction: the job row and its task commit together.
+
+    A worker's app talks to the database through its own connection pool, so a plain :func:`defer`
+    from a task would commit on its own; a continuation must not exist without its row's change.
+    """
+    from procrastinate.contrib.django import app
+    from procrastinate.contrib.django.django_connector import DjangoConnector
+    from procrastinate.jobs import JobDeferrer
+    from procrastinate.manager import JobManager
+
+    assert connection.in_atomic_block, "defer_in_transaction needs the caller's transaction"
+    configured = app.configure_task(task_name, allow_unknown=False, **queue_options(job, None))
+    job_id = JobDeferrer(job_manager=JobManager(DjangoConnector()), job=configured.job).defer(**task_kwargs)
+    type(job)._base_manager.filter(pk=job.pk).update(procrastinate_job_id=job_id)
+    job.procrastinate_job_id = job_id
     return job_id
 
 

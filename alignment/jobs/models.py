@@ -20,9 +20,11 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F
+from django.db.models import Case, F, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+
+from alignment.jobs.database import database_lost
 
 
 class JobStatus(models.TextChoices):
@@ -45,6 +47,7 @@ class Pickup(enum.Enum):
 
     FRESH = "fresh"  # queued: first run
     RESUME = "resume"  # found running (its worker died): continue from the committed progress
+    CONTINUE = "continue"  # queued again after its time slice (alignment/jobs/slices.py): continue, the same attempt
     RESTART = "restart"  # found running, not resumable: drop the dead attempt's files, run from scratch
     GAVE_UP = "gave_up"  # found running after the last allowed attempt: marked failed, clean up
     SKIP = "skip"  # finished or cancelled meanwhile: nothing to do
@@ -67,6 +70,10 @@ class Job(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last progress the worker reported.")
     error = models.TextField(blank=True)
     procrastinate_job_id = models.BigIntegerField(null=True, blank=True)
+    yielded = models.BooleanField(
+        default=False, help_text="Queued again after giving its worker to other jobs (a time slice): its next start continues it."
+    )
+    slices = models.PositiveIntegerField(default=0, help_text="Times it gave its worker to other jobs and queued itself again.")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -78,6 +85,16 @@ class Job(models.Model):
     def is_active(self) -> bool:
         return self.status in ACTIVE_STATUSES
 
+    @property
+    def lane_user_id(self) -> int | None:
+        """Whose job this is, for the per-user bound on running jobs (alignment/jobs/enqueue.py); None: nobody's."""
+        return getattr(self, "created_by_id", None)
+
+    @property
+    def queue_priority(self) -> int:
+        """Procrastinate priority (higher runs first): small interactive jobs go before bulk work."""
+        return 0
+
     def _transition(self, from_statuses: tuple[str, ...], **values: Any) -> bool:
         """One conditional UPDATE; on success the changed fields are re-read into ``self``."""
         won = type(self)._base_manager.filter(pk=self.pk, status__in=from_statuses).update(**values) > 0
@@ -88,9 +105,10 @@ class Job(models.Model):
     def mark_running(self, *, from_statuses: tuple[str, ...] = (JobStatus.QUEUED,)) -> bool:
         """Start (or restart) an attempt: attempts + 1, heartbeat now; the first start time is kept."""
         now = timezone.now()
+        attempt = Case(When(yielded=True, then=Value(0)), default=Value(1))  # a continuation is the same attempt
         return self._transition(
-            from_statuses, status=JobStatus.RUNNING, attempts=F("attempts") + 1, started_at=Coalesce(F("started_at"), now),
-            heartbeat_at=now, error="", finished_at=None,
+            from_statuses, status=JobStatus.RUNNING, attempts=F("attempts") + attempt, started_at=Coalesce(F("started_at"), now),
+            heartbeat_at=now, error="", finished_at=None, yielded=False,
         )  # fmt: skip
 
     def heartbeat(self, **progress: Any) -> bool:
@@ -110,8 +128,19 @@ class Job(models.Model):
     def mark_failed(self, reason: str, **fields: Any) -> bool:
         return self._transition(ACTIVE_STATUSES, status=JobStatus.FAILED, error=reason, finished_at=timezone.now(), **fields)
 
+    def mark_failed_by(self, exc: BaseException, **fields: Any) -> bool:
+        """Fail with ``exc``'s reason, unless ``exc`` is a lost database: then the job did nothing wrong and stays
+        running, so the task's retry (alignment/jobs/wrapper.py) resumes it as after a killed worker."""
+        if database_lost(exc):
+            return False
+        return self.mark_failed(error_text(exc), **fields)
+
     def mark_cancelled(self, **fields: Any) -> bool:
         return self._transition(ACTIVE_STATUSES, status=JobStatus.CANCELLED, finished_at=timezone.now(), **fields)
+
+    def mark_yielded(self) -> bool:
+        """Give the worker back between two committed steps (alignment/jobs/slices.py): queued again, progress kept."""
+        return self._transition((JobStatus.RUNNING,), status=JobStatus.QUEUED, yielded=True, slices=F("slices") + 1)
 
     def mark_queued(self, **fields: Any) -> bool:
         """Queue a failed or cancelled job again (a retry); its attempts count on."""
@@ -119,9 +148,12 @@ class Job(models.Model):
 
     def pickup(self) -> Pickup:
         """Claim the job when its task starts, and say how to run it (see the module docstring)."""
-        self.refresh_from_db(fields=["status", "attempts"])
+        self.refresh_from_db(fields=["status", "attempts", "yielded"])
         if self.status == JobStatus.QUEUED:
-            return Pickup.FRESH if self.mark_running() else Pickup.SKIP
+            continues = self.yielded
+            if not self.mark_running():
+                return Pickup.SKIP
+            return Pickup.CONTINUE if continues else Pickup.FRESH
         if self.status != JobStatus.RUNNING:
             return Pickup.SKIP
         limit = max_attempts()

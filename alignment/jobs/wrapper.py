@@ -1,21 +1,37 @@
 """The one task wrapper: a thin Procrastinate task around a service call, for every job kind.
 
 Sync tasks run on worker threads: each is treated like a request, so Django closes
-(CONN_MAX_AGE) or drops broken connections before and after. An exception that escapes the
-service marks the job failed with its reason (services usually did so already; the
-conditional update then changes nothing) and is re-raised so Procrastinate records it too.
+(CONN_MAX_AGE) or drops broken connections before and after. What leaves the service decides
+what happens to the job:
+
+* :class:`~alignment.jobs.slices.SliceOver` (its time slice ran out between committed steps): the
+  row goes back to ``queued`` and its continuation is deferred in the same transaction;
+* a lost database (a restart, a dropped connection): nothing is marked, since nothing can be
+  written and the job did nothing wrong; :class:`~alignment.jobs.database.DatabaseLost` makes
+  Procrastinate retry the task JOB_DATABASE_RETRY_SECONDS later, and the retry finds the row
+  still running and resumes or restarts it, as after a killed worker;
+* any other exception marks the job failed with its reason (services usually did so already;
+  the conditional update then changes nothing) and is re-raised so Procrastinate records it too.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import Any
 
-from django.db import close_old_connections
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from procrastinate import RetryStrategy
 from procrastinate.contrib.django import app
 
-from alignment.jobs.models import Job, error_text
+from alignment.jobs.database import DatabaseLost, database_lost
+from alignment.jobs.enqueue import defer_in_transaction
+from alignment.jobs.models import Job
+from alignment.jobs.slices import SliceOver
+
+logger = logging.getLogger(__name__)
 
 
 def job_task(
@@ -29,15 +45,33 @@ def job_task(
             close_old_connections()
             try:
                 return func(**kwargs)
+            except SliceOver:
+                if model is not None and id_arg in kwargs:
+                    _continue_later(model, kwargs[id_arg], name, kwargs)
+                return None
             except Exception as exc:
+                if database_lost(exc):
+                    logger.warning("task %s(%s) lost the database (%s); it will be retried", name, kwargs, exc)
+                    raise DatabaseLost(f"{type(exc).__name__}: {exc}") from exc
                 if model is not None and id_arg in kwargs:
                     job = model._base_manager.filter(pk=kwargs[id_arg]).first()
                     if job is not None:
-                        job.mark_failed(error_text(exc))
+                        job.mark_failed_by(exc)
                 raise
             finally:
                 close_old_connections()
 
-        return app.task(name=name, queue=queue, **task_options)(run)
+        retry = RetryStrategy(
+            max_attempts=settings.JOB_DATABASE_RETRIES, wait=settings.JOB_DATABASE_RETRY_SECONDS, retry_exceptions={DatabaseLost}
+        )
+        return app.task(name=name, queue=queue, retry=retry, **task_options)(run)
 
     return decorate
+
+
+def _continue_later(model: type[Job], job_id: int, task_name: str, task_kwargs: dict[str, Any]) -> None:
+    """Queue the job again behind what was queued meanwhile; a job cancelled in the meantime stays cancelled."""
+    with transaction.atomic():
+        job = model._base_manager.select_for_update().get(pk=job_id)
+        if job.mark_yielded():
+            defer_in_transaction(task_name, job, **task_kwargs)

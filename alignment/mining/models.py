@@ -94,6 +94,11 @@ class MiningShard(Job):
         ordering = ["job", "index"]
         constraints = [models.UniqueConstraint(fields=["job", "phase", "index"], name="one_shard_per_phase_and_index")]
 
+    @property
+    def lane_user_id(self) -> int | None:
+        """The mining job's owner: a job's shards share their owner's lanes, so one big job cannot take every worker."""
+        return MiningJob.objects.filter(pk=self.job_id).values_list("created_by_id", flat=True).first()
+
 
 class MiningSequence(models.Model):
     """MUSS: one run of adjacent sentences, its vector, and (after the neighbours phase) its k nearest sequences."""

@@ -27,6 +27,7 @@ from django.db.models.functions import Cast
 from pgvector.django import CosineDistance, VectorField
 
 from alignment.errors import ServiceError
+from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
@@ -271,8 +272,9 @@ def mining_shard_execute(*, shard_id: int) -> MiningShard:
                     documents_done=F("documents_done") + 1, busy_seconds=F("busy_seconds") + (time.perf_counter() - started)
                 )
     except Exception as exc:
-        shard.mark_failed(error_text(exc))
-        _fail(job.pk, f"shard {shard.index}: {error_text(exc)}")
+        if not database_lost(exc):  # a lost database leaves the shard running: the task's retry resumes it
+            shard.mark_failed(error_text(exc))
+            _fail(job.pk, f"shard {shard.index}: {error_text(exc)}")
         raise
     with transaction.atomic():
         if shard.mark_succeeded(pairs_found=_count(job, shard, ids)):
@@ -292,8 +294,9 @@ def _muss_shard_execute(shard: MiningShard) -> MiningShard:
     try:
         finished = muss_shard_run(shard, lambda: MiningJob.objects.filter(pk=job.pk, cancel_requested=True).exists())
     except Exception as exc:
-        shard.mark_failed(error_text(exc))
-        _fail(job.pk, f"{shard.phase} shard {shard.index}: {error_text(exc)}")
+        if not database_lost(exc):  # a lost database leaves the shard running: the task's retry resumes it
+            shard.mark_failed(error_text(exc))
+            _fail(job.pk, f"{shard.phase} shard {shard.index}: {error_text(exc)}")
         raise
     if not finished:
         return _cancel(job, shard)

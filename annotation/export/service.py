@@ -20,7 +20,7 @@ from django.db import transaction
 
 from alignment.errors import ServiceError
 from alignment.jobs.enqueue import enqueue_on_commit
-from alignment.jobs.models import Pickup, error_text
+from alignment.jobs.models import Pickup
 from annotation.export import simplification
 from annotation.export.card import CardStatistics, render_card
 from annotation.export.models import ExportJob, export_root
@@ -237,7 +237,7 @@ def export_job_execute(*, job_id: int) -> ExportJob:
             staging.rename(final)  # last: if it fails, the transaction rolls back and the staging folder is removed
         staging = None
     except Exception as exc:
-        job.mark_failed(error_text(exc))
+        job.mark_failed_by(exc)
         raise
     finally:
         if staging is not None:

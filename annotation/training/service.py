@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from alignment.jobs.enqueue import enqueue_on_commit
-from alignment.jobs.models import Pickup, error_text
+from alignment.jobs.models import Pickup
 from annotation.models import AnnotationProject
 from annotation.training.models import ModelVersion, TrainingJob
 from annotation.training.registry import (
@@ -149,7 +149,7 @@ def training_job_execute(*, job_id: int, build_measure: MeasureBuilder, device: 
     except TrainingCancelled:
         job.mark_cancelled(stage="cancelled")
     except Exception as exc:
-        job.mark_failed(error_text(exc), stage="failed")
+        job.mark_failed_by(exc, stage="failed")
         raise
     finally:
         if staging is not None:

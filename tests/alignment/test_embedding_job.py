@@ -17,6 +17,7 @@ from procrastinate.contrib.django.models import ProcrastinateJob
 
 import alignment.aligning.measures
 from alignment import services
+from alignment.jobs.stalled import stalled_jobs_retry_async
 from alignment.models import EmbeddingRun, Sentence, SentenceEmbedding
 from models_ml.similarity.encoders import load_sentence_encoder
 
@@ -132,4 +133,4 @@ def test_killed_worker_loses_no_finished_batch_and_requeued_job_resumes(big_corp
 async def _retry_stalled() -> int:
     worker_app = app.with_connector(app.connector.get_worker_connector())
     async with worker_app.open_async():
-        return await services.stalled_jobs_retry_async(worker_app, seconds_since_heartbeat=0)
+        return await stalled_jobs_retry_async(worker_app, seconds_since_heartbeat=0)

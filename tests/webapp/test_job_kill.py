@@ -25,6 +25,7 @@ from alignment.importing.jobs import import_job_create
 from alignment.importing.models import ImportJob, ImportJobFile
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
+from alignment.jobs.stalled import stalled_jobs_retry_async
 from alignment.mining import service as mining
 from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, Document, EmbeddingRun, SentenceEmbedding
@@ -85,7 +86,7 @@ def killed_worker(worker_subprocess_env, python_executable, state, run_worker):
 async def _retry_stalled() -> int:
     worker_app = app.with_connector(app.connector.get_worker_connector())
     async with worker_app.open_async():
-        return await services.stalled_jobs_retry_async(worker_app, seconds_since_heartbeat=0)
+        return await stalled_jobs_retry_async(worker_app, seconds_since_heartbeat=0)
 
 
 def _running(model, **filters) -> bool:

@@ -91,6 +91,7 @@ class WebhookDelivery(Job):
     kind = "webhook delivery"
     resumable = True
     retries_itself = True  # attempts are sends, retried with backoff: the job card shows no worker restart
+    queue_priority = 20  # one short POST: never behind an hour of mining (and no user's lane: webhooks are the project's)
 
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     event = models.CharField(max_length=32)
