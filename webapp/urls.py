@@ -5,6 +5,8 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.templatetags.static import static
 from django.urls import include, path
 
+from webapp import health
+
 
 @login_not_required
 def favicon(request: HttpRequest) -> HttpResponseRedirect:
@@ -15,6 +17,8 @@ def favicon(request: HttpRequest) -> HttpResponseRedirect:
 
 urlpatterns = [
     path("favicon.ico", favicon),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/", include("webapp.accounts.urls")),

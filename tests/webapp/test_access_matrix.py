@@ -36,6 +36,8 @@ EXEMPT = {
     "logout": "logging out needs no rights",
     "favicon": "a static icon",
     "favicon.ico": "a static icon (unnamed route)",
+    "healthz": "a liveness probe for load balancers: says only that the process answers (tests/webapp/test_health.py)",
+    "readyz": "a readiness probe: database and worker counts, nothing private (tests/webapp/test_health.py)",
     "api:schema": "the OpenAPI schema describes routes, not data",
     "api:docs": "Swagger UI page for the schema",
     "api:redoc": "ReDoc page for the schema",
