@@ -1,25 +1,26 @@
-"""``manage.py runapp``: set up the demo, then run a Procrastinate worker and the web server together.
+"""``manage.py runapp``: set up the demo, then run Procrastinate workers and the web server, supervised.
 
 The web server is gunicorn (several processes, see :func:`web_workers`); ``DEV_SERVER=1``
-runs Django's autoreloading development server instead. Every child attaches to the
-same database (each gunicorn worker loads the settings itself, so each attaches to the
-embedded PostgreSQL and detaches when it exits). Ctrl-C (or SIGTERM) stops all of
-them; when the last process holding the embedded PostgreSQL exits, it shuts down
-cleanly.
+runs Django's autoreloading development server instead. WORKER_PROCESSES workers (2) take
+every queue. Every child attaches to the same database (each gunicorn worker loads the
+settings itself, so each attaches to the embedded PostgreSQL and detaches when it exits).
+A child that dies is started again with backoff (:mod:`webapp.lib.supervisor`), so a worker
+killed for memory never takes the site down; Ctrl-C (or SIGTERM) stops all of them, and
+when the last process holding the embedded PostgreSQL exits, it shuts down cleanly.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import subprocess
 import sys
+import time
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from webapp.lib.env import envbool, envint
+from webapp.lib.supervisor import ChildSpec, Supervisor
 
 # 2 x cores + 1 (gunicorn's rule of thumb for sync workers), but each worker holds Django and a
 # database connection: past this many, a small team gains nothing and the database pays.
@@ -70,7 +71,7 @@ def _bind(addrport: str) -> str:
 
 
 class Command(BaseCommand):
-    help = "Run the whole app: demo data, background worker and web server (gunicorn; DEV_SERVER=1: runserver)."
+    help = "Run the whole app: demo data, background workers and web server (gunicorn; DEV_SERVER=1: runserver), supervised."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
@@ -84,49 +85,43 @@ class Command(BaseCommand):
         # Before serving: gunicorn's workers read the hashed names from the manifest this writes.
         call_command("collectstatic", interactive=False, verbosity=0)
         bind = _bind(options["addrport"])
-        manage = [sys.executable, "manage.py"]
-        dev_server = envbool("DEV_SERVER", False)
-        web = [*manage, "runserver", bind] if dev_server else gunicorn_command(bind)
-        children = [
-            subprocess.Popen([*manage, "procrastinate", "worker"], preexec_fn=_default_sigint),
-            subprocess.Popen(web, preexec_fn=_default_sigint, env=os.environ if dev_server else gunicorn_env()),
-        ]
-        # The worker stops gracefully on SIGINT; gunicorn on SIGTERM (lets requests in flight finish);
-        # both run their exit hooks, which detach them from the embedded database.
-        stop_signals = [signal.SIGINT, signal.SIGINT if dev_server else signal.SIGTERM]
-        server = "the development server (autoreload)" if dev_server else f"gunicorn ({web[web.index('--workers') + 1]} workers)"
-        self.stdout.write(self.style.SUCCESS(f"Web app on http://{bind}/ ({server}) and a worker are running. Ctrl-C stops both."))
+        specs = child_specs(bind)
+        workers = sum(spec.name.startswith("worker") for spec in specs)
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Web app on http://{bind}/ ({specs[-1].name}) and {workers} worker{'s' if workers != 1 else ''} are running, "
+                "each started again if it stops. Ctrl-C stops all of them."
+            )
+        )
+        supervisor = Supervisor(specs, log=self._log, max_wait=envint("SUPERVISOR_MAX_WAIT_SECONDS", 30))
+        supervisor.run()
 
-        def stop(signum, frame) -> None:
-            for child, stop_signal in zip(children, stop_signals):
-                if child.poll() is None:
-                    child.send_signal(stop_signal)
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-        try:
-            while all(child.poll() is None for child in children):
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    children[0].wait(timeout=1)
-        finally:
-            stop(None, None)
-            for child in children:
-                try:
-                    child.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    self.stderr.write(f"{_name(child)} did not stop within 20 s of Ctrl-C; killing it")
-                    child.kill()
-                    child.wait()
-        failed = [c for c in children if c.returncode not in (0, -signal.SIGTERM, -signal.SIGINT, -signal.SIGKILL)]
-        if failed:
-            raise SystemExit(f"{_name(failed[0])} exited with status {failed[0].returncode}")
+    def _log(self, message: str) -> None:
+        self.stderr.write(f"[runapp {time.strftime('%Y-%m-%d %H:%M:%S')}] {message}")
 
 
-def _name(child: subprocess.Popen) -> str:
-    return "gunicorn" if "gunicorn" in child.args else " ".join(child.args[2:4])
+def worker_processes() -> int:
+    """WORKER_PROCESSES (default 2: one user's long import never leaves the others without a worker)."""
+    count = envint("WORKER_PROCESSES", 2)
+    if count < 1:
+        raise CommandError(f"WORKER_PROCESSES={count}: the app needs at least 1 worker process.")
+    return count
 
 
-def _default_sigint() -> None:
-    """Children take Ctrl-C even when runapp itself was started in the background (where the shell
-    makes SIGINT ignored, which children would inherit and runserver would never stop)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def child_specs(bind: str) -> list[ChildSpec]:
+    """The supervised children: WORKER_PROCESSES workers on every queue, then the web server (gunicorn or runserver).
+
+    Workers stop gracefully on SIGTERM (jobs in flight finish), gunicorn too (requests in flight finish),
+    runserver on SIGINT; all run their exit hooks, which detach them from the embedded database.
+    """
+    manage = [sys.executable, "manage.py"]
+    specs = [
+        ChildSpec(name=f"worker {n}", command=[*manage, "procrastinate", "worker", "--name", f"runapp-worker-{n}"])
+        for n in range(1, worker_processes() + 1)
+    ]
+    if envbool("DEV_SERVER", False):
+        specs.append(ChildSpec(name="the development server (autoreload)", command=[*manage, "runserver", bind], stop_signal=signal.SIGINT))
+    else:
+        command = gunicorn_command(bind)
+        specs.append(ChildSpec(name=f"gunicorn ({command[command.index('--workers') + 1]} workers)", command=command, env=gunicorn_env()))
+    return specs
