@@ -173,7 +173,9 @@ def _file_lines(statistics: CardStatistics, options: dict) -> list[str]:
         "document pair has a row for every sentence pair (notAligned where nobody linked), other pairs their labelled rows.",
         "jsonl": "- `jsonl/<split>.jsonl`: one labelled sentence pair a line with full provenance: every annotator's label "
         "and event, the adjudication, the verification, the aligner's scores and model version.",
-        "csv": "- `csv/<split>.csv`: one labelled sentence pair a row, without provenance.",
+        "csv": "- `csv/<split>.csv`: one labelled sentence pair a row, without provenance. For spreadsheets, a text cell "
+        "that starts with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'` (OWASP's advice against "
+        "formula injection), so a spreadsheet shows it as text; the JSONL and Parquet files keep every text exactly.",
         "parquet": "- `parquet/<split>.parquet`: the same rows as the CSV.",
         "simplification": f"- `simplification/<split>.jsonl`: complex → simple pairs from the groups "
         f"({statistics.simplification_kept} of {statistics.simplification_total} kept; drop identical: "

@@ -122,7 +122,22 @@ class WikiManualWriter(_SplitWriter):
         return len(lines)
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...), +cmd|...). OWASP's advice
+# for CSV: prefix such a cell with a single quote, which spreadsheets show as text and do not evaluate.
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """``value`` safe to open in a spreadsheet: a string starting with a formula trigger gets a leading ``'``."""
+    if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS):
+        return "'" + value
+    return value
+
+
 class CsvWriter(_SplitWriter):
+    """The flat rows as CSV for spreadsheets: text cells that a spreadsheet would run as a formula are neutralised
+    (:func:`csv_cell`); JSONL and Parquet keep every text exactly."""
+
     folder, suffix = "csv", ".csv"
 
     def start(self, split: str) -> None:
@@ -132,7 +147,7 @@ class CsvWriter(_SplitWriter):
 
     def write_pair(self, exported: PairExport, split: str) -> int:
         rows = self.flat(exported, split)
-        self.writers[split].writerows([row[name] for name in _FLAT_NAMES] for row in rows)
+        self.writers[split].writerows([csv_cell(row[name]) for name in _FLAT_NAMES] for row in rows)
         return len(rows)
 
 

@@ -95,7 +95,7 @@ FILTERED = {
 }  # fmt: skip
 GOLDEN: dict[str, list[tuple[str, int, str]]] = {  # export_write's listing before the rewrite: (file, bytes, sha256)
     "all_formats": [
-        ("README.md", 4847, "ea9928f78b70ae7e5a9d3372cc79868ebc8c14802deb99e7b55e629a8866797e"),
+        ("README.md", 5092, "4963c8f8615aab79b266adaf513442a243b483dc5ea4542a6a51626a6a2b99ab"),
         ("csv/dev.csv", 318, "4044a2444d1e585c4bce227c04058a64474ab32968dbb604a631280ab3a3251e"),
         ("csv/test.csv", 581, "907341da7398e9bd38a6874dd8224e0377092e57d952e2f054f608b5e301f6c4"),
         ("csv/train.csv", 1597, "6514a2f7bc7e4e2d2ce0d2a477a8f457fe387f88cd81920cb2d836fbcdfe57b2"),
@@ -111,10 +111,10 @@ GOLDEN: dict[str, list[tuple[str, int, str]]] = {  # export_write's listing befo
         ("wiki-manual/dev.tsv", 107, "e9c33eb4689f9d98eb1cb44f89eb8385e878786f8ad79c418a44bf8cc94ef1fb"),
         ("wiki-manual/test.tsv", 885, "18a2722658e8e636c3c1fc384fa24522079a69612ad4966029eb4827e705a36f"),
         ("wiki-manual/train.tsv", 3059, "9246d5b3d1cd777390a73d2fb20b6aa30d134dc0a6241f3367a581a8b65aaf52"),
-        ("export.zip", 13989, "8931019fe84f55def807a3562a9f5f7a2a3058125cd7882b58958c8e540bcac2"),
+        ("export.zip", 14139, "7e6ec164896802cac517f6f50f1eebfee2b664a1e65fbbc9baa848027d195193"),
     ],
     "filtered": [
-        ("README.md", 4943, "4931c917e01874bba23b3fc7f89386f9cc7c97e5c8aa24ad68c129926741fbc9"),
+        ("README.md", 5188, "01968e27df5e1fd08734a566b513084fb5a06b2c196746264b1ee44261c7bb7e"),
         ("csv/dev.csv", 578, "2a5097f85d90742c7162525738f3e46fc9b6b261bd49034a49aa11ffd82a2111"),
         ("csv/test.csv", 954, "340c6369916547e30b7580ee4683fbe54fcd49033879f25aaaf6a405a880cfef"),
         ("csv/train.csv", 1999, "a7efc497f810a504a0d52077fd9995cece6ca7cb568cead672bbfd095c5fdc4f"),
@@ -130,7 +130,7 @@ GOLDEN: dict[str, list[tuple[str, int, str]]] = {  # export_write's listing befo
         ("wiki-manual/dev.tsv", 885, "18a2722658e8e636c3c1fc384fa24522079a69612ad4966029eb4827e705a36f"),
         ("wiki-manual/test.tsv", 574, "ba63eecedb4e73d14a0b2fc55082c55bb9615f20d3d66116f59268e3f43cfcef"),
         ("wiki-manual/train.tsv", 3330, "7dc48e0fb7fde048576443b5e34e86a9d705cadc5251228dcc5c55ceccf9604d"),
-        ("export.zip", 16445, "46803c20fec8c7a85dc0fb22304bd245a8687361564d15a37d027dc88a5ed993"),
+        ("export.zip", 16592, "a25abf2490bc1ceb01bb69af4bc6e8e3e99289b5a6520ecce12eda1da46cad67"),
     ],
 }
 
