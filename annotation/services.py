@@ -26,7 +26,7 @@ from annotation import labels
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, ItemEvent, LabelEvent, ProjectMembership
 from annotation.selectors import project_name_refusal
 
-SECONDS_SPENT_MAX = 24 * 60 * 60  # longer is an idle tab, not time on the item; the database refuses more (SECONDS_SPENT_SANE)
+SECONDS_SPENT_MAX = 24 * 60 * 60  # more is not a time on one item but a broken client: refused (the database too, SECONDS_SPENT_SANE)
 
 
 class LabelConflict(Conflict):
@@ -38,10 +38,14 @@ class LabelConflict(Conflict):
 
 
 def seconds_spent_clean(seconds: float | None) -> float | None:
-    """The client's time on an item, checked: a finite number of seconds, at least 0; above 24 h it counts as 24 h.
+    """The client's time on an item, checked: a finite number of seconds from 0 to 24 h, or a ValueError naming the field.
 
     NaN or infinity would be stored (PostgreSQL takes them) and then break every JSON answer
-    that lists the row, so they are refused here, for every caller, with the field's name.
+    that lists the row; more than 24 h on one item is a broken client, not a time (the screen
+    never sends more), and used to be stored as 24 h, which then dominated the time figures.
+    All are refused here, for every caller. Long but plausible times (a tab left open over a
+    break) are stored as sent; the time figures count them apart (ANNOTATION_IDLE_SECONDS,
+    :func:`annotation.projects.members.label_times`).
     """
     if seconds is None:
         return None
@@ -49,7 +53,9 @@ def seconds_spent_clean(seconds: float | None) -> float | None:
         raise ValueError(f"seconds_spent: {seconds!r} is not a number of seconds")
     if not math.isfinite(seconds) or seconds < 0:
         raise ValueError(f"seconds_spent: {seconds!r} must be a finite number of seconds, at least 0")
-    return float(min(seconds, SECONDS_SPENT_MAX))
+    if seconds > SECONDS_SPENT_MAX:
+        raise ValueError(f"seconds_spent: {seconds!r} is more than {SECONDS_SPENT_MAX} seconds (24 hours) on one item")
+    return float(seconds)
 
 
 def seconds_spent_parse(raw: object) -> float | None:

@@ -107,6 +107,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "shortfall": shortfall,
         "corpus_visible": selectors.corpus_visible(request.user, project),
         "label_times": members.label_times(project, annotator=request.user if role == ProjectMembership.Role.ANNOTATOR else None),
+        "idle_minutes": round(settings.ANNOTATION_IDLE_SECONDS / 60),
         "verified_pairs": verified_pair_ids(project),
         "reviewer_changes": reviewer_changes(project, request.user) if role == ProjectMembership.Role.ANNOTATOR else [],
         "accuracy": queue_mode.annotator_accuracy(project) if role != ProjectMembership.Role.ANNOTATOR else [],

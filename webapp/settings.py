@@ -308,6 +308,10 @@ MINING_FAISS_MAX_SEQUENCES = envint("MINING_FAISS_MAX_SEQUENCES", 2_000_000)
 # Model versions trained from a project's labels are written here (one folder per version).
 MODEL_DIR = envpath("MODEL_DIR", STATE_DIR / "models")
 
+# Time per label (annotation/projects/members.py): a label that took longer than this counts as idle (a tab left open),
+# not as work: it is left out of the median, mean and hours and counted apart.
+ANNOTATION_IDLE_SECONDS = envint("ANNOTATION_IDLE_SECONDS", 600)
+
 # Exports (annotation/export/): files are written under EXPORT_DIR, one folder per export job.
 EXPORT_DIR = envpath("EXPORT_DIR", STATE_DIR / "exports")
 # Webhooks (webapp/webhooks/): delivery timeout and attempts (retried with exponential backoff).

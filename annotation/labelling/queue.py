@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Avg, Exists, F, Func, OuterRef, Q, QuerySet, Subquery
@@ -320,7 +321,7 @@ def annotator_accuracy(project: AnnotationProject) -> list[Accuracy]:
             counts[0] += 1
             counts[1] += int(answer.label == answer.gold_item.label)
     seconds = dict(  # mean seconds per label, in the database rather than over every event in Python
-        LabelEvent.objects.filter(project=project, seconds_spent__isnull=False)
+        LabelEvent.objects.filter(project=project, seconds_spent__isnull=False, seconds_spent__lte=settings.ANNOTATION_IDLE_SECONDS)
         .order_by()
         .values("annotator_id")
         .annotate(mean=Avg("seconds_spent"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.tokens import default_token_generator
@@ -60,29 +61,36 @@ def overlap_shortfall(project: AnnotationProject) -> dict:
 
 @dataclass(frozen=True)
 class LabelTime:
-    """Seconds annotators spent per label (the time on the item before each label, from the client)."""
+    """Seconds annotators spent per label (the time on the item before each label, from the client).
+
+    ``idle``: labels whose time was over ANNOTATION_IDLE_SECONDS (a tab left open over a break); they are
+    counted in ``labels`` but left out of the median, the mean and the hours, which they would dominate.
+    """
 
     annotator: str | None  # None: the whole project
     labels: int
-    median_seconds: float
-    mean_seconds: float
+    median_seconds: float | None  # None: every timed label was idle
+    mean_seconds: float | None
     total_hours: float
+    idle: int
 
 
 def label_times(project: AnnotationProject, *, annotator: AbstractBaseUser | None = None) -> list[LabelTime]:
-    """Per annotator (by name), then the project as a whole: labels with a time, median and mean seconds, hours.
+    """Per annotator (by name), then the project as a whole: labels with a time, median and mean seconds, hours, idle labels.
 
     Labels set by hand or by accepting a suggestion count; undo, adjudication and imported gold do
-    not. The median is the figure to read: one label left open over lunch moves the mean a lot.
+    not. Times over ANNOTATION_IDLE_SECONDS are counted as idle, not as work (see :class:`LabelTime`).
     """
     where = ["e.project_id = %s", "e.seconds_spent IS NOT NULL", "e.source IN ('human', 'suggestion')"]
-    params: list = [project.pk]
+    params: list = [float(settings.ANNOTATION_IDLE_SECONDS)] * 4 + [project.pk]
     if annotator is not None:
         where.append("e.annotator_id = %s")
         params.append(annotator.pk)
+    worked = "FILTER (WHERE e.seconds_spent <= %s)"
     sql = f"""
-        SELECT u.username, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY e.seconds_spent),
-               avg(e.seconds_spent), sum(e.seconds_spent) / 3600.0
+        SELECT u.username, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY e.seconds_spent) {worked},
+               avg(e.seconds_spent) {worked}, coalesce(sum(e.seconds_spent) {worked}, 0) / 3600.0,
+               count(*) FILTER (WHERE e.seconds_spent > %s)
         FROM annotation_labelevent e JOIN {get_user_model()._meta.db_table} u ON u.id = e.annotator_id
         WHERE {" AND ".join(where)}
         GROUP BY ROLLUP (u.username)
@@ -90,5 +98,5 @@ def label_times(project: AnnotationProject, *, annotator: AbstractBaseUser | Non
     """  # table names and WHERE clauses are fixed strings; values go as parameters
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        rows = [LabelTime(name, count, median, mean, hours) for name, count, median, mean, hours in cursor.fetchall()]
+        rows = [LabelTime(*row) for row in cursor.fetchall()]
     return rows if annotator is None else [row for row in rows if row.annotator is not None]

@@ -21,7 +21,7 @@ from annotation.models import GoldAnswer, GoldItem, LabelEvent
 from tests.annotation.conftest import tram_project
 
 repair = importlib.import_module("annotation.migrations.0007_label_integrity")
-BAD_SECONDS = ["nan", "NaN", "inf", "-Infinity", "-1", "abc"]
+BAD_SECONDS = ["nan", "NaN", "inf", "-Infinity", "-1", "abc", "1e18", "86400.5"]
 
 
 @pytest.fixture
@@ -77,8 +77,12 @@ def test_every_writer_of_times_refuses_non_finite_and_negative_values(labelling,
     assert not LabelEvent.objects.exists() and not GoldAnswer.objects.exists()
 
 
-def test_a_time_above_a_day_is_stored_as_a_day(labelling):
-    assert _record(labelling, 0, seconds=1e9).seconds_spent == services.SECONDS_SPENT_MAX == 86400
+def test_a_time_above_a_day_is_refused_and_a_day_is_stored(labelling):
+    """Before: 1e18 was stored as 86,400 s and then dominated the project's time figures."""
+    with pytest.raises(ValueError, match=r"seconds_spent: 1e\+18 is more than 86400 seconds \(24 hours\) on one item"):
+        _record(labelling, 0, seconds=1e18)
+    assert not LabelEvent.objects.exists()
+    assert _record(labelling, 0, seconds=86400.0).seconds_spent == services.SECONDS_SPENT_MAX == 86400
 
 
 def test_the_queue_page_refuses_nan_and_names_the_field(client, labelling):

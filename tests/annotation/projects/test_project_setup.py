@@ -127,16 +127,19 @@ def test_the_run_list_holds_the_chosen_corpus_runs_only(client, owner, tram_corp
     assert client.get(url, {"corpus": "9" * 40}).status_code == 200
 
 
-def test_time_per_label_per_annotator_and_for_the_project(client, owner, tram_corpus, annotator):
+def test_time_per_label_per_annotator_and_for_the_project(client, owner, tram_corpus, annotator, settings):
+    settings.ANNOTATION_IDLE_SECONDS = 600
     ben = get_user_model().objects.create_user("ben", password="b-pass-123")
     project, pair, simple, complex_ = tram_project(tram_corpus, owner, [annotator, ben], "Timed")
-    for user, seconds in ((annotator, [2.0, 4.0, 30.0]), (ben, [6.0])):
+    for user, seconds in ((annotator, [2.0, 4.0, 30.0, 5000.0]), (ben, [6.0, 86400.0])):
         for i, spent in enumerate(seconds):
             label_now(project, user, pair, simple[i], complex_[0], seconds_spent=spent)
     services.label_undo(project=project, annotator=ben, pair=pair)  # an undo is not a label: it adds no time
     rows = {row.annotator: row for row in members.label_times(project)}
-    assert (rows["anna"].labels, rows["anna"].median_seconds, rows["anna"].mean_seconds) == (3, 4.0, 12.0)
-    assert (rows[None].labels, rows[None].median_seconds) == (4, 5.0)
+    # 5000 s and 86400 s are idle (a tab left open): counted, but not in the median, mean or hours
+    assert (rows["anna"].labels, rows["anna"].idle, rows["anna"].median_seconds, rows["anna"].mean_seconds) == (4, 1, 4.0, 12.0)
+    assert (rows["ben"].labels, rows["ben"].idle, rows["ben"].median_seconds) == (2, 1, 6.0)
+    assert (rows[None].labels, rows[None].idle, rows[None].median_seconds) == (6, 2, 5.0)
     assert rows[None].total_hours == pytest.approx(42 / 3600)
     times = lambda: re.search(r'id="label-times">(.*?)</section>', _detail(client, project), re.S).group(1)  # noqa: E731 - as runs
     client.force_login(owner)
