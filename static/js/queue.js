@@ -21,7 +21,8 @@
     const field = event.target.querySelector('input[name="seconds_spent"]');
     if (!field) return;
     const seconds = (performance.now() - shown) / 1000;
-    // Never send "NaN" or a negative time: the server refuses them, and the answer would be lost. Empty = not measured.
-    field.value = Number.isFinite(seconds) && seconds >= 0 ? seconds.toFixed(2) : "";
+    // Never send "NaN", a negative time or more than a day: the server refuses them, and the answer would be lost.
+    // Empty = not measured; a day left open is sent as a day (the time figures count it as idle).
+    field.value = Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds, 86400).toFixed(2) : "";
   });
 })();
