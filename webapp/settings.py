@@ -327,6 +327,9 @@ WEBHOOK_ALLOW_PRIVATE_NETWORKS = envbool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False
 # Import limits and defaults.
 IMPORT_MAX_FILE_BYTES = envint("IMPORT_MAX_FILE_BYTES", 5 * 1024 * 1024)
 IMPORT_MAX_REQUEST_BYTES = envint("IMPORT_MAX_REQUEST_BYTES", 64 * 1024 * 1024)  # one upload on the Import page, all files
+# Seconds of sentence splitting (pysbd) per document; past them the rest of the document is split by punctuation alone
+# (alignment/importing/segment.py) and the import report says so. A 5 MB file takes about 20 s on one core.
+IMPORT_SPLIT_BUDGET_SECONDS = envint("IMPORT_SPLIT_BUDGET_SECONDS", 60)
 
 LOGGING = {
     "version": 1,

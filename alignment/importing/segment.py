@@ -3,6 +3,13 @@
 ``raw_text`` is the paragraphs joined by a blank line; within a pre-split
 paragraph the sentences are joined by a newline. Every span indexes into
 ``raw_text``, so ``raw_text[s.char_start:s.char_end] == s.text`` always holds.
+
+Splitting one document has a time budget (``budget_seconds`` of :func:`layout_from_paragraphs`,
+IMPORT_SPLIT_BUDGET_SECONDS in an import). pysbd is thorough but slow on some text; past the
+budget, the rest of the document is split by :func:`fallback_sentence_starts` (a sentence ends at
+``.``, ``!``, ``?`` or ``…``, closing quotes or brackets after it included, where whitespace and
+then a capital letter, a digit or an opening quote follow), which is linear and fast, and the
+layout says from which paragraph on (:attr:`DocumentLayout.fallback_from_paragraph`).
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -47,6 +55,7 @@ class ParagraphLayout:
 class DocumentLayout:
     raw_text: str
     paragraphs: list[ParagraphLayout]
+    fallback_from_paragraph: int | None = None  # 0-based: split (from somewhere in it on) by the fallback splitter
 
     @property
     def sentence_count(self) -> int:
@@ -165,7 +174,7 @@ def _segmenter(language: str) -> _Segmenter:
     return _Segmenter(language=code, clean=False, char_span=True)
 
 
-def split_sentences(paragraph: str, *, language: str) -> list[tuple[int, int]]:
+def split_sentences(paragraph: str, *, language: str, deadline: float | None = None) -> list[tuple[int, int]]:
     """Sentence spans (start, end) within ``paragraph``, trimmed; together they hold every non-space character.
 
     pysbd proposes the sentence starts (:func:`_sentence_starts`); a sentence runs to the next start,
@@ -176,9 +185,15 @@ def split_sentences(paragraph: str, *, language: str) -> list[tuple[int, int]]:
     lowercase word after "?" or "!" (a question whose quotes were lost: "Why? she asked."). A list
     number on its own ("1.") joins the sentence after it. Any sentence over ``MAX_SENTENCE_CHARS``
     is cut at the last space within the bound (at the bound when there is none). A paragraph with
-    no word character has no sentence.
+    no word character has no sentence. Past ``deadline`` (``time.monotonic()``), the rest of the
+    paragraph is split by :func:`fallback_sentence_starts` instead of pysbd.
     """
-    starts = _sentence_starts(paragraph, language)
+    return _split(paragraph, language, deadline)[0]
+
+
+def _split(paragraph: str, language: str, deadline: float | None) -> tuple[list[tuple[int, int]], bool]:
+    """:func:`split_sentences`, and whether the fallback splitter did some of it."""
+    starts, fell_back = _sentence_starts(paragraph, language, deadline)
     pieces = _merge_fragments(paragraph, list(zip(starts, starts[1:] + [len(paragraph)])))
     spans = []
     for piece_start, piece_end in pieces:
@@ -187,11 +202,11 @@ def split_sentences(paragraph: str, *, language: str) -> list[tuple[int, int]]:
             start, end = start + (len(text) - len(text.lstrip())), start + len(text.rstrip())
             if end > start and _HAS_WORD.search(paragraph, start, end):
                 spans.append((start, end))
-    return spans
+    return spans, fell_back
 
 
-def _sentence_starts(paragraph: str, language: str) -> list[int]:
-    """Where pysbd starts sentences in ``paragraph`` (always 0 first), window by window.
+def _sentence_starts(paragraph: str, language: str, deadline: float | None = None) -> tuple[list[int], bool]:
+    """Where pysbd starts sentences in ``paragraph`` (always 0 first), window by window; and whether it ran out of time.
 
     A paragraph up to ``SEGMENT_WINDOW_CHARS`` long goes to pysbd in one call. A longer one is
     segmented window by window: the starts in a window are kept except its last, which the window
@@ -199,12 +214,16 @@ def _sentence_starts(paragraph: str, language: str) -> list[int]:
     own (it decides them from the text around each one), and the work is linear in the paragraph's
     length. A window in which pysbd finds no boundary is cut at the last space within
     ``MAX_SENTENCE_CHARS``; pysbd is not even asked when the window has no character it could end
-    a sentence at (no sentence punctuation, line break, ")" or dash before a quote).
+    a sentence at (no sentence punctuation, line break, ")" or dash before a quote). Once
+    ``deadline`` has passed, the rest goes to :func:`fallback_sentence_starts`.
     """
     segmenter = _segmenter(language)
     starts = [0]
     position = 0
     while position < len(paragraph):
+        if deadline is not None and _now() >= deadline:
+            starts.extend(position + start for start in fallback_sentence_starts(paragraph[position:]) if start > 0)
+            return starts, True
         window_end = min(len(paragraph), position + SEGMENT_WINDOW_CHARS)
         if window_end < len(paragraph) and not segmenter.candidate_boundary.search(paragraph, position, window_end):
             window = [0]
@@ -221,6 +240,31 @@ def _sentence_starts(paragraph: str, language: str) -> list[int]:
         else:  # no boundary in the whole window: force one
             position = _cut_before(paragraph, position, position + MAX_SENTENCE_CHARS)
             starts.append(position)
+    return starts, False
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+# A sentence end for the fallback splitter: end punctuation, closing quotes or brackets, whitespace.
+_FALLBACK_END = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+")
+_FALLBACK_OPENING = "\"'“„‘«(["
+
+
+def fallback_sentence_starts(text: str) -> list[int]:
+    """Sentence starts in ``text`` (0 first) by punctuation alone, in linear time: the splitter past the time budget.
+
+    A sentence ends at ``.``, ``!``, ``?`` or ``…`` (with any closing quotes or brackets after it)
+    where whitespace and then a capital letter, a digit or an opening quote follow. Abbreviations
+    before a capitalised word ("Dr. Smith") are split where pysbd would not; nothing is lost.
+    """
+    starts = [0]
+    for end in _FALLBACK_END.finditer(text):
+        following = text[end.end() : end.end() + 2]
+        first = following[1:2] if following[:1] in _FALLBACK_OPENING else following[:1]
+        if first and (first.isupper() or first.isdigit()):
+            starts.append(end.end())
     return starts
 
 
@@ -283,15 +327,22 @@ def _bounded(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return parts
 
 
-def layout_from_paragraphs(paragraphs: list[str], *, language: str) -> DocumentLayout:
-    """Lay out running-text paragraphs, splitting each into sentences with pysbd."""
+def layout_from_paragraphs(paragraphs: list[str], *, language: str, budget_seconds: float | None = None) -> DocumentLayout:
+    """Lay out running-text paragraphs, splitting each into sentences with pysbd, within ``budget_seconds`` if given.
+
+    Past the budget the rest is split by the fallback splitter (see the module docstring), and
+    ``fallback_from_paragraph`` says where that began.
+    """
     layout = DocumentLayout(raw_text="", paragraphs=[])
     parts: list[str] = []
     offset = 0
-    for paragraph in paragraphs:
+    deadline = None if budget_seconds is None else _now() + budget_seconds
+    for index, paragraph in enumerate(paragraphs):
         if parts:
             offset += len(PARAGRAPH_SEPARATOR)
-        spans = split_sentences(paragraph, language=language)
+        spans, fell_back = _split(paragraph, language, deadline)
+        if fell_back and layout.fallback_from_paragraph is None:
+            layout.fallback_from_paragraph = index
         para = ParagraphLayout(char_start=offset, char_end=offset + len(paragraph))
         para.sentences = [SentenceLayout(paragraph[s:e], offset + s, offset + e) for s, e in spans]
         layout.paragraphs.append(para)

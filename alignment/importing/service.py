@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 
 from alignment.importing.cleaning import ImportFormatError
@@ -136,7 +137,9 @@ def _layout(document: ParsedDocument, options: ImportOptions) -> DocumentLayout:
     if document.sentences is not None:
         layout = layout_from_sentences(document.sentences)
     else:
-        layout = layout_from_paragraphs(document.paragraphs or [], language=options.language)
+        layout = layout_from_paragraphs(
+            document.paragraphs or [], language=options.language, budget_seconds=settings.IMPORT_SPLIT_BUDGET_SECONDS
+        )
     if layout.sentence_count == 0:
         raise ImportFormatError(
             f"document {document.external_id!r} ({document.level}) has no sentences", file=document.file, line=document.line
@@ -155,6 +158,12 @@ def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayo
             "delete it first or give the new version another id",
             file=parsed.file,
             line=parsed.line,
+        )
+    if layout.fallback_from_paragraph is not None:
+        result.warnings.append(
+            f"{parsed.file}: splitting {parsed.external_id!r} ({parsed.level}) into sentences took over "
+            f"{settings.IMPORT_SPLIT_BUDGET_SECONDS:g} s, so from paragraph {layout.fallback_from_paragraph + 1} on it was split "
+            "by punctuation alone (the fallback splitter: abbreviations such as 'Dr. Smith' may be split); check those sentences"
         )
     text_hash = layout.text_hash()
     copy_of = Document.objects.filter(corpus=corpus, text_hash=text_hash).first()
@@ -178,6 +187,7 @@ def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayo
             "had_bom": parsed.cleaning.had_bom,
             "control_characters_removed": parsed.cleaning.control_characters_removed,
             "punctuation_repaired": parsed.cleaning.punctuation_repaired,
+            "split_fallback_from_paragraph": layout.fallback_from_paragraph,
         },
     )
     paragraphs = Paragraph.objects.bulk_create(

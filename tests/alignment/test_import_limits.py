@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from io import StringIO
 
 import pysbd
 import pytest
+import regex
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from alignment.importing import patterns
 from alignment.importing.cleaning import ImportFormatError
 from alignment.importing.models import ImportJob
-from alignment.importing.patterns import PATTERN_MAX_LENGTH
+from alignment.importing.patterns import PATTERN_MAX_LENGTH, PatternTooSlow
 from alignment.importing.readers import ImportOptions, read_file
 from alignment.importing.segment import MAX_SENTENCE_CHARS, SEGMENT_WINDOW_CHARS, split_sentences
 from alignment.importing.service import corpus_import_files
@@ -92,6 +95,41 @@ def test_the_command_refuses_a_slow_pattern_before_importing(tmp_path, owner):
     with pytest.raises(CommandError, match="filename pattern .* took too long on 'aaaa.*simplify it"):
         call_command("import_corpus", str(tmp_path), corpus="Cmd", owner="owner", filename_pattern=SLOW_PATTERN, stdout=StringIO())
     assert not Corpus.objects.filter(name="Cmd").exists()
+
+
+def test_the_names_of_one_upload_share_one_time_budget(monkeypatch):
+    """Before: the bound was 0.1 s per name, so 100 names just under it held a web process for 9 s."""
+    clock = iter(range(10_000))
+    monkeypatch.setattr(patterns, "_now", lambda: next(clock) * 0.05)  # every name costs 0.05 s of the budget
+    with pytest.raises(PatternTooSlow, match=r"took more than 1 s on the first \d+ file names .*simplify it") as info:
+        patterns.check_pattern_on_names(r"^(?P<id>.+)-(?P<level>\w+)$", [f"Tram{k}-adv" for k in range(100)], label="filename pattern")
+    assert int(re.search(r"first (\d+) file names", str(info.value)).group(1)) < 25
+
+
+def _name_taking_about_50_ms(pattern: str) -> str:
+    """A name the exponential pattern fails on in 30 to 60 ms on this machine (time doubles with each letter)."""
+    compiled = regex.compile(pattern)
+    for length in range(8, 40):
+        started = time.perf_counter()
+        compiled.match("a" * length, timeout=1)
+        if time.perf_counter() - started > 0.03:
+            return "a" * length
+    raise AssertionError("the pattern did not slow down")
+
+
+def test_the_import_page_spends_at_most_the_budget_on_a_pattern_slow_on_many_names(client, owner):
+    """100 names (the most one upload may have) at 30-60 ms each, under the 0.1 s per name: 3-6 s of matching before,
+    refused after the 1 s budget now."""
+    client.force_login(owner)
+    name = _name_taking_about_50_ms(SLOW_PATTERN)
+    files = [SimpleUploadedFile(f"{name}_{k}.txt", SAMPLE_ADV.encode()) for k in range(100)]  # slow: no b after the a's
+    started = time.monotonic()
+    response = client.post(reverse("alignment:corpus_import"), _import_form(SLOW_PATTERN, files))
+    elapsed = time.monotonic() - started
+    [error] = response.context["form"].errors["filename_pattern"]
+    assert "took more than 1 s on the first" in error and "for all names of one upload" in error
+    assert elapsed < 2.5, f"the request spent {elapsed:.1f} s; the names' budget is 1 s"
+    assert not ImportJob.objects.exists() and not Corpus.objects.filter(name="Uploaded").exists()
 
 
 # --- upload size, checked while the upload streams in ----------------------------------------------
