@@ -97,6 +97,8 @@ class Assignment(models.Model):
 # Time on an item is a client's measurement: empty, or 0 to 24 h. In PostgreSQL NaN sorts above every
 # number and infinity is above 24 h, so this also keeps out the NaN that broke every label listing.
 SECONDS_SPENT_SANE = models.Q(seconds_spent__isnull=True) | models.Q(seconds_spent__gte=0, seconds_spent__lte=24 * 60 * 60)
+CLIENT_ACTION_ID_MAX = 64
+CLIENT_ACTION_HELP = "The annotation screen's id for the action that stored this event: its resend is answered, not stored again."
 
 
 class LabelEvent(models.Model):
@@ -113,6 +115,10 @@ class LabelEvent(models.Model):
     The one-to-one ``previous`` guards the second; the partial unique constraints below guard
     the first, which a plain unique constraint would not (NULLs are distinct), so two
     simultaneous first labels can never both be stored.
+
+    ``client_action_id`` is the annotation screen's id for the action that stored the event (see
+    :mod:`annotation.client_actions`): the screen sends an action again when it never heard the
+    answer, and one event per annotator and id means the resend is answered, not stored twice.
     """
 
     CHAIN_CONSTRAINTS = ("label_event_one_first_per_annotator_item", "label_event_one_first_adjudication_per_item")
@@ -141,6 +147,7 @@ class LabelEvent(models.Model):
     previous = models.OneToOneField("self", null=True, blank=True, on_delete=models.PROTECT, related_name="next_event")
     undoes = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="undone_by")
     seconds_spent = models.FloatField(null=True, blank=True, help_text="Time on the item before this action, from the client.")
+    client_action_id = models.CharField(max_length=CLIENT_ACTION_ID_MAX, blank=True, default="", help_text=CLIENT_ACTION_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -150,6 +157,9 @@ class LabelEvent(models.Model):
             models.Index(fields=["project", "pair", "simple_sentence", "complex_sentence"]),
         ]
         constraints = [
+            models.UniqueConstraint(
+                fields=["annotator", "client_action_id"], condition=~models.Q(client_action_id=""), name="label_event_one_per_client_action"
+            ),
             models.UniqueConstraint(
                 fields=["project", "annotator", "simple_sentence", "complex_sentence"],
                 condition=models.Q(previous__isnull=True) & ~models.Q(source="adjudication"),
@@ -211,11 +221,17 @@ class ItemEvent(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices)
     text = models.CharField(max_length=ITEM_COMMENT_MAX_CHARS, blank=True, help_text="The comment of a comment event.")
     undoes = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="undone_by")
+    client_action_id = models.CharField(max_length=CLIENT_ACTION_ID_MAX, blank=True, default="", help_text=CLIENT_ACTION_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["pk"]
         indexes = [models.Index(fields=["project", "annotator", "pair"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["annotator", "client_action_id"], condition=~models.Q(client_action_id=""), name="item_event_one_per_client_action"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.annotator}: {self.kind} on pair {self.pair_id}"

@@ -23,6 +23,7 @@ from django.utils import timezone
 from alignment.errors import Conflict, ServiceError
 from alignment.models import AlignmentRun, Corpus, DocumentPair
 from annotation import labels
+from annotation.client_actions import client_action_id_check, client_action_reused, client_action_unique, stored_action
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, ItemEvent, LabelEvent, ProjectMembership
 from annotation.selectors import project_name_refusal
 
@@ -157,21 +158,32 @@ def label_record(
     expected_previous: int | None,
     source: str = LabelEvent.Source.HUMAN,
     seconds_spent: float | None = None,
+    client_action_id: str = "",
 ) -> LabelEvent:
     """Append the annotator's new label for a sentence pair of ``pair``.
 
     ``expected_previous`` is the id of the event the screen showed for this sentence pair
     (None when it showed no label). Raises ValueError for a bad label or sentences
     outside the pair, PermissionError when the pair is not assigned to the annotator,
-    and LabelConflict when the label changed meanwhile.
+    and LabelConflict when the label changed meanwhile. A resend of an action already stored
+    (the same ``client_action_id``, see :mod:`annotation.client_actions`) stores nothing and
+    returns the sentence pair's latest event, whatever ``expected_previous`` says.
     """
     labels.label_check(label, unlabelled=True)
     if source not in LabelEvent.Source.values or source in (LabelEvent.Source.UNDO, LabelEvent.Source.ADJUDICATION):
         raise ValueError(f"unknown or reserved source {source!r}")
     seconds_spent = seconds_spent_clean(seconds_spent)
+    client_action_id = client_action_id_check(client_action_id)
     try:
-        with transaction.atomic():
+        with transaction.atomic(), client_action_unique(client_action_id):
             latest = labels.write_guard(project, annotator, pair, simple_sentence_id, complex_sentence_id)
+            stored = stored_action(LabelEvent.objects, project=project, annotator=annotator, pair=pair, client_action_id=client_action_id)
+            if stored is not None:
+                if (stored.source, stored.simple_sentence_id, stored.complex_sentence_id, stored.new_label) != (
+                    source, simple_sentence_id, complex_sentence_id, label,
+                ):  # fmt: skip
+                    raise client_action_reused(client_action_id)
+                return labels.latest_event(project, annotator, simple_sentence_id, complex_sentence_id)
             if (latest.pk if latest else None) != expected_previous:
                 raise _stale(latest)
             old = latest.new_label if latest else LabelEvent.Label.NONE
@@ -186,6 +198,7 @@ def label_record(
                 source=source,
                 previous_id=latest.pk if latest else None,
                 seconds_spent=seconds_spent,
+                client_action_id=client_action_id,
             )
     except IntegrityError as error:  # the lock makes this rare; the constraints make it safe
         if not _is_chain_race(error):
@@ -254,13 +267,23 @@ def pair_verify(*, project: AnnotationProject, pair: DocumentPair, by: AbstractB
     return PairVerification.objects.create(project=project, pair=pair, verified=verified, by=by, note=note)
 
 
-def label_undo(*, project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> LabelEvent | None:
+def label_undo(
+    *, project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, client_action_id: str = ""
+) -> LabelEvent | None:
     """Undo the annotator's most recent not-yet-undone change in ``pair`` by appending its inverse.
 
-    Repeated undos walk further back. Returns None when there is nothing left to undo.
+    Repeated undos walk further back. Returns None when there is nothing left to undo. A resend
+    of an undo already stored (the same ``client_action_id``) undoes nothing more: it returns the
+    latest event of the sentence pair that undo changed.
     """
-    with transaction.atomic():
+    client_action_id = client_action_id_check(client_action_id)
+    with transaction.atomic(), client_action_unique(client_action_id):
         labels.assignment_lock(project, annotator, pair)
+        stored = stored_action(LabelEvent.objects, project=project, annotator=annotator, pair=pair, client_action_id=client_action_id)
+        if stored is not None:
+            if stored.source != LabelEvent.Source.UNDO:
+                raise client_action_reused(client_action_id)
+            return labels.latest_event(project, annotator, stored.simple_sentence_id, stored.complex_sentence_id)
         candidates = labels.own_events(project, annotator=annotator, pair=pair, undoes__isnull=True)
         undone_ids = set(
             LabelEvent.objects.filter(project=project, annotator=annotator, pair=pair, undoes__isnull=False).values_list(
@@ -282,6 +305,7 @@ def label_undo(*, project: AnnotationProject, annotator: AbstractBaseUser, pair:
             source=LabelEvent.Source.UNDO,
             previous=latest,
             undoes=target,
+            client_action_id=client_action_id,
         )
 
 
@@ -307,6 +331,7 @@ def item_event_record(
     simple_sentence_id: int | None = None,
     complex_sentence_id: int | None = None,
     test_item: bool = False,
+    client_action_id: str = "",
 ) -> ItemEvent:
     """Append a skip, flag, unflag or comment by the annotator on ``pair`` (or one sentence pair of it).
 
@@ -314,8 +339,10 @@ def item_event_record(
     sentences outside the pair, and PermissionError when the pair is not assigned to the annotator.
     A ``test_item`` (a gold item served in queue mode, whose pair may be nobody's assignment) needs
     no assignment: the sentence pair must be one of the project's gold items, and the caller
-    checks the role, as for answering it.
+    checks the role, as for answering it. A resend of an event already stored (the same
+    ``client_action_id``) returns that event and stores nothing.
     """
+    client_action_id = client_action_id_check(client_action_id)
     if kind not in ITEM_EVENT_KINDS:
         raise ValueError(f"kind: unknown item event {kind!r}; kinds: {', '.join(ITEM_EVENT_KINDS)}")
     text = text.strip() if kind == ItemEvent.Kind.COMMENT else ""
@@ -327,11 +354,18 @@ def item_event_record(
         raise ValueError("simple_sentence_id, complex_sentence_id: give both sentences of the item or neither")
     if simple_sentence_id is not None:
         labels.sentences_check(pair, simple_sentence_id, complex_sentence_id)
-    with transaction.atomic():
+    with transaction.atomic(), client_action_unique(client_action_id):
         if not test_item:
             labels.assignment_lock(project, annotator, pair)
         elif not project.gold_items.filter(simple_sentence_id=simple_sentence_id, complex_sentence_id=complex_sentence_id).exists():
             raise ValueError(f"sentences {simple_sentence_id}~{complex_sentence_id} are not a test item of project {project.name!r}")
+        stored = stored_action(ItemEvent.objects, project=project, annotator=annotator, pair=pair, client_action_id=client_action_id)
+        if stored is not None:
+            if (stored.kind, stored.text, stored.simple_sentence_id, stored.complex_sentence_id) != (
+                kind, text, simple_sentence_id, complex_sentence_id,
+            ):  # fmt: skip
+                raise client_action_reused(client_action_id)
+            return stored
         return ItemEvent.objects.create(
             project=project,
             pair=pair,
@@ -340,6 +374,7 @@ def item_event_record(
             text=text,
             simple_sentence_id=simple_sentence_id,
             complex_sentence_id=complex_sentence_id,
+            client_action_id=client_action_id,
         )
 
 

@@ -66,8 +66,17 @@ def page_not_found(request: HttpRequest, exception: Exception | None = None) -> 
     return _page(request, "404.html", 404, {"path": request.path})
 
 
+_CSRF_EXPIRED = "The page's security token is out of date (you logged in or out since it loaded): nothing was saved."
+
+
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
-    """CSRF_FAILURE_VIEW: usually an expired session or a form left open across a log-in."""
+    """CSRF_FAILURE_VIEW: usually an expired session or a form left open across a log-in.
+
+    A page's script that asks for JSON gets JSON with ``"reason": "csrf"``, so it can tell this
+    refusal from a 403 about rights: it fetches a fresh token (``accounts:session``) and sends again.
+    """
+    if not _is_api(request) and "application/json" in request.headers.get("Accept", ""):
+        return JsonResponse({"error": _CSRF_EXPIRED, "reason": "csrf"}, status=403)
     return _page(request, "403_csrf.html", 403)
 
 

@@ -300,13 +300,31 @@ def screen_build(*, project: AnnotationProject, assignment: Assignment) -> Annot
     payload = {
         "simple": list(Sentence.objects.filter(document_id=pair.simple_document_id).order_by("index").values_list("pk", flat=True)),
         "candidates": {str(simple_id): entries for simple_id, entries in candidates_by_simple(run, pair, labels).items()},
-        "labels": labels_payload(labels),
-        "progress": progress.as_dict(),
-        "notes": item_notes(project, assignment.annotator, pair).as_dict(),
+        **_state_payload(project, assignment.annotator, pair, labels, progress),
     }
     return AnnotateScreen(
         project=project, assignment=assignment, pair=pair, rows=rows, progress=progress, suggestion_note=note, payload=payload
     )
+
+
+def pair_state(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> dict[str, Any]:
+    """The part of the screen's payload that the annotator's writes change: ``labels``, ``progress`` and ``notes``.
+
+    The screen reads it again before it trusts what it shows (a page restored by Back, actions
+    left unsent by an earlier page), so its next write names the event the server holds now.
+    """
+    labels = current_labels(project, annotator, pair.pk)
+    return _state_payload(project, annotator, pair, labels, _progress(pair, labels))
+
+
+def _state_payload(
+    project: AnnotationProject,
+    annotator: AbstractBaseUser,
+    pair: DocumentPair,
+    labels: dict[tuple[int, int], LabelEvent],
+    progress: Progress,
+) -> dict[str, Any]:
+    return {"labels": labels_payload(labels), "progress": progress.as_dict(), "notes": item_notes(project, annotator, pair).as_dict()}
 
 
 def sentence_pair_diff(pair: DocumentPair, simple_id: int, complex_id: int) -> SentencePairDiff:

@@ -3,7 +3,10 @@
 Writes answer JSON for the screen's script (``static/js/annotate.js``), which saves
 each action at once, retries network failures and shows conflicts; a refused write
 says why in ``error`` with the HTTP status that fits (400 bad input, 403 not
-assigned, 409 changed in another tab, with the current label).
+assigned, 409 changed in another tab, with the current label). Each write may carry the
+screen's ``client_action_id``: a resend of an action already stored is answered as it was
+stored, not stored again (:mod:`annotation.client_actions`). The screen and its state
+(``annotate_state``) are never cached: a page brought back by Back reads what the server holds.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from alignment.errors import error_answer, error_json
@@ -27,6 +31,7 @@ def _assignment_for(request: HttpRequest, project_id: int, pair_id: int) -> tupl
 
 
 @require_GET
+@never_cache
 def annotate_pair(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
     """The screen; with ``?simple=&complex=`` from htmx, only the word diff of that sentence pair."""
     project, assignment = _assignment_for(request, project_id, pair_id)
@@ -41,6 +46,14 @@ def annotate_pair(request: HttpRequest, project_id: int, pair_id: int) -> HttpRe
     view = screen.screen_build(project=project, assignment=assignment)
     context = {"screen": view, "project": project, "pair": assignment.pair, "comment_max_chars": ITEM_COMMENT_MAX_CHARS}
     return render(request, "annotation/annotate_pair.html", context)
+
+
+@require_GET
+@never_cache
+def annotate_state(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
+    """The annotator's current labels, progress and notes on the pair, as JSON: what the screen reloads before it trusts itself."""
+    project, assignment = _assignment_for(request, project_id, pair_id)
+    return JsonResponse(screen.pair_state(project, request.user, assignment.pair))
 
 
 @require_POST
@@ -60,6 +73,7 @@ def label_save(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
             label=request.POST.get("label", ""),
             expected_previous=expected,
             seconds_spent=seconds,
+            client_action_id=request.POST.get("client_action_id", ""),
         )
     except services.LabelConflict as conflict:
         current = conflict.current
@@ -73,8 +87,10 @@ def label_save(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
 def label_undo(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
     project, assignment = _assignment_for(request, project_id, pair_id)
     try:
-        event = services.label_undo(project=project, annotator=request.user, pair=assignment.pair)
-    except PermissionError as error:
+        event = services.label_undo(
+            project=project, annotator=request.user, pair=assignment.pair, client_action_id=request.POST.get("client_action_id", "")
+        )
+    except (ValueError, PermissionError) as error:
         return error_json(error)
     if event is None:
         progress = screen.pair_progress(project, request.user, assignment.pair)
@@ -93,6 +109,7 @@ def item_event_save(request: HttpRequest, project_id: int, pair_id: int) -> Http
             pair=assignment.pair,
             kind=request.POST.get("kind", ""),
             text=request.POST.get("text", ""),
+            client_action_id=request.POST.get("client_action_id", ""),
         )
     except (ValueError, PermissionError) as error:
         return error_json(error)

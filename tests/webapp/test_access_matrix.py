@@ -44,6 +44,7 @@ EXEMPT = {
     "api:api-root": "DRF's browsable index of the API's routes",
     "api:token": "the token login: answers with credentials, tested in test_api_*",
     "accounts:invite_accept": "an invite link: its token is the credential (tests/annotation/projects/test_project_setup.py)",
+    "accounts:session": "the session probe: open to everyone, says only whether and as whom one is signed in (tests/webapp/test_session_probe.py)",
 }
 EXEMPT_NAMESPACES = {"admin": "Django's admin, behind its own is_staff check (test_admin_is_for_staff_only)"}
 
@@ -122,6 +123,7 @@ RULES: dict[str, tuple[str, str]] = {
     "annotation:pair_verify": ("project_manager", "project_manager"),
     "annotation:paragraphs_step": ("own_assignment", "own_assignment"),
     "annotation:annotate_pair": ("own_assignment", "own_assignment"),
+    "annotation:annotate_state": ("own_assignment", "own_assignment"),
     "annotation:label_save": ("own_assignment", "own_assignment"),
     "annotation:label_undo": ("own_assignment", "own_assignment"),
     "annotation:item_event_save": ("own_assignment", "own_assignment"),

@@ -1,4 +1,4 @@
-"""Account pages: the API tokens page, the invite link's password page (login and logout are Django's views, in webapp/urls.py)."""
+"""Account pages: API tokens, the invite link's password page, the session probe (login and logout: Django's, in webapp/urls.py)."""
 
 from __future__ import annotations
 
@@ -15,4 +15,5 @@ urlpatterns = [
     path("tokens/<int:token_id>/revoke/", views.api_token_revoke, name="api_token_revoke"),
     path("tokens/revoke-all/", views.api_tokens_revoke_all, name="api_tokens_revoke_all"),
     path("invite/<uidb64>/<token>/", InviteAcceptView.as_view(), name="invite_accept"),
+    path("session/", views.session_probe, name="session"),
 ]

@@ -1,4 +1,4 @@
-"""The "API tokens" page under the account menu: my tokens (created, last used, expires), a new one, revoke.
+"""The "API tokens" page under the account menu (my tokens: created, last used, expires; a new one; revoke), and the session probe.
 
 A new key is shown once, in the answer to the POST that made it; only its hash is stored.
 """
@@ -8,10 +8,13 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
 
 from webapp.accounts import selectors, services
 
@@ -55,3 +58,26 @@ def api_tokens_revoke_all(request: HttpRequest) -> HttpResponse:
     count = services.api_tokens_revoke_all(user=request.user)
     messages.success(request, f"{count} token(s) revoked.")
     return redirect("accounts:api_tokens")
+
+
+@login_not_required
+@require_GET
+@never_cache
+def session_probe(request: HttpRequest) -> HttpResponse:
+    """Whether this browser is signed in, as whom, and the CSRF token its next POST must carry, as JSON.
+
+    A page that outlived its session asks it (the annotation screen, when a save is answered by the
+    login page or a CSRF refusal): after a log-in in another tab, the page takes the new token and
+    sends what was waiting. Open to everyone, since a signed-out page must be able to ask; it tells
+    nothing beyond the user's own id and name. Never cached; other sites cannot read it (same-origin).
+    """
+    user = request.user
+    signed_in = bool(user.is_authenticated)
+    return JsonResponse(
+        {
+            "authenticated": signed_in,
+            "user_id": user.pk if signed_in else None,
+            "username": user.get_username() if signed_in else "",
+            "csrf_token": get_token(request),
+        }
+    )
