@@ -1,9 +1,11 @@
 /* Annotation screen: select a simple sentence (its best suggestion is focused with it), walk or
  * jump to a complex candidate, label the pair with the keyboard or the buttons; skip, flag or
- * comment on the document pair. This file owns the state (from the JSON in #annotate-data), the
- * selection, the actions and the keys; annotate_view.js draws the state, annotate_saving.js sends
- * every action at once, in order, and retries or lists it until saved, jumplist.js and
- * item_notes.js are the g list and the notes. The word diff is an htmx fragment of the page. */
+ * comment on the document pair. This file owns the state (from the JSON in #annotate-data, read
+ * again from the server when it may be stale), the selection, the actions and the keys;
+ * annotate_view.js draws the state, annotate_saving.js sends every action at once, in order, and
+ * retries or lists it until saved, annotate_unsent.js keeps unsent actions across a reload,
+ * annotate_session.js gets a lost session back, jumplist.js and item_notes.js are the g list and
+ * the notes. The word diff is an htmx fragment of the page. */
 (function () {
   "use strict";
 
@@ -29,10 +31,22 @@
   const render = () => view.render(root, state);
   const renderNotes = () => window.itemNotes.render(state.notes);
 
+  const store = window.annotateUnsent.create(root.dataset.unsentKey);
+  const session = window.annotateSession.create({
+    probeUrl: root.dataset.sessionUrl,
+    loginUrl: root.dataset.loginUrl,
+    userId: root.dataset.userId,
+    username: root.dataset.username,
+    waiting: () => saving.waiting(),
+    resumed: (afterLogin) => saving.resume(afterLogin),
+  });
   const saving = window.annotateSaving.create({
-    urls: { undo: root.dataset.undoUrl, label: root.dataset.labelUrl, item: root.dataset.itemUrl },
+    urls: { undo: root.dataset.undoUrl, label: root.dataset.labelUrl, item: root.dataset.itemUrl, refresh: root.dataset.stateUrl },
+    store,
+    session,
     currentLabel: (simple, complex) => state.labels[key(simple, complex)],
     saved: applySaved,
+    refreshed: applyRefreshed,
     conflict: applyConflict,
   });
   const setStatus = saving.setStatus;
@@ -110,10 +124,11 @@
     if (simpleId === null || state.complexId === null) return (diff.innerHTML = '<h2>Word differences</h2><p class="muted small">Pick a candidate to compare the two sentences word by word.</p>');
     const url = `${root.dataset.diffUrl}?simple=${simpleId}&complex=${state.complexId}`;
     try {
-      const response = await fetch(url, { headers: { "HX-Request": "true" }, credentials: "same-origin" });
+      // redirect "manual": signed out, the login page must not land in the diff box
+      const response = await fetch(url, { headers: { "HX-Request": "true" }, credentials: "same-origin", redirect: "manual" });
       const html = await response.text();
       if (ticket !== state.diffRequest) return;
-      if (!response.ok) throw new Error(html);
+      if (!response.ok) throw new Error(response.type === "opaqueredirect" ? "signed out" : html);
       diff.innerHTML = html; // rendered and escaped by the server
     } catch (error) {
       if (ticket === state.diffRequest) diff.innerHTML = '<h2>Word differences</h2><p class="error small">Could not load the diff; move away and back to try again.</p>';
@@ -180,6 +195,20 @@
     setStatus("saved", `Saved ✓ ${view.describe(action)}`);
   }
 
+  // The pair's labels, progress and notes as the server holds them now (read again after Back, or before resending).
+  function applyRefreshed(payload) {
+    state.labels = payload.labels;
+    for (const pairKey of Object.keys(state.labels)) {
+      const [simpleId, complexId] = pairKey.split(":");
+      ensureCandidate(simpleId, Number(complexId));
+    }
+    state.notes = payload.notes;
+    view.updateProgress(payload.progress);
+    render();
+    renderNotes();
+    setStatus("idle", "All saved ✓ (labels read again from the server)");
+  }
+
   function applyConflict(action, payload) {
     if (!payload.current || action.kind !== "label") return null;
     // Another tab wrote first: show its label, so the next key press builds on it.
@@ -243,4 +272,14 @@
 
   render();
   renderNotes();
+
+  // A page from the HTTP cache (Back, if the browser ignores no-store) or with actions an earlier page
+  // left unsent reads the pair's state first, so every write names the event the server holds now.
+  const left = store.left();
+  const navigation = performance.getEntriesByType("navigation")[0];
+  if (left.length || (navigation && navigation.type === "back_forward")) saving.refreshFirst();
+  saving.restore(left);
+  window.addEventListener("pageshow", (event) => {
+    if (event.persisted) saving.refreshFirst(); // restored from the back-forward cache: its labels may be old
+  });
 })();
