@@ -147,6 +147,14 @@ def _layout(document: ParsedDocument, options: ImportOptions) -> DocumentLayout:
     return layout
 
 
+def _fallback_warning(parsed: ParsedDocument, paragraph: int) -> str:
+    return (
+        f"{parsed.file}: splitting {parsed.external_id!r} ({parsed.level}) into sentences took over "
+        f"{settings.IMPORT_SPLIT_BUDGET_SECONDS:g} s, so from paragraph {paragraph + 1} on it was split "
+        "by punctuation alone (the fallback splitter: abbreviations such as 'Dr. Smith' may be split); check those sentences"
+    )
+
+
 def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayout, result: FileImportResult) -> None:
     content_hash = layout.content_hash(external_id=parsed.external_id, level=parsed.level)
     if Document.objects.filter(corpus=corpus, content_hash=content_hash).exists():
@@ -160,11 +168,7 @@ def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayo
             line=parsed.line,
         )
     if layout.fallback_from_paragraph is not None:
-        result.warnings.append(
-            f"{parsed.file}: splitting {parsed.external_id!r} ({parsed.level}) into sentences took over "
-            f"{settings.IMPORT_SPLIT_BUDGET_SECONDS:g} s, so from paragraph {layout.fallback_from_paragraph + 1} on it was split "
-            "by punctuation alone (the fallback splitter: abbreviations such as 'Dr. Smith' may be split); check those sentences"
-        )
+        result.warnings.append(_fallback_warning(parsed, layout.fallback_from_paragraph))
     text_hash = layout.text_hash()
     copy_of = Document.objects.filter(corpus=corpus, text_hash=text_hash).first()
     if copy_of is not None:
