@@ -141,7 +141,8 @@
     const simpleId = currentSimple();
     if (simpleId === null) return setStatus("hint", "Pick a pair first: a simple sentence (j), then a candidate (l, g or click).");
     if (state.complexId === null) return setStatus("hint", `Simple #${number(simpleEl(simpleId))} has no suggestion: pick a complex sentence (l, g or click) first.`);
-    const seconds = (performance.now() - state.selectedAt) / 1000;
+    // More than a day on one pair is a tab left open: sent as a day (the server refuses more; its figures count it as idle).
+    const seconds = Math.min((performance.now() - state.selectedAt) / 1000, 86400);
     state.selectedAt = performance.now(); // the next change of this item counts its own time
     saving.enqueue({ kind: "label", simple: simpleId, complex: state.complexId, label, seconds });
   }
