@@ -6,7 +6,8 @@ from django import forms
 
 from alignment.importing.layout import PARAGRAPH_MODE_LABELS
 from alignment.importing.patterns import PATTERN_MAX_LENGTH
-from alignment.importing.readers import DEFAULT_FILENAME_PATTERN, FORMATS, ImportOptions
+from alignment.importing.readers import DEFAULT_FILENAME_PATTERN, FORMATS, ImportOptions, file_levels
+from alignment.levels import LEVEL_ORDER_MAX_CHARS, level_order_parse, level_order_refusal
 from alignment.models import Corpus
 
 
@@ -55,6 +56,13 @@ class CorpusImportForm(forms.Form):
     )
     drop_level_header = forms.BooleanField(required=False, help_text="Drop a first line such as “Intermediate”.")
     pairing = forms.ChoiceField(choices=Corpus.Pairing.choices, initial=Corpus.Pairing.ALL, help_text="For a new corpus.")
+    level_order = forms.CharField(
+        required=False, max_length=LEVEL_ORDER_MAX_CHARS, label="Level order",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "placeholder": "automatic: known levels, else readability"}),
+        help_text="Levels of the files from most complex to simplest, separated by commas (C2, B1, A2). Leave it empty to "
+        "order known levels (CEFR, adv/int/ele, numbers, Leichte/Einfache Sprache) by their scheme and others by "
+        "readability; Preview shows which side will be complex.",
+    )  # fmt: skip
     files = MultipleFileField(help_text="One or more files.")
 
     def import_options(self, *, max_file_bytes: int) -> ImportOptions:
@@ -63,7 +71,18 @@ class CorpusImportForm(forms.Form):
         return ImportOptions(
             format=data["format"], language=data["language"], paragraph_mode=data["paragraph_mode"],
             filename_pattern=data["filename_pattern"], drop_level_header=data["drop_level_header"], max_file_bytes=max_file_bytes,
+            level_order=data["level_order"],
         )  # fmt: skip
+
+    def suggest_level_order(self, order: list[str]) -> None:
+        """Show the order the import would choose in the empty level-order field, as its placeholder."""
+        self.fields["level_order"].widget.attrs["placeholder"] = f"automatic: {', '.join(order)}"
+
+    def clean_level_order(self) -> tuple[str, ...]:
+        try:
+            return level_order_parse(self.cleaned_data["level_order"])
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def clean_filename_pattern(self) -> str:
         pattern = self.cleaned_data["filename_pattern"]
@@ -82,7 +101,21 @@ class CorpusImportForm(forms.Form):
                 ImportOptions(format=file_format, filename_pattern=pattern).check_filename_pattern(f.name for f in files)
             except ValueError as exc:
                 self.add_error("filename_pattern", str(exc))
+        if cleaned.get("level_order") and files and file_format and "filename_pattern" not in self.errors:
+            options = ImportOptions(format=file_format, filename_pattern=pattern)
+            error = level_order_refusal(cleaned["level_order"], _uploaded_levels(files, options))
+            if error:
+                self.add_error("level_order", error)
         return cleaned
+
+
+def _uploaded_levels(files, options: ImportOptions) -> list[str]:
+    """The levels of the uploaded files, in the order they first appear (each file is read, then rewound)."""
+    levels: dict[str, None] = {}
+    for uploaded in files:
+        levels.update(dict.fromkeys(file_levels(uploaded.name, uploaded.read(), options)))
+        uploaded.seek(0)
+    return list(levels)
 
 
 class CorpusImportPreviewForm(CorpusImportForm):

@@ -15,6 +15,7 @@ from alignment.importing.jobs import import_job_create
 from alignment.importing.models import ImportJob
 from alignment.importing.preview import ImportPreview, import_preview
 from alignment.importing.uploads import ImportUploadLimit, import_upload_guard
+from alignment.level_order import corpus_readability, level_order_constraints
 
 
 @csrf_exempt  # the CSRF check reads the body, so it runs in _corpus_import, after the upload limit is installed
@@ -81,7 +82,18 @@ def _corpus_import_preview(request: HttpRequest, limit: ImportUploadLimit) -> Ht
     preview = None
     if form.is_valid():
         options = form.import_options(max_file_bytes=settings.IMPORT_MAX_FILE_BYTES)
-        preview = import_preview(files=((f.name, f.read()) for f in form.cleaned_data["files"]), options=options)
+        try:  # the target corpus's pairs keep their direction: the preview shows what the import will do
+            corpus = selectors.corpus_for_import(request.user, form.cleaned_data["corpus_name"])
+            constraints = level_order_constraints(corpus, options.level_order)
+        except ValueError as error:
+            form_error(form, error)
+        else:
+            preview = import_preview(
+                files=((f.name, f.read()) for f in form.cleaned_data["files"]), options=options, pairing=form.cleaned_data["pairing"],
+                constraints=constraints, stored_readability=corpus_readability(corpus) if corpus else None,
+            )  # fmt: skip
+            if preview.direction and not options.level_order:
+                form.suggest_level_order(preview.direction.order)
     return _corpus_import_preview_page(request, form, preview=preview)
 
 

@@ -7,7 +7,6 @@ whose rows are not there yet.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 from collections import defaultdict
@@ -25,28 +24,11 @@ from alignment.errors import ServiceError
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup
 from alignment.jobs.slices import TimeSlice, slice_check
+from alignment.levels import level_pairs, scheme_sort_key
 from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun, Encoder, Sentence, SentenceEmbedding
 from models_ml.similarity.encoders import SentenceEncoder
 
 logger = logging.getLogger(__name__)
-
-# Known readability labels, most complex first. Numbers sort ascending, as in
-# Newsela, where level 0 is the original. A corpus can override with level_order.
-_KNOWN_LEVEL_RANK = {
-    "original": 0,
-    "complex": 0,
-    "orig": 0,
-    "advanced": 1,
-    "adv": 1,
-    "intermediate": 2,
-    "int": 2,
-    "elementary": 3,
-    "ele": 3,
-    "beginner": 4,
-    "simple": 5,
-    "plain": 5,
-    "easy": 5,
-}
 
 
 def corpus_settings_check(*, language: str, pairing: str) -> None:
@@ -92,18 +74,14 @@ def corpus_get_or_create(
 
 
 def level_sort_key(corpus: Corpus) -> Callable[[str], tuple]:
-    """Sort key putting the most complex level first, following ``corpus.level_order`` when set."""
+    """Sort key putting the most complex level first: ``corpus.level_order`` when it names the level, else the
+    known schemes (:mod:`alignment.levels`). An import stores the order whenever this key alone would not give it."""
     explicit = {level: i for i, level in enumerate(corpus.level_order or [])}
 
     def key(level: str) -> tuple:
         if level in explicit:
-            return (0, explicit[level], "")
-        if level.lower() in _KNOWN_LEVEL_RANK:
-            return (1, _KNOWN_LEVEL_RANK[level.lower()], "")
-        try:
-            return (2, float(level), "")
-        except ValueError:
-            return (3, 0, level)
+            return (0, explicit[level])
+        return (1, scheme_sort_key(level))
 
     return key
 
@@ -123,10 +101,7 @@ def document_pairs_sync(*, corpus: Corpus) -> int:
     wanted: set[tuple[int, int]] = set()
     for documents in by_article.values():
         documents.sort(key=lambda d: key(d.level))
-        if corpus.pairing == Corpus.Pairing.ADJACENT:
-            combos = zip(documents, documents[1:])
-        else:
-            combos = itertools.combinations(documents, 2)
+        combos = level_pairs(documents, adjacent=corpus.pairing == Corpus.Pairing.ADJACENT)
         wanted.update((c.pk, s.pk) for c, s in combos)
     levels = DocumentPair.objects.filter(corpus=corpus, origin=DocumentPair.Origin.PAIRING)  # mined pairs are not the pairing's
     existing = set(levels.values_list("complex_document_id", "simple_document_id"))

@@ -31,6 +31,7 @@ from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
 from alignment.jobs.slices import TimeSlice, slice_check
+from alignment.level_order import level_order_check_against_pairs
 from alignment.models import Corpus
 
 IMPORT_TASK = "alignment.import_files"
@@ -43,10 +44,13 @@ def import_job_create(
     """Check the target corpus, stage ``(name, bytes)`` files and queue the import when the transaction commits.
 
     ValueError, before anything is stored, when the corpus is someone else's, in another language,
-    or a new corpus's settings are not valid.
+    a new corpus's settings are not valid, or the level order would turn the corpus's pairs round.
     """
-    if import_target_check(user=user, name=corpus_name, language=language) is None:
+    corpus = import_target_check(user=user, name=corpus_name, language=language)
+    if corpus is None:
         services.corpus_settings_check(language=language, pairing=pairing)
+    elif options.level_order:
+        level_order_check_against_pairs(corpus, options.level_order)
     with transaction.atomic():
         job = ImportJob.objects.create(
             created_by=user, corpus_name=corpus_name, language=language, pairing=pairing, options=asdict(options)
@@ -128,7 +132,7 @@ def _finish(job: ImportJob, outcome: ImportOutcome) -> None:
     report = outcome.report
     fields = {
         "corpus": outcome.corpus, "corpus_removed": outcome.corpus_removed, "pairs_created": report.pairs_created,
-        "embedding_run": outcome.embedding_run, "alignment_run": outcome.alignment_run,
+        "direction": report.direction, "embedding_run": outcome.embedding_run, "alignment_run": outcome.alignment_run,
     }  # fmt: skip
     with transaction.atomic():
         job.staged_files.all().delete()

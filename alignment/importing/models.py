@@ -40,6 +40,7 @@ class ImportJob(Job):
     files_total = models.PositiveIntegerField(default=0)
     results = models.JSONField(default=list, help_text="One FileImportResult (as a dict) per file done, in upload order.")
     pairs_created = models.PositiveIntegerField(default=0)
+    direction = models.JSONField(default=list, blank=True, help_text="The level order the pairs follow and why, one note per line.")
     embedding_run = models.ForeignKey("alignment.EmbeddingRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     alignment_run = models.ForeignKey("alignment.AlignmentRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
@@ -64,7 +65,9 @@ class ImportJob(Job):
         """The :class:`ImportReport` of the files done so far (complete once the job succeeded)."""
         from alignment.importing.service import FileImportResult, ImportReport  # the service imports alignment.models
 
-        return ImportReport(files=[FileImportResult(**result) for result in self.results], pairs_created=self.pairs_created)
+        return ImportReport(
+            files=[FileImportResult(**result) for result in self.results], pairs_created=self.pairs_created, direction=self.direction
+        )
 
 
 class ImportJobFile(models.Model):

@@ -9,16 +9,19 @@ that need the database (a changed document under an existing id) are left to the
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from alignment.importing.cleaning import ImportFormatError
 from alignment.importing.layout import PARAGRAPH_MODE_LABELS, LayoutGuess
 from alignment.importing.readers import ImportOptions, ParsedDocument, read_file
 from alignment.importing.segment import layout_from_paragraphs, layout_from_sentences
+from alignment.levels import Constraint, Readability, level_order_decide, level_pairs, readability_of_text
 
 PREVIEW_PARAGRAPHS = 5  # paragraphs of the first document shown with their sentences
+PREVIEW_ARTICLES = 20  # articles whose pairs' direction is listed
 # Sentence splitting takes about 4 s per MB: the request splits at most this much of the first document.
 PREVIEW_SPLIT_CHARS = 100_000
 
@@ -56,11 +59,35 @@ class DocumentPreview:
 
 
 @dataclass
+class DirectionPreview:
+    """Which level of each article the import makes the complex side, and why; ``flipped``: the order reversed."""
+
+    order: list[str]
+    notes: list[str]
+    requested: bool  # the user gave a level order
+    articles: list[tuple[str, list[tuple[str, str, str]]]]  # (article, [(complex level, simple level, basis)]) shown
+    articles_not_shown: int = 0
+
+    @property
+    def flipped(self) -> str:
+        return ", ".join(reversed(self.order))
+
+    @property
+    def flip_vals(self) -> str:
+        return json.dumps({"level_order": self.flipped})
+
+    @property
+    def simplest(self) -> str:
+        return self.order[-1]
+
+
+@dataclass
 class ImportPreview:
     format: str
     chosen_mode: str
     files: list[FilePreview]
     document: DocumentPreview | None = None
+    direction: DirectionPreview | None = None
 
     @property
     def errors(self) -> list[str]:
@@ -98,9 +125,19 @@ class ImportPreview:
         return detected if detected != self.chosen_mode else None
 
 
-def import_preview(*, files: Iterable[tuple[str, bytes]], options: ImportOptions) -> ImportPreview:
-    """Read ``(name, bytes)`` files as the import would and split the first readable document; nothing is stored."""
+def import_preview(
+    *, files: Iterable[tuple[str, bytes]], options: ImportOptions, pairing: str = "all",
+    constraints: Sequence[Constraint] = (), stored_readability: Callable[[str], Readability] | None = None,
+) -> ImportPreview:  # fmt: skip
+    """Read ``(name, bytes)`` files as the import would and split the first readable document; nothing is stored.
+
+    The direction follows the import's rules (:func:`~alignment.levels.level_order_decide`): ``constraints``
+    from the target corpus and the order asked for (:func:`alignment.level_order.level_order_constraints`),
+    readability counted on the files' text, or by ``stored_readability`` for a level only the corpus has.
+    """
     preview = ImportPreview(format=options.format, chosen_mode=options.paragraph_mode, files=[])
+    articles: dict[str, list[str]] = {}
+    readability: dict[str, Readability] = {}
     for name, data in files:
         try:
             documents = read_file(name, data, options)
@@ -109,11 +146,42 @@ def import_preview(*, files: Iterable[tuple[str, bytes]], options: ImportOptions
         except ImportFormatError as exc:
             preview.files.append(FilePreview(file=name, error=str(exc)))
             continue
+        for document in documents:
+            articles.setdefault(document.external_id, []).append(document.level)
+            readability[document.level] = readability.get(document.level, Readability()) + readability_of_text(_text(document))
         first = documents[0]
         preview.files.append(
             FilePreview(file=name, documents=len(documents), paragraph_mode=first.paragraph_mode, detected_layout=first.detected_layout)
         )
+    if len(readability) > 1:
+        preview.direction = _direction_preview(articles, readability, options, pairing, constraints, stored_readability)
     return preview
+
+
+def _text(document: ParsedDocument) -> str:
+    """The document's text as the import stores it (``Document.raw_text``), for counting readability alike."""
+    if document.sentences is not None:
+        return "\n\n".join("\n".join(paragraph) for paragraph in document.sentences)
+    return "\n\n".join(document.paragraphs or [])
+
+
+def _direction_preview(
+    articles: dict[str, list[str]], readability: dict[str, Readability], options: ImportOptions, pairing: str,
+    constraints: Sequence[Constraint], stored_readability: Callable[[str], Readability] | None,
+) -> DirectionPreview:  # fmt: skip
+    def of_level(level: str) -> Readability:
+        return readability[level] if level in readability or stored_readability is None else stored_readability(level)
+
+    decided = level_order_decide(readability, constraints=constraints, readability=of_level)
+    shown = []
+    for external_id, levels in list(articles.items())[:PREVIEW_ARTICLES]:
+        ordered = sorted(set(levels), key=decided.order.index)
+        pairs = level_pairs(ordered, adjacent=pairing == "adjacent")
+        shown.append((external_id, [(complex_, simple, decided.basis(complex_, simple)) for complex_, simple in pairs]))
+    return DirectionPreview(
+        order=decided.order, notes=decided.notes, requested=bool(options.level_order), articles=shown,
+        articles_not_shown=max(0, len(articles) - PREVIEW_ARTICLES),
+    )  # fmt: skip
 
 
 def _document_preview(document: ParsedDocument, options: ImportOptions) -> DocumentPreview:

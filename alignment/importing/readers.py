@@ -26,6 +26,7 @@ from alignment.importing.cleaning import CleaningReport, ImportFormatError, clea
 from alignment.importing.json_input import JsonInputError, json_loads_bounded
 from alignment.importing.layout import LayoutGuess, detect_paragraph_layout
 from alignment.importing.patterns import PatternTooSlow, check_pattern_on_names, compile_pattern, match_bounded
+from alignment.levels import level_order_check
 
 ImportFormat = Literal["text", "csv", "jsonl", "presplit"]
 FORMATS: tuple[ImportFormat, ...] = ("text", "csv", "jsonl", "presplit")
@@ -57,8 +58,14 @@ class ImportOptions:
     csv_id_column: str = "id"
     max_file_bytes: int = 5 * 1024 * 1024
     repair_punctuation: bool = True
+    level_order: tuple[str, ...] = ()  # most complex first; levels left out are placed by scheme or readability
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "level_order", tuple(self.level_order))  # a list when read back from a job's JSON
+        try:
+            level_order_check(self.level_order)
+        except ValueError as exc:
+            raise ValueError(f"level_order: {exc}") from None
         if self.format not in FORMATS:
             raise ValueError(f"unknown format {self.format!r}; choose one of {', '.join(FORMATS)}")
         if self.paragraph_mode not in PARAGRAPH_MODES:
@@ -111,6 +118,19 @@ def read_file(name: str, data: bytes, options: ImportOptions) -> list[ParsedDocu
     # The file-level counts belong to the file; attribute them to its first document only.
     documents[0].cleaning.merge(report)
     return documents
+
+
+def file_levels(name: str, data: bytes, options: ImportOptions) -> list[str]:
+    """The levels a file holds, in the order they first appear; empty when it cannot be read (the import says why).
+
+    The text formats take the level from the file name alone, without decoding the file.
+    """
+    try:
+        if options.format in ("text", "presplit"):
+            return [_id_and_level_from_name(name, options)[1]]
+        return list(dict.fromkeys(document.level for document in read_file(name, data, options)))
+    except ImportFormatError:
+        return []
 
 
 def _id_and_level_from_name(name: str, options: ImportOptions) -> tuple[str, str]:

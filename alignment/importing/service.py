@@ -21,6 +21,7 @@ from alignment.importing.layout import PARAGRAPH_MODE_LABELS
 from alignment.importing.readers import FILE_SUFFIXES, ImportOptions, ParsedDocument, read_file
 from alignment.importing.segment import DocumentLayout, layout_from_paragraphs, layout_from_sentences
 from alignment.jobs.database import database_lost
+from alignment.level_order import corpus_level_order_settle, level_order_check_against_pairs
 from alignment.models import Corpus, Document, Paragraph, Sentence
 from alignment.services import document_pairs_sync
 
@@ -46,6 +47,7 @@ class FileImportResult:
 class ImportReport:
     files: list[FileImportResult] = field(default_factory=list)
     pairs_created: int = 0
+    direction: list[str] = field(default_factory=list)  # the level order the pairs follow, and why (LevelOrder.notes)
 
     @property
     def errors(self) -> list[FileImportResult]:
@@ -99,14 +101,25 @@ def corpus_import_files(
     options: ImportOptions,
     on_file_done: Callable[[FileImportResult], None] | None = None,
 ) -> ImportReport:
-    """Import ``(name, bytes)`` files into ``corpus``; one failing file does not stop the others."""
+    """Import ``(name, bytes)`` files into ``corpus``; one failing file does not stop the others.
+
+    Then the corpus's level order is settled (``options.level_order``, the existing pairs, known
+    schemes, else readability; :mod:`alignment.level_order`) and the pairs made. ServiceError on
+    ``level_order``, before any file is read, when that order would turn existing pairs round.
+    """
+    if options.level_order:
+        level_order_check_against_pairs(corpus, options.level_order)
     report = ImportReport()
     for name, data in files:
         result = _import_one_file(corpus=corpus, name=name, data=data, options=options)
         report.files.append(result)
         if on_file_done:
             on_file_done(result)
-    report.pairs_created = document_pairs_sync(corpus=corpus)
+    with transaction.atomic():
+        locked = Corpus.objects.select_for_update().get(pk=corpus.pk)  # one import at a time decides and pairs
+        report.direction = corpus_level_order_settle(corpus=locked, requested=options.level_order).notes
+        report.pairs_created = document_pairs_sync(corpus=locked)
+    corpus.level_order = locked.level_order
     return report
 
 

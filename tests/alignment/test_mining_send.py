@@ -59,8 +59,11 @@ def test_levels_decide_the_complex_side_across_corpora_before_sentence_lengths()
     assert level_more_complex("ele", "adv", [plain]) is False
     assert level_more_complex("0", "3", [plain]) is True  # numbers as in Newsela: 0 is the original
     assert level_more_complex("adv", "adv", [plain]) is None
-    assert level_more_complex("B1", "A2", [plain]) is None  # unknown labels: no decision here
-    assert level_more_complex("A2", "B1", [plain, Corpus(name="cefr", level_order=["B1", "A2"])]) is False
+    assert level_more_complex("B1", "A2", [plain]) is True  # CEFR is a known scheme
+    assert level_more_complex("A2", "adv", [plain]) is None  # two schemes: never compared, sentence lengths decide
+    assert level_more_complex("foo", "bar", [plain]) is None  # unknown labels: no decision here
+    assert level_more_complex("bar", "foo", [plain, Corpus(name="named", level_order=["bar", "foo"])]) is True
+    assert level_more_complex("A2", "B1", [Corpus(name="reversed", level_order=["A2", "B1"])]) is True  # a corpus's order first
 
 
 def _corpus_with(owner, name: str, files: dict[str, str]) -> Corpus:

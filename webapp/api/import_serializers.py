@@ -37,6 +37,9 @@ class ImportCreateSerializer(serializers.Serializer):
     filename_pattern = serializers.CharField(max_length=FORM_FIELDS["filename_pattern"].max_length, **_optional("filename_pattern"))
     drop_level_header = serializers.BooleanField(required=False, default=False, help_text=FORM_FIELDS["drop_level_header"].help_text)
     pairing = enum_field("ImportPairingEnum", _choices("pairing"), **_optional("pairing"))
+    level_order = serializers.CharField(
+        required=False, allow_blank=True, max_length=FORM_FIELDS["level_order"].max_length, help_text=FORM_FIELDS["level_order"].help_text
+    )
     files = serializers.ListField(
         child=serializers.FileField(), min_length=1,
         help_text="One or more files (repeat the part: `-F files=@a.txt -F files=@b.txt`).",
@@ -70,7 +73,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
         model = ImportJob
         fields = [
             "id", "url", "status", "percent", "corpus_name", "language", "pairing", "options", "corpus", "corpus_created",
-            "corpus_removed", "files_total", "files_done", "results", "pairs_created", "embedding_run", "alignment_run", "error",
+            "corpus_removed", "files_total", "files_done", "results", "pairs_created", "direction", "embedding_run", "alignment_run", "error",
             "attempts", "created_by", "created_at", "started_at", "finished_at",
         ]  # fmt: skip
         read_only_fields = fields

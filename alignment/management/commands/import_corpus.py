@@ -9,9 +9,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from alignment.importing.readers import DEFAULT_FILENAME_PATTERN, DEFAULT_LEVEL_HEADER_PATTERN, FORMATS, ImportOptions
+from alignment.importing.readers import DEFAULT_FILENAME_PATTERN, DEFAULT_LEVEL_HEADER_PATTERN, FORMATS, ImportOptions, file_levels
 from alignment.importing.service import import_paths
 from alignment.importing.workflow import CorpusTarget, corpus_import_and_queue
+from alignment.levels import level_order_parse, level_order_refusal
 from alignment.models import Corpus
 
 
@@ -27,7 +28,11 @@ class Command(BaseCommand):
         parser.add_argument("--description", default="")
         parser.add_argument("--shared", action="store_true", help="Make a new corpus visible to every user.")
         parser.add_argument("--pairing", choices=Corpus.Pairing.values, default=Corpus.Pairing.ALL)
-        parser.add_argument("--level-order", help="Comma-separated levels from most complex to simplest, e.g. adv,int,ele.")
+        parser.add_argument(
+            "--level-order", default="",
+            help="Comma-separated levels of the files from most complex to simplest, e.g. adv,int,ele. Without it, known "
+            "levels (CEFR, adv/int/ele, numbers, Leichte/Einfache Sprache) follow their scheme, others readability.",
+        )  # fmt: skip
         parser.add_argument(
             "--paragraph-mode",
             choices=["blank", "line"],
@@ -84,16 +89,17 @@ class Command(BaseCommand):
                 drop_level_header=options["drop_level_header"],
                 level_header_pattern=options["level_header_pattern"],
                 max_file_bytes=options["max_file_bytes"],
+                level_order=self._level_order(options["level_order"]),
             )
             paths = import_paths(options["path"], import_options)
             import_options.check_filename_pattern(path.name for path in paths)
+            self._check_level_order(import_options, paths)
             target = CorpusTarget(
                 name=options["corpus"],
                 language=options["language"],
                 owner=self._owner(options["owner"]),
                 description=options["description"],
                 pairing=options["pairing"],
-                level_order=[lvl.strip() for lvl in options["level_order"].split(",")] if options["level_order"] else None,
                 is_shared=options["shared"],
             )
         except (ValueError, FileNotFoundError) as exc:
@@ -102,6 +108,22 @@ class Command(BaseCommand):
             raise CommandError(f"{options['path']}: no {options['format']} files found")
         return import_options, paths, target
 
+    @staticmethod
+    def _level_order(text: str) -> tuple[str, ...]:
+        try:
+            return level_order_parse(text)
+        except ValueError as exc:
+            raise ValueError(f"--level-order: {exc}") from None
+
+    @staticmethod
+    def _check_level_order(import_options: ImportOptions, paths: list[Path]) -> None:
+        """ValueError (--level-order: ...) when the order names a level none of the files has."""
+        if import_options.level_order:
+            found = list(dict.fromkeys(level for path in paths for level in file_levels(path.name, path.read_bytes(), import_options)))
+            refusal = level_order_refusal(import_options.level_order, found)
+            if refusal:
+                raise ValueError(f"--level-order: {refusal}")
+
     def _report(self, target: CorpusTarget, outcome) -> None:
         report = outcome.report
         self.stdout.write(
@@ -109,6 +131,8 @@ class Command(BaseCommand):
             f"{report.documents_unchanged} unchanged, {report.sentences_created} sentences, {report.pairs_created} new pairs; "
             f"{report.control_characters_removed} control characters removed, {report.punctuation_repaired} quote/dash characters repaired."
         )
+        for note in report.direction:
+            self.stdout.write(note)
         if outcome.embedding_run is not None:
             run = outcome.embedding_run
             self.stdout.write(f"Embedding queued as run #{run.pk}; a worker (manage.py procrastinate worker) will process it.")
