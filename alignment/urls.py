@@ -19,6 +19,7 @@ urlpatterns = [
     path("pairs/<int:pair_id>/align/", views.pair_align, name="pair_align"),
     path("candidates/<int:candidate_id>/diff/", inspect_views.candidate_diff, name="candidate_diff"),
     path("corpora/<int:corpus_id>/align/", views.corpus_align, name="corpus_align"),
+    path("corpora/<int:corpus_id>/flip/", views.corpus_flip, name="corpus_flip"),
     path("corpora/<int:corpus_id>/mine/", mining_views.mining_start, name="mining_start"),
     path("mining/<int:job_id>/", mining_views.mining_job, name="mining_job"),
     path("mining/<int:job_id>/progress/", mining_views.mining_job_progress, name="mining_job_progress"),

@@ -7,12 +7,16 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_POST
 
 from alignment import selectors, services
 from alignment.aligning import service as aligning
+from alignment.errors import error_answer
 from alignment.forms import AlignmentRunForm
+from alignment.level_order import corpus_direction
 from alignment.models import AlignmentRun, EmbeddingRun
+from alignment.pairs_flip import corpus_pairs_flip
 
 
 def corpus_list(request: HttpRequest) -> HttpResponse:
@@ -27,6 +31,7 @@ def corpus_detail(request: HttpRequest, corpus_id: int) -> HttpResponse:
         "documents": corpus.documents.order_by("external_id", "level").only("id", "external_id", "title", "level", "source"),
         "pairs": corpus.pairs.select_related("complex_document", "simple_document__corpus"),
         "run_form": AlignmentRunForm(),
+        "direction": corpus_direction(corpus),
         **_jobs_context(request, corpus),
     }
     return render(request, "alignment/corpus_detail.html", context)
@@ -112,6 +117,25 @@ def _start_run(request: HttpRequest, corpus, pairs=None) -> HttpResponse | None:
 def corpus_align(request: HttpRequest, corpus_id: int) -> HttpResponse:
     corpus = _corpus_for_jobs(request, corpus_id)
     return _start_run(request, corpus) or redirect("alignment:corpus_detail", corpus_id=corpus.pk)
+
+
+@require_POST
+def corpus_flip(request: HttpRequest, corpus_id: int) -> HttpResponse:
+    """Turn the corpus's level pairs round (alignment/pairs_flip.py); a refusal says why and changes nothing."""
+    corpus = _corpus_for_jobs(request, corpus_id)
+    try:
+        outcome = corpus_pairs_flip(corpus=corpus, created_by=request.user)
+    except ValueError as error:
+        messages.error(request, error_answer(error).message)
+    else:
+        queued = f"; alignment run #{outcome.alignment_run.pk} aligns them again" if outcome.alignment_run else ""
+        messages.success(
+            request,
+            f"Flipped {outcome.pairs_flipped} pair{pluralize(outcome.pairs_flipped)}: {' → '.join(outcome.order_after)} "
+            f"(complex → simple); {outcome.results_removed} alignment result{pluralize(outcome.results_removed)} "
+            f"of the old direction removed{queued}.",
+        )
+    return redirect("alignment:corpus_detail", corpus_id=corpus.pk)
 
 
 @require_POST

@@ -257,6 +257,8 @@ def _store_outcome(
     run = AlignmentRun.objects.select_for_update().get(pk=run_id)  # one writer per run at a time
     if AlignedPair.objects.filter(run_id=run_id, pair=pair).exists():
         return  # a second worker on the same run (a requeued stalled job) stored this pair first
+    if not run.pairs.filter(pk=pair.pk, complex_document_id=pair.complex_document_id).exists():
+        return  # the pair was flipped (alignment/pairs_flip.py) while it was aligned: this result is for the old direction
     ParagraphAlignment.objects.bulk_create(
         ParagraphAlignment(run_id=run_id, pair=pair, simple_paragraphs=list(group.simple), complex_paragraphs=list(group.complex))
         for group in result.paragraph_groups

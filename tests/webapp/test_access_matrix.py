@@ -88,6 +88,7 @@ RULES: dict[str, tuple[str, str]] = {
     "alignment:pair_align": ("corpus_write", "corpus_write"),
     "alignment:candidate_diff": ("corpus_read", "corpus_read"),
     "alignment:corpus_align": ("corpus_write", "corpus_write"),
+    "alignment:corpus_flip": ("corpus_write", "corpus_write"),
     "alignment:mining_start": ("corpus_read", "corpus_write"),  # the form shows; only the owner and staff start a job
     "alignment:mining_job": ("corpus_read", "corpus_read"),
     "alignment:mining_job_progress": ("corpus_read", "corpus_read"),
