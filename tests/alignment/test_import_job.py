@@ -56,7 +56,7 @@ def test_the_import_page_redirects_at_once_and_a_worker_imports_and_queues(clien
     waiting = _page(client, job)
     assert "waiting for a worker" in waiting and 'hx-trigger="every 1s"' in waiting
 
-    run_worker(["alignment"])
+    run_worker(["imports", "alignment"])
 
     job.refresh_from_db()
     assert job.status == "succeeded", job.error
@@ -90,7 +90,7 @@ def test_bad_input_is_reported_with_file_and_line_and_a_new_corpus_that_got_noth
         SimpleUploadedFile("Latin.csv", b"adv,ele\n\xff\xfe\x00\x00 broken,\x00\x00\xd8\n"),
     ]
     job = _submit(client, files, corpus="Never", file_format="csv")
-    run_worker(["alignment"])
+    run_worker(["imports", "alignment"])
     job.refresh_from_db()
     assert job.status == "failed" and job.error == "no file was imported: 2 of 2 had errors (see the report)"
     assert job.corpus_created and job.corpus_removed and job.corpus is None
@@ -106,7 +106,7 @@ def test_a_failed_import_into_an_existing_corpus_keeps_it(client, owner, run_wor
     corpus, _ = services.corpus_get_or_create(name="Kept", language="en", owner=owner)
     client.force_login(owner)
     job = _submit(client, [SimpleUploadedFile("Broken-adv.txt", b"\xff\xfe\x00\x00garbage")], corpus="Kept")
-    run_worker(["alignment"])
+    run_worker(["imports", "alignment"])
     job.refresh_from_db()
     assert job.status == "failed" and not job.corpus_created and not job.corpus_removed
     assert Corpus.objects.filter(pk=corpus.pk).exists() and job.corpus_id == corpus.pk
@@ -116,7 +116,7 @@ def test_a_corpus_taken_by_someone_else_before_the_job_runs_fails_the_job_and_st
     client.force_login(owner)
     job = _submit(client, [SimpleUploadedFile("Tram-adv.txt", SAMPLE_ADV.encode())], corpus="Contested")
     services.corpus_get_or_create(name="Contested", language="en", owner=outsider)  # between the request and the worker
-    run_worker(["alignment"])
+    run_worker(["imports", "alignment"])
     job.refresh_from_db()
     assert job.status == "failed" and "is not available" in job.error
     assert not Document.objects.exists() and not ImportJobFile.objects.exists()

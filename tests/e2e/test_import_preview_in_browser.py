@@ -59,7 +59,7 @@ def test_preview_hints_at_the_layout_switches_the_mode_and_the_import_uses_it(pa
     job = ImportJob.objects.get()
     expect(page).to_have_url(re.compile(rf"/imports/{job.pk}/$"))
     assert job.options["paragraph_mode"] == "line"
-    run_worker(["alignment"])
+    run_worker(["imports", "alignment"])
     card = page.locator(f"#import-{job.pk}")
     expect(card).to_contain_text("2 documents created", timeout=15_000)
     expect(card).to_contain_text("Paragraphs read as: each line is a paragraph (2 files).")

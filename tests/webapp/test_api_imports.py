@@ -61,7 +61,7 @@ def test_any_user_imports_into_a_new_corpus_and_a_worker_imports_and_queues(outs
     assert job.options["paragraph_mode"] == "blank" and job.options["max_file_bytes"] == django_settings.IMPORT_MAX_FILE_BYTES
     assert not Document.objects.exists()  # nothing imported in the request
 
-    run_worker(["alignment"])
+    run_worker(["imports", "alignment"])
 
     done = client.get(f"{IMPORTS}{job.pk}/").json()
     corpus = Corpus.objects.get(name="Uploaded")
@@ -80,7 +80,7 @@ def test_an_undecodable_file_is_reported_by_the_job_and_no_corpus_is_left(owner,
     client = _client(owner)
     response = _post(client, [SimpleUploadedFile("Broken-adv.txt", b"\xff\xfe\x00\x00garbage")], corpus_name="Never")
     assert response.status_code == 202, response.content
-    run_worker(["alignment"])
+    run_worker(["imports", "alignment"])
     done = client.get(response.json()["url"]).json()
     assert done["status"] == "failed" and done["error"] == "no file was imported: 1 of 1 had errors (see the report)"
     [result] = done["results"]
