@@ -29,7 +29,7 @@ def test_an_upload_is_imported_in_the_background_and_the_job_page_shows_the_repo
     card = page.locator(f"#import-{job.pk}")
     expect(card).to_contain_text("waiting for a worker")
 
-    run_worker(["alignment"])
+    run_worker(["imports", "alignment"])
 
     # The card polls and swaps itself (htmx): the report appears without a reload.
     expect(card).to_contain_text("2 documents created", timeout=15_000)

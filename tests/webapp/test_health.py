@@ -68,7 +68,10 @@ def test_a_lost_database_is_a_503_with_retry_after_not_a_500() -> None:
 def test_a_lost_database_under_the_api_is_json() -> None:
     request = RequestFactory().get("/api/corpora/")
     try:
-        raise OperationalError("could not connect to server")
+        try:
+            raise psycopg.OperationalError("connection failed: could not connect to server")
+        except psycopg.OperationalError as cause:
+            raise OperationalError("connection failed: could not connect to server") from cause  # as Django wraps it
     except OperationalError:
         response = server_error(request)
     assert response.status_code == 503 and "restarting" in json.loads(response.content)["detail"]
