@@ -25,6 +25,13 @@ Two scopes are reported, and every report says which one it is:
   pairs nobody was shown counted as ``not_aligned`` (see
   :func:`expand_to_all_pairs`). The mass of trivially not-aligned pairs
   inflates agreement in this scope, which is why both are shown side by side.
+
+Set-level P/R/F1 has scopes of its own (:data:`PRF_SCOPES`): between two annotators it is
+computed, as INCEpTION computes pairwise agreement, over the items *both* labelled
+(``PRF_BOTH``), the same items Cohen's kappa uses; against the aligner, over the items the
+annotator labelled. The older figure over every item either side labelled (``PRF_ALL``, an
+item one of them never labelled counting as "no link" for them) is kept, named as such: it
+mostly measures how much each annotator has labelled, not whether they agree.
 """
 
 from __future__ import annotations
@@ -46,6 +53,10 @@ from models_ml.labels import ALIGNED, LABELS, LINKED_LABELS, NOT_ALIGNED
 SCOPE_SHOWN = "shown candidates"
 SCOPE_ALL_PAIRS = "all sentence pairs"
 SCOPES: tuple[str, ...] = (SCOPE_SHOWN, SCOPE_ALL_PAIRS)
+
+PRF_BOTH = "items both labelled"
+PRF_ALL = "all items"
+PRF_SCOPES: tuple[str, ...] = (PRF_BOTH, PRF_ALL)
 
 # Task 1 counts a partial alignment as a link; Task 2 only counts full ones.
 LINKED_LABELS_BY_TASK: dict[int, frozenset[str]] = {
@@ -122,6 +133,7 @@ class PRF:
     precision: float | None
     recall: float | None
     f1: float | None
+    items: int = 0  # the items compared: labelled by either side of the two mappings passed in
 
 
 def validate_ratings(ratings: Ratings) -> None:
@@ -231,37 +243,76 @@ def alignment_prf(reference: Mapping[Hashable, str], other: Mapping[Hashable, st
     reference_links = {item for item, label in reference.items() if label in linked_labels}
     other_links = {item for item, label in other.items() if label in linked_labels}
     tp = len(reference_links & other_links)
-    fp = len(other_links - reference_links)
-    fn = len(reference_links - other_links)
+    return _prf(tp, len(other_links - reference_links), len(reference_links - other_links), len(set(reference) | set(other)))
+
+
+def _prf(tp: int, fp: int, fn: int, items: int) -> PRF:
     return PRF(
-        tp=tp,
-        fp=fp,
-        fn=fn,
-        precision=tp / (tp + fp) if tp + fp else None,
-        recall=tp / (tp + fn) if tp + fn else None,
-        f1=2 * tp / (2 * tp + fp + fn) if tp + fp + fn else None,
-    )
+        tp=tp, fp=fp, fn=fn, precision=tp / (tp + fp) if tp + fp else None, recall=tp / (tp + fn) if tp + fn else None,
+        f1=2 * tp / (2 * tp + fp + fn) if tp + fp + fn else None, items=items,
+    )  # fmt: skip
 
 
-def pairwise_alignment_prf(ratings: Ratings, *, task: int = 1) -> dict[AnnotatorPair, PRF]:
+def pairwise_alignment_prf(ratings: Ratings, *, task: int = 1, scope: str = PRF_BOTH) -> dict[AnnotatorPair, PRF]:
     """Alignment P/R/F1 for each annotator pair (a, b), a < b, with ``a`` as reference.
 
+    ``scope`` ``PRF_BOTH`` (the default, INCEpTION's pairwise agreement) compares the two over the
+    items both labelled, the items their Cohen's kappa and confusion matrix use; ``PRF_ALL`` over
+    every item either labelled, an item one of them did not label counting as no link for them.
     F1 is symmetric; precision and recall swap if the pair is read the other way.
     """
+    _check_prf_scope(scope)
     validate_ratings(ratings)
-    return {(a, b): alignment_prf(ratings[a], ratings[b], task=task) for a, b in combinations(sorted(ratings), 2)}
+    result = {}
+    for a, b in combinations(sorted(ratings), 2):
+        reference, other = ratings[a], ratings[b]
+        if scope == PRF_BOTH:
+            reference = {item: label for item, label in reference.items() if item in other}
+            other = {item: label for item, label in other.items() if item in reference}
+        result[(a, b)] = alignment_prf(reference, other, task=task)
+    return result
 
 
-def aligner_alignment_prf(ratings: Ratings, aligner_labels: Mapping[Hashable, str], *, task: int = 1) -> dict[str, PRF]:
+def aligner_alignment_prf(
+    ratings: Ratings, aligner_labels: Mapping[Hashable, str], *, task: int = 1, scope: str = PRF_BOTH
+) -> dict[str, PRF]:
     """Alignment P/R/F1 of the automatic aligner against each annotator.
 
-    The annotator is the reference, so precision is the share of the
-    aligner's links the annotator confirms and recall the share of the
-    annotator's links the aligner found.
+    The annotator is the reference, so precision is the share of the aligner's links the
+    annotator confirms and recall the share of the annotator's links the aligner found.
+    ``PRF_BOTH`` (the default) compares over the items the annotator labelled (the aligner's
+    verdict on an item it did not propose is "not aligned"); ``PRF_ALL`` also counts the
+    aligner's links on items the annotator never labelled, as false positives.
     """
+    _check_prf_scope(scope)
     validate_ratings(ratings)
     _validate_labels(aligner_labels, owner="aligner")
-    return {name: alignment_prf(ratings[name], aligner_labels, task=task) for name in sorted(ratings)}
+    result = {}
+    for name in sorted(ratings):
+        aligner = aligner_labels
+        if scope == PRF_BOTH:
+            aligner = {item: label for item, label in aligner_labels.items() if item in ratings[name]}
+        result[name] = alignment_prf(ratings[name], aligner, task=task)
+    return result
+
+
+def prf_from_confusion(matrix: list[list[int]], *, task: int = 1) -> PRF:
+    """P/R/F1 over the items of a confusion matrix (rows the reference's label, columns the other's, in LABELS order).
+
+    A confusion matrix holds exactly the items both annotators rated, so this is
+    :func:`pairwise_alignment_prf` with ``PRF_BOTH`` from counts alone (the export's dataset card keeps
+    only counts).
+    """
+    linked = [label in _linked_labels(task) for label in LABELS]
+    tp = sum(matrix[i][j] for i in range(len(LABELS)) for j in range(len(LABELS)) if linked[i] and linked[j])
+    fp = sum(matrix[i][j] for i in range(len(LABELS)) for j in range(len(LABELS)) if not linked[i] and linked[j])
+    fn = sum(matrix[i][j] for i in range(len(LABELS)) for j in range(len(LABELS)) if linked[i] and not linked[j])
+    return _prf(tp, fp, fn, sum(map(sum, matrix)))
+
+
+def _check_prf_scope(scope: str) -> None:
+    if scope not in PRF_SCOPES:
+        raise ValueError(f"P/R/F1 scope must be one of {', '.join(map(repr, PRF_SCOPES))}, got {scope!r}")
 
 
 def _validate_labels(labels: Mapping[Hashable, str], *, owner: str) -> None:

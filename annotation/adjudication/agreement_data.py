@@ -8,6 +8,10 @@ Scopes (both always shown, and named, because they give very different numbers):
   pairs count as not aligned for annotators who marked the pair done. The mass of
   trivially not-aligned pairs inflates agreement here.
 Annotators who have not marked a pair done contribute only their explicit labels.
+
+P/R/F1 between two annotators is over the items both labelled (INCEpTION's pairwise scope, the items
+their Cohen's kappa uses), against the aligner over the items the annotator labelled; the figure over
+all items (an item one side did not label counting as no link) is kept beside it as ``*_all_items``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 from alignment.models import CandidateAlignment, DocumentPair
 from annotation.adjudication.agreement import (
     PRF,
+    PRF_ALL,
     SCOPE_ALL_PAIRS,
     SCOPE_SHOWN,
     AgreementReport,
@@ -80,9 +85,17 @@ def project_ratings(project: AnnotationProject) -> list[PairRatings]:
 class ProjectAgreement:
     shown: AgreementReport
     all_pairs: AgreementReport
-    pairwise: dict[tuple[str, str], PRF]
-    versus_aligner: dict[str, PRF]
+    pairwise: dict[tuple[str, str], PRF]  # over the items both labelled (shown-candidates scope)
+    versus_aligner: dict[str, PRF]  # over the items the annotator labelled
+    pairwise_all_items: dict[tuple[str, str], PRF]  # over every item either labelled
+    versus_aligner_all_items: dict[str, PRF]  # also the aligner's links on items the annotator did not label
     per_pair: list[tuple[DocumentPair, AgreementReport, AgreementReport]]
+
+    @property
+    def prf_rows(self) -> list[tuple[str, str, PRF, PRF]]:
+        """(reference, compared, P/R/F1 in the page's scope, F1 over all items): annotator pairs, then the aligner."""
+        rows = [(a, b, prf, self.pairwise_all_items[(a, b)]) for (a, b), prf in self.pairwise.items()]
+        return rows + [(name, "the aligner", prf, self.versus_aligner_all_items[name]) for name, prf in self.versus_aligner.items()]
 
 
 def _merged(parts: list[dict[str, dict[Item, str]]]) -> dict[str, dict[Item, str]]:
@@ -102,6 +115,8 @@ def project_agreement(project: AnnotationProject) -> ProjectAgreement:
         all_pairs=agreement_report(_merged([p.all_pairs for p in pairs]), scope=SCOPE_ALL_PAIRS),
         pairwise=pairwise_alignment_prf(shown),
         versus_aligner=aligner_alignment_prf(shown, aligner) if aligner else {},
+        pairwise_all_items=pairwise_alignment_prf(shown, scope=PRF_ALL),
+        versus_aligner_all_items=aligner_alignment_prf(shown, aligner, scope=PRF_ALL) if aligner else {},
         per_pair=[
             (p.pair, agreement_report(p.shown, scope=SCOPE_SHOWN), agreement_report(p.all_pairs, scope=SCOPE_ALL_PAIRS)) for p in pairs
         ],

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError, connection
 
-from annotation.adjudication.agreement import SCOPE_SHOWN
+from annotation.adjudication.agreement import SCOPE_SHOWN, prf_from_confusion
 from annotation.export.agreement_counts import AgreementCounts
 from annotation.export.selection import STATUSES, PairExport
 from annotation.export.simplification import PHENOMENA
@@ -146,20 +146,24 @@ def _agreement_lines(statistics: CardStatistics) -> list[str]:
     report = statistics.agreement.report(scope=SCOPE_SHOWN)
     lines = [
         (
-            "Over the exported sentence pairs, each annotator's current label (an annotator who marked a document pair "
-            "done counts the items they left unlabelled as not aligned, as the review page does):"
+            "Scope: the exported sentence pairs (not the agreement page's shown candidates, so the figures differ from "
+            "it), each annotator's current label (an annotator who marked a document pair done counts the items they left "
+            "unlabelled as not aligned, as the review page does):"
         ),
         "",
         f"- annotators: {len(report.annotators)}; items with two or more labels: {report.items}",
-        f"- Fleiss' kappa: {_number(report.fleiss, report.fleiss_undefined)} over {report.fleiss_items} items",
-        f"- Krippendorff's alpha (nominal): {_number(report.krippendorff_alpha, report.krippendorff_undefined)}",
+        f"- Fleiss' kappa: {_number(report.fleiss, report.fleiss_undefined)} over {report.fleiss_items} items every annotator labelled",
+        f"- Krippendorff's alpha (nominal): {_number(report.krippendorff_alpha, report.krippendorff_undefined)} "
+        f"over the {report.items} items with two or more labels",
     ]
     for index, ((a, b), value) in enumerate(sorted(report.cohen.items())):
         if index == 20:
             lines.append(f"- … and {len(report.cohen) - 20} more annotator pairs")
             break
+        f1 = prf_from_confusion(report.confusion(a, b)).f1
         lines.append(
-            f"- Cohen's kappa {a} / {b}: {_number(value, report.cohen_undefined.get((a, b)))} over {report.cohen_items[(a, b)]} items"
+            f"- {a} / {b}: Cohen's kappa {_number(value, report.cohen_undefined.get((a, b)))}, alignment F1 (Task 1) "
+            f"{_number(f1, 'undefined: no link')} over the {report.cohen_items[(a, b)]} items both labelled"
         )
     return lines
 

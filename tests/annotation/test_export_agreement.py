@@ -16,7 +16,7 @@ from django.db import connection
 
 from alignment.models import DocumentPair
 from annotation import services
-from annotation.adjudication.agreement import LABELS, SCOPE_SHOWN, AgreementReport, agreement_report
+from annotation.adjudication.agreement import LABELS, SCOPE_SHOWN, AgreementReport, agreement_report, pairwise_alignment_prf
 from annotation.export import service as export
 from annotation.export.agreement_counts import AgreementCounts
 from annotation.export.card import UniqueSentences
@@ -150,9 +150,15 @@ def test_export_card_figures_equal_the_whole_project_computation(team_gold, owne
     assert f"- annotators: 3; items with two or more labels: {expected.items}" in card
     assert f"- Fleiss' kappa: {expected.fleiss:.3f} over {expected.fleiss_items} items" in card
     assert f"- Krippendorff's alpha (nominal): {expected.krippendorff_alpha:.3f}" in card
+    assert "Scope: the exported sentence pairs (not the agreement page's shown candidates" in card
+    pairwise = pairwise_alignment_prf(ratings)  # INCEpTION's scope: the items both labelled, as Cohen's kappa
     for (a, b), value in expected.cohen.items():
         shown = f"{value:.3f}" if value is not None else expected.cohen_undefined[(a, b)]
-        assert f"- Cohen's kappa {a} / {b}: {shown} over {expected.cohen_items[(a, b)]} items" in card
+        f1 = f"{pairwise[(a, b)].f1:.3f}"
+        assert pairwise[(a, b)].items == expected.cohen_items[(a, b)]
+        assert (
+            f"- {a} / {b}: Cohen's kappa {shown}, alignment F1 (Task 1) {f1} over the {expected.cohen_items[(a, b)]} items both labelled"
+        ) in card
     simple_tokens = sum(len(text.split()) for text in simple_texts) / len(simple_texts)
     complex_tokens = sum(len(text.split()) for text in complex_texts) / len(complex_texts)
     assert f"- unique simple sentences: {len(simple_texts)}, average length {simple_tokens:.1f} tokens" in card

@@ -9,6 +9,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa
 
 from annotation.adjudication.agreement import (
     LABELS,
+    PRF_ALL,
     SCOPE_ALL_PAIRS,
     SCOPE_SHOWN,
     UNDEFINED_ONE_LABEL,
@@ -19,6 +20,7 @@ from annotation.adjudication.agreement import (
     alignment_prf,
     expand_to_all_pairs,
     pairwise_alignment_prf,
+    prf_from_confusion,
 )
 
 A, P, N = "aligned", "partial", "not_aligned"
@@ -268,18 +270,59 @@ def test_alignment_prf_rejects_unknown_task_and_label() -> None:
 def test_pairwise_alignment_prf_uses_first_annotator_as_reference(three_annotators) -> None:
     prf = pairwise_alignment_prf(three_annotators)
     assert set(prf) == {("ann", "bob"), ("ann", "eve"), ("bob", "eve")}
-    # ann links {1, 2, 4, 5}; eve links {1, 2}.
-    assert (prf[("ann", "eve")].tp, prf[("ann", "eve")].fp, prf[("ann", "eve")].fn) == (2, 0, 2)
+    # Items both labelled: 1-4. There ann links {1, 2, 4}; eve links {1, 2}.
+    assert (prf[("ann", "eve")].tp, prf[("ann", "eve")].fp, prf[("ann", "eve")].fn) == (2, 0, 1)
+    assert prf[("ann", "eve")].items == 4
     assert prf[("ann", "eve")].precision == 1.0
-    assert prf[("ann", "eve")].recall == 0.5
+    assert prf[("ann", "eve")].recall == pytest.approx(2 / 3)
+
+
+def test_pairwise_prf_counts_only_items_both_labelled_as_inception_does() -> None:
+    """The dashboard's "F1 0.382 next to kappa 0.80": one annotator labelled 10 items, the other 3 of them.
+
+    Over the 3 items both labelled they agree on every link (F1 1); over all items, with annot2 as the
+    reference, the 7 links on items annot2 never labelled count against it (F1 2*2 / (2*2 + 7 + 0) = 0.364),
+    which is how much was labelled, not agreement. Cohen's kappa is over the same 3 items as the pairwise F1.
+    """
+    many = {(k, k): A for k in range(8)} | {(8, 8): N, (9, 9): P}
+    few = {(0, 0): A, (1, 1): P, (8, 8): N}
+    ratings = {"annot2": few, "annotator": many}
+    both = pairwise_alignment_prf(ratings)[("annot2", "annotator")]
+    assert (both.tp, both.fp, both.fn, both.items) == (2, 0, 0, 3)
+    assert both.f1 == 1.0
+    assert agreement_report(ratings, scope=SCOPE_SHOWN).cohen_items[("annot2", "annotator")] == both.items
+    everything = pairwise_alignment_prf(ratings, scope=PRF_ALL)[("annot2", "annotator")]
+    assert (everything.tp, everything.fp, everything.fn, everything.items) == (2, 7, 0, 10)
+    assert everything.f1 == pytest.approx(4 / 11)  # annot2 as reference: annotator's 9 links, 2 confirmed
+    task2 = pairwise_alignment_prf(ratings, task=2)[("annot2", "annotator")]
+    assert (task2.tp, task2.fp, task2.fn) == (1, 1, 0)  # item 1: partial vs aligned is a link for Task 1 only
+
+
+def test_prf_from_confusion_equals_the_pairwise_figure_over_items_both_labelled(three_annotators) -> None:
+    report = agreement_report(three_annotators, scope=SCOPE_SHOWN)
+    for task in (1, 2):
+        pairwise = pairwise_alignment_prf(three_annotators, task=task)
+        for (a, b), expected in pairwise.items():
+            assert prf_from_confusion(report.confusion(a, b), task=task) == expected
+
+
+def test_unknown_prf_scope_is_refused() -> None:
+    with pytest.raises(ValueError, match="P/R/F1 scope must be one of 'items both labelled', 'all items', got 'some'"):
+        pairwise_alignment_prf({"a": {1: A}, "b": {1: A}}, scope="some")
+    with pytest.raises(ValueError, match="P/R/F1 scope must be one of"):
+        aligner_alignment_prf({"a": {1: A}}, {1: A}, scope="")
 
 
 def test_aligner_alignment_prf_per_annotator(three_annotators) -> None:
     aligner = {(1, 1): A, (3, 3): A, (5, 5): P}
     prf = aligner_alignment_prf(three_annotators, aligner)
     assert list(prf) == ["ann", "bob", "eve"]
-    # bob links {1, 2, 5}; aligner links {1, 3, 5}.
+    # bob labelled items 1-5 and links {1, 2, 5}; the aligner links {1, 3, 5}.
     assert (prf["bob"].tp, prf["bob"].fp, prf["bob"].fn) == (2, 1, 1)
+    # eve labelled items 1-4 and links {1, 2}; there the aligner links {1, 3}. Its link 5 is an item eve never labelled.
+    assert (prf["eve"].tp, prf["eve"].fp, prf["eve"].fn, prf["eve"].items) == (1, 1, 1, 4)
+    everything = aligner_alignment_prf(three_annotators, aligner, scope=PRF_ALL)
+    assert (everything["eve"].tp, everything["eve"].fp, everything["eve"].fn, everything["eve"].items) == (1, 2, 1, 5)
     with pytest.raises(ValueError, match=r"aligner gave item \(1, 1\) the unknown label 'link'"):
         aligner_alignment_prf(three_annotators, {(1, 1): "link"})
 

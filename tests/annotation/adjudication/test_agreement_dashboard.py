@@ -71,3 +71,30 @@ def test_a_per_pair_dash_says_why_the_measure_is_undefined(client, tram_corpus, 
     client.force_login(owner)
     page = client.get(reverse("annotation:project_agreement", args=[project.pk])).content.decode()
     assert '<td class="small muted undefined-why">undefined: needs at least 2 annotators</td>' in page
+
+
+def test_pairwise_f1_is_over_the_items_both_labelled_and_the_page_says_so(client, owner, team_of_two):
+    """anna labels four items and marks the pair done, ben labels two of them and is still working.
+
+    Shown candidates (no suggestion run): the four items anna labelled. Both labelled: items 0 and 1, where
+    anna links both and ben links item 0 only: TP 1, FN 1, F1 2/3. Over all four items ben's two unlabelled
+    ones count as missed links too: TP 1, FN 3, F1 2/5.
+    """
+    t = team_of_two
+    t.label(t.anna, 0, 0, "aligned"), t.label(t.anna, 1, 1, "partial"), t.label(t.anna, 2, 2, "aligned"), t.label(t.anna, 3, 3, "aligned")
+    t.label(t.ben, 0, 0, "aligned"), t.label(t.ben, 1, 1, "not_aligned")
+    services.assignment_complete(project=t.project, annotator=t.anna, pair=t.pair)
+    agreement = project_agreement(t.project)
+    both = agreement.pairwise[("anna", "ben")]
+    assert (both.tp, both.fp, both.fn, both.items) == (1, 0, 1, 2)
+    assert both.f1 == pytest.approx(2 / 3)
+    assert both.items == agreement.shown.cohen_items[("anna", "ben")]  # the items of their Cohen's kappa
+    everything = agreement.pairwise_all_items[("anna", "ben")]
+    assert (everything.tp, everything.fn, everything.items) == (1, 3, 4)
+    assert everything.f1 == pytest.approx(2 / 5)
+    client.force_login(owner)
+    html = client.get(reverse("annotation:project_agreement", args=[t.project.pk])).content.decode()
+    assert "Scope: two annotators are compared on the <strong>items both labelled</strong>" in html
+    row = html[html.index('data-prf="anna|ben"') :].split("</tr>")[0]
+    assert '<td class="num" data-items>2</td>' in row and '<td class="num" data-f1>0.667</td>' in row
+    assert '<td class="num muted" data-f1-all>0.400 <span class="small">(4 items)</span></td>' in row
