@@ -51,7 +51,8 @@ import numpy as np
 import torch
 
 from models_ml.aligning.aligner_config import LEARNED, LEXICAL_MEASURES, AlignerConfig
-from models_ml.aligning.crf import NeuralCRF, states_to_groups
+from models_ml.aligning.clamp import Fixed, allowed_states, fixed_check
+from models_ml.aligning.crf import NeuralCRF, groups_from_links, states_to_groups
 from models_ml.aligning.crf_pruned import decode_pruned
 from models_ml.aligning.paragraphs import (
     ParagraphGroup,
@@ -59,6 +60,7 @@ from models_ml.aligning.paragraphs import (
     align_paragraphs_wikipedia,
     sentence_pair_mask,
 )
+from models_ml.aligning.refit import refit_blocks
 from models_ml.data.checkpoint import read_json, verify_checksums, write_checksums
 from models_ml.data.io import AlignmentGroup
 from models_ml.similarity.measures import SimilarityMeasure, build_measure
@@ -181,11 +183,17 @@ class Aligner:
         simple_paragraphs: Sequence[int] | None = None,
         *,
         similarity: np.ndarray | None = None,
+        fixed: Fixed | None = None,
+        refit: bool = False,
     ) -> AlignmentResult:
         """Align one document pair; paragraph lists give each sentence's 0-based paragraph (None = one paragraph).
 
         ``similarity`` (m, n) replaces the measure's scores when the caller has them already
-        (the app computes cosines from stored embeddings instead of re-encoding).
+        (the app computes cosines from stored embeddings instead of re-encoding). ``fixed`` maps
+        simple sentences whose links are known to their complex sentences (empty: unaligned):
+        they keep exactly those links, and the rest is decoded given them
+        (:mod:`models_ml.aligning.clamp`); ``refit`` then also fits a per-pair correction to them
+        (:mod:`models_ml.aligning.refit`) before decoding.
         """
         n, m = len(complex_sentences), len(simple_sentences)
         complex_par = _paragraph_list(complex_paragraphs, n, "complex")  # (n,)
@@ -206,6 +214,8 @@ class Aligner:
         if similarity.shape != (m, n):
             raise ValueError(f"similarity for measure {self.config.measure!r} has shape {similarity.shape}, expected {(m, n)}")
         plan = self.blocks(similarity, simple_par, complex_par)
+        if fixed is not None:
+            return self._align_clamped(plan, similarity, fixed_check(fixed, m, n), refit=refit)
         chosen: list[tuple[int, ...]] = [() for _ in range(m)]
         marginals = np.ones(m, dtype=np.float32)  # (m,)
         pair_marginals = np.zeros((m, n), dtype=np.float32)  # (m, n)
@@ -221,6 +231,34 @@ class Aligner:
         groups = [self._labelled(complex_ids, simple_ids, marginals) for complex_ids, simple_ids in raw_groups]
         groups.sort(key=lambda g: (g.simple[0], g.complex[0]))
         return AlignmentResult(groups, similarity, plan.mask, plan.paragraph_groups, chosen, marginals, pair_marginals)
+
+    def _align_clamped(self, plan: BlockPlan, similarity: np.ndarray, fixed: dict[int, tuple[int, ...]], *, refit: bool) -> AlignmentResult:
+        """:meth:`align` with known links: each block decoded with its known sentences clamped, groups from every sentence's links."""
+        m, n = similarity.shape
+        blocks = [(rows, cols, block, self._block_allowed(rows, cols, fixed)) for rows, cols, block in plan.blocks]
+        if refit and fixed:
+            blocks = refit_blocks(self, blocks, (m, n))
+        links: list[tuple[int, ...]] = [() for _ in range(m)]
+        marginals = np.ones(m, dtype=np.float32)  # (m,)
+        pair_marginals = np.zeros((m, n), dtype=np.float32)  # (m, n)
+        for rows, cols, block, allowed in blocks:
+            _, local_chosen, local_marginals, local_pairs = self._decode_block(block, allowed)  # block: (len(rows), len(cols))
+            pair_marginals[np.ix_(rows, cols)] = local_pairs
+            for r, span in enumerate(local_chosen):
+                links[rows[r]] = tuple(int(cols[c]) for c in span)
+                marginals[rows[r]] = local_marginals[r]
+        for simple, complex_indices in fixed.items():
+            links[simple], marginals[simple] = complex_indices, 1.0
+            pair_marginals[simple] = 0.0
+            pair_marginals[simple, list(complex_indices)] = 1.0
+        groups = [self._labelled(c, s, marginals) for c, s in groups_from_links(links)]
+        return AlignmentResult(groups, similarity, plan.mask, plan.paragraph_groups, links, marginals, pair_marginals)
+
+    def _block_allowed(self, rows: np.ndarray, cols: np.ndarray, fixed: dict[int, tuple[int, ...]]) -> np.ndarray | None:
+        """The (r, K+1) allowed states of a block's known sentences (None when it has none), in the block's own indices."""
+        column_of = {int(c): local for local, c in enumerate(cols)}
+        local = {r: [column_of[c] for c in fixed[int(row)] if c in column_of] for r, row in enumerate(rows) if int(row) in fixed}
+        return allowed_states(local, len(rows), len(cols), self.config.crf.max_span) if local else None
 
     def blocks(
         self, similarity: np.ndarray, simple_paragraphs: Sequence[int] | None, complex_paragraphs: Sequence[int] | None
@@ -251,17 +289,23 @@ class Aligner:
             return align_paragraphs_newsela(similarity, simple_par, complex_par, self.config.newsela)
         return align_paragraphs_wikipedia(similarity, simple_par, complex_par, self.config.wikipedia)
 
-    def _decode_block(self, block: np.ndarray) -> tuple[list[tuple[list[int], list[int]]], list[list[int]], np.ndarray, np.ndarray]:
-        """Viterbi groups, chosen spans (local columns), chosen-state marginals (r,) and pair marginals (r, c) of a block (r, c)."""
+    def _decode_block(
+        self, block: np.ndarray, allowed: np.ndarray | None = None
+    ) -> tuple[list[tuple[list[int], list[int]]], list[list[int]], np.ndarray, np.ndarray]:
+        """Viterbi groups, chosen spans (local columns), chosen-state marginals (r,) and pair marginals (r, c) of a block (r, c).
+
+        ``allowed`` (r, K+1) bool clamps the block's known sentences (:func:`models_ml.aligning.clamp.allowed_states`).
+        """
         r, c = block.shape
         sim = torch.as_tensor(self.config.emission_scale * block, dtype=torch.float32, device=self.device)  # (r, c)
         starts, ends = self.crf.states(c)  # (K,), (K,)
+        mask = None if allowed is None else torch.as_tensor(allowed, device=self.device)  # (r, K+1)
         if len(starts) + 1 > self.config.dense_state_limit:
-            lattice = decode_pruned(self.crf, sim, self.config.beam)
+            lattice = decode_pruned(self.crf, sim, self.config.beam, mask)
             states, candidates, candidate_marginals = lattice.states, lattice.candidates, lattice.marginals  # (r, C) each
         else:
             with torch.no_grad():
-                states, candidate_marginals = self.crf.decode_with_marginals(sim)  # r states, (r, K+1)
+                states, candidate_marginals = self.crf.decode_with_marginals(sim, mask)  # r states, (r, K+1)
             candidates = torch.arange(len(starts) + 1, device=sim.device).expand(r, -1)  # (r, K+1)
         chosen_column = (candidates == torch.as_tensor(states, device=sim.device)[:, None]).float().argmax(dim=1)  # (r,)
         picked = candidate_marginals[torch.arange(r), chosen_column].cpu().numpy()  # (r,)

@@ -94,24 +94,32 @@ def transition_features(starts: torch.Tensor, ends: torch.Tensor) -> torch.Tenso
 
 
 def states_to_groups(states: Sequence[int], starts: np.ndarray, ends: np.ndarray) -> list[Group]:
-    """Turn one state per simple sentence into alignment groups, dropping null.
-
-    Rule: a simple sentence joins the open group when the previous simple sentence
-    belongs to it and its span shares at least one complex sentence with the
-    group's complex sentences so far; otherwise it opens a new group. A null state
-    closes the open group. So equal spans on neighbours give a 1:n split, a span
-    state gives an n:1 merge, and overlapping spans on neighbours give n:m.
-    Non-adjacent simple sentences that pick the same span stay in separate groups.
-    """
+    """Turn one state per simple sentence into alignment groups, dropping null (see :func:`groups_from_links`)."""
     num_states = len(starts)
-    groups: list[Group] = []
-    complex_set: set[int] = set()
-    simple_run: list[int] = []
+    links = []
     for index, state in enumerate(states):
         state = int(state)
         if not 0 <= state <= num_states:
             raise ValueError(f"state {state} of simple sentence {index} is outside 0..{num_states}")
-        span = set() if state == 0 else set(range(int(starts[state - 1]), int(ends[state - 1])))
+        links.append(() if state == 0 else tuple(range(int(starts[state - 1]), int(ends[state - 1]))))
+    return groups_from_links(links)
+
+
+def groups_from_links(links: Sequence[Sequence[int]]) -> list[Group]:
+    """Alignment groups from each simple sentence's complex sentences (empty: unaligned).
+
+    Rule: a simple sentence joins the open group when the previous simple sentence
+    belongs to it and its complex sentences share at least one with the group's complex
+    sentences so far; otherwise it opens a new group. An unlinked sentence closes the
+    open group. So equal spans on neighbours give a 1:n split, a span state gives an n:1
+    merge, and overlapping spans on neighbours give n:m. Non-adjacent simple sentences
+    that pick the same span stay in separate groups.
+    """
+    groups: list[Group] = []
+    complex_set: set[int] = set()
+    simple_run: list[int] = []
+    for index, linked in enumerate(links):
+        span = {int(c) for c in linked}
         if simple_run and span & complex_set:
             complex_set |= span
             simple_run.append(index)
@@ -236,36 +244,58 @@ class NeuralCRF(nn.Module):
         alphas = self._forward_alphas(emissions, transitions)  # (m, K+1)
         return self._sequence_score(emissions, transitions, tags) - torch.logsumexp(alphas[-1], dim=0)
 
-    def log_partition(self, sim: torch.Tensor) -> torch.Tensor:
-        """``log Z`` by the forward algorithm in log space, O(m K^2): a scalar tensor."""
-        emissions = self.emissions(sim)  # (m, K+1)
+    def log_partition(self, sim: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
+        """``log Z`` by the forward algorithm in log space, O(m K^2): a scalar tensor.
+
+        ``allowed`` (m, K+1) bool keeps only those states (clamped decoding, :mod:`models_ml.aligning.clamp`):
+        the log-sum over the sequences that use allowed states only.
+        """
+        emissions = self.clamped(self.emissions(sim), allowed)  # (m, K+1)
         alphas = self._forward_alphas(emissions, self.transitions(sim.shape[1]))  # (m, K+1)
         return torch.logsumexp(alphas[-1], dim=0)
 
-    def marginals(self, sim: torch.Tensor) -> torch.Tensor:
-        """``P(a_i = k | S, C)`` by forward-backward: (m, K+1), each row sums to 1."""
-        emissions = self.emissions(sim)  # (m, K+1)
+    def marginals(self, sim: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
+        """``P(a_i = k | S, C)`` by forward-backward: (m, K+1), each row sums to 1 (given ``allowed``, see :meth:`clamped`)."""
+        emissions = self.clamped(self.emissions(sim), allowed)  # (m, K+1)
         transitions = self.transitions(sim.shape[1])  # (K+1, K+1)
         alphas = self._forward_alphas(emissions, transitions)  # (m, K+1)
         betas = self._backward_betas(emissions, transitions)  # (m, K+1)
         log_z = torch.logsumexp(alphas[-1], dim=0)
         return torch.exp(alphas + betas - log_z)  # (m, K+1)
 
-    def decode(self, sim: torch.Tensor) -> list[int]:
-        """Most probable state sequence (eq. 5) by Viterbi: one state per simple sentence."""
+    def decode(self, sim: torch.Tensor, allowed: torch.Tensor | None = None) -> list[int]:
+        """Most probable state sequence (eq. 5) by Viterbi: one state per simple sentence (among ``allowed``)."""
         with torch.no_grad():
-            emissions = self.emissions(sim)  # (m, K+1)
+            emissions = self.clamped(self.emissions(sim), allowed)  # (m, K+1)
             return self._viterbi(emissions, self.transitions(sim.shape[1]))
 
-    def decode_with_marginals(self, sim: torch.Tensor) -> tuple[list[int], torch.Tensor]:
+    def decode_with_marginals(self, sim: torch.Tensor, allowed: torch.Tensor | None = None) -> tuple[list[int], torch.Tensor]:
         """:meth:`decode` and :meth:`marginals` from one computation of emissions and transitions."""
         with torch.no_grad():
-            emissions = self.emissions(sim)  # (m, K+1)
+            emissions = self.clamped(self.emissions(sim), allowed)  # (m, K+1)
             transitions = self.transitions(sim.shape[1])  # (K+1, K+1)
             alphas = self._forward_alphas(emissions, transitions)  # (m, K+1)
             betas = self._backward_betas(emissions, transitions)  # (m, K+1)
             marginals = torch.exp(alphas + betas - torch.logsumexp(alphas[-1], dim=0))  # (m, K+1)
             return self._viterbi(emissions, transitions), marginals
+
+    @staticmethod
+    def clamped(emissions: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+        """``emissions`` (m, K+1) with every state outside ``allowed`` (m, K+1) bool at -inf, so no sequence uses it.
+
+        Viterbi then finds the best sequence through the allowed states, and forward-backward gives
+        the marginals *given* them: the CRF decoded with some sentences' states known. Every row
+        must allow at least one state.
+        """
+        if allowed is None:
+            return emissions
+        allowed = torch.as_tensor(allowed, dtype=torch.bool, device=emissions.device)
+        if allowed.shape != emissions.shape:
+            raise ValueError(f"allowed has shape {tuple(allowed.shape)}, expected {tuple(emissions.shape)}")
+        empty = (~allowed.any(dim=1)).nonzero().flatten().tolist()
+        if empty:
+            raise ValueError(f"simple sentence(s) {empty} allow no state")
+        return emissions.masked_fill(~allowed, float("-inf"))
 
     def groups(self, states: Sequence[int], n: int) -> list[Group]:
         """Alignment groups of a decoded sequence over n complex sentences (see :func:`states_to_groups`)."""

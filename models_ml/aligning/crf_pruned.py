@@ -71,12 +71,16 @@ def _pair_transitions(
     return crf.transition_out(hidden).squeeze(-1)  # (S, P, C)
 
 
-def decode_pruned(crf: NeuralCRF, sim: torch.Tensor, beam: int) -> PrunedLattice:
-    """Viterbi and marginals of ``crf`` on ``sim`` (m, n), keeping null + the ``beam`` best spans per sentence."""
+def decode_pruned(crf: NeuralCRF, sim: torch.Tensor, beam: int, allowed: torch.Tensor | None = None) -> PrunedLattice:
+    """Viterbi and marginals of ``crf`` on ``sim`` (m, n), keeping null + the ``beam`` best spans per sentence.
+
+    ``allowed`` (m, K+1) bool clamps sentences to some states (:meth:`NeuralCRF.clamped`): the others
+    score -inf, so a clamped sentence's beam holds its allowed spans first.
+    """
     if beam < 1:
         raise ValueError(f"beam must be >= 1, got {beam}")
     with torch.no_grad():
-        emissions = crf.emissions(sim)  # (m, K+1)
+        emissions = crf.clamped(crf.emissions(sim), allowed)  # (m, K+1)
         m, num_states = emissions.shape
         keep = min(beam, num_states - 1)
         top = emissions[:, 1:].topk(keep, dim=1).indices + 1  # (m, keep) global ids of the best spans
