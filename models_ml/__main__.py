@@ -16,20 +16,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from models_ml.cli_mine import add_mine, run_mine
+from models_ml.cli_support import EXIT_BAD_INPUT, InputError, check_writable_directory, read_sentences
 from models_ml.data.deplain import read_deplain, unplaced_summary
-from models_ml.data.io import AlignmentGroup, GoldPair, read_groups_jsonl, read_sentences_file, write_groups_jsonl
+from models_ml.data.io import AlignmentGroup, GoldPair, read_groups_jsonl, read_known_links, write_groups_jsonl
 from models_ml.data.wiki_manual import read_wiki_manual_tsv
 
-EXIT_BAD_INPUT = 2
-
-
-class InputError(Exception):
-    """Bad user input: printed as one line, exit status 2."""
+__all__ = ["EXIT_BAD_INPUT", "InputError", "main", "read_gold"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m models_ml", description="Sentence alignment of complex and simplified documents, without a database."
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for add_command in (_add_align, _add_evaluate, _add_train, _add_mine):
+    for add_command in (_add_align, _add_evaluate, _add_train, add_mine):
         add_command(commands)
     return parser
 
@@ -54,6 +51,10 @@ def _add_align(commands: argparse._SubParsersAction) -> None:
     source.add_argument("--config", type=Path, help="AlignerConfig as JSON for an untrained aligner")
     source.add_argument("--untrained", action="store_true", help="the untrained, hand-calibrated MiniLM aligner")
     align.add_argument("--device", default=None, help="override the device, e.g. cpu or cuda:0")
+    align.add_argument(
+        "--fixed", type=Path, help="known groups (JSONL, the output's format; complex [] = unaligned): kept, the rest aligned given them"
+    )
+    align.add_argument("--refit", action="store_true", help="with --fixed: also fit a per-pair correction to the known groups")
 
 
 def _add_evaluate(commands: argparse._SubParsersAction) -> None:
@@ -107,91 +108,6 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
     train.add_argument("--pair-classifier-epochs", type=int, default=1, help="epochs for the pair classifier (default 1)")
 
 
-def _add_mine(commands: argparse._SubParsersAction) -> None:
-    mine = commands.add_parser(
-        "mine",
-        help="mine pseudo-parallel sentence pairs from unpaired documents (LHA or MUSS)",
-        description=(
-            "Each folder holds one document per *.txt file (one sentence a line; the file name is the document id). "
-            "LHA aligns --source documents with --target documents (documents first, then sentences); MUSS mines "
-            "paraphrases among the --source documents (and --target's, when given)."
-        ),
-    )
-    mine.add_argument("--source", required=True, type=Path, help="folder of source documents")
-    mine.add_argument("--target", type=Path, help="folder of target documents (required for lha)")
-    mine.add_argument("--method", required=True, choices=("lha", "muss"))
-    mine.add_argument("--output", required=True, type=Path, help="where to write the mined items (JSONL)")
-    mine.add_argument("--k", type=int, default=None, help="neighbours per sentence (lha, default 5) or per sequence (muss, default 8)")
-    mine.add_argument("--k-documents", type=int, default=None, help="lha: nearest target documents per source document (default 5)")
-    mine.add_argument("--theta-d", type=float, default=None, help="lha: document cosine threshold (default 0.5)")
-    mine.add_argument("--theta-s", type=float, default=None, help="lha: sentence cosine threshold (default LHAConfig.theta_s)")
-    mine.add_argument("--global", dest="global_variant", action="store_true", help="lha: skip the document step (for comparison)")
-    mine.add_argument("--no-filters", action="store_true", help="lha: keep pairs that fail the overlap or length filter")
-    mine.add_argument("--language", default="en", help="stop words and word frequencies (en, de)")
-    mine.add_argument("--device", default=None, help="encoder device, e.g. cpu or cuda:0")
-
-
-def _read_folder(folder: Path) -> list:
-    from models_ml.mining.types import MiningDocument
-
-    if not folder.is_dir():
-        raise InputError(f"{folder}: no such folder")
-    files = sorted(folder.glob("*.txt"))
-    if not files:
-        raise InputError(f"{folder}: no *.txt documents")
-    return [MiningDocument(path.stem, _read_sentences(path)[0]) for path in files]
-
-
-def run_mine(args: argparse.Namespace) -> str:
-    if args.method == "lha" and args.target is None:
-        raise InputError("mine: --method lha needs --target")
-    source = _read_folder(args.source)
-    target = _read_folder(args.target) if args.target is not None else []
-    _check_writable_directory(args.output.parent if str(args.output.parent) else Path("."))
-    from models_ml.mining.lha import LHAConfig, mine_lha
-    from models_ml.mining.muss import MussConfig, mine_muss
-    from models_ml.similarity.encoders import load_sentence_encoder
-
-    options = {
-        "k_sentences": args.k, "k_documents": args.k_documents, "theta_d": args.theta_d, "theta_s": args.theta_s,
-        "language": args.language,
-    }  # fmt: skip
-    try:
-        if args.method == "lha":
-            config = LHAConfig(**{key: value for key, value in options.items() if value is not None},
-                               global_variant=args.global_variant,
-                               **({"min_overlap": None, "max_length_ratio": None} if args.no_filters else {}))  # fmt: skip
-        else:
-            config = MussConfig(**({"k": args.k} if args.k is not None else {}), language=args.language)
-    except (TypeError, ValueError) as error:
-        raise InputError(f"mine: {error}") from None
-    encoder = load_sentence_encoder(device=args.device or "")
-    encode = lambda texts: encoder.encode(list(texts))  # noqa: E731 - a one-line adapter passed on as a callable
-    items = (
-        mine_lha(source, target, encode=encode, config=config)
-        if args.method == "lha"
-        else mine_muss(source + target, encode=encode, config=config)
-    )
-    count = 0
-    try:
-        with args.output.open("w", encoding="utf-8") as handle:
-            for item in items:
-                handle.write(json.dumps(item.as_dict(), ensure_ascii=False) + "\n")
-                count += 1
-    except OSError as error:
-        raise InputError(f"{args.output}: cannot write ({error.strerror})") from None
-    return f"{count} mined items from {len(source)} source and {len(target)} target documents written to {args.output}"
-
-
-def _read_sentences(path: Path) -> tuple[list[str], list[int]]:
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    try:
-        return read_sentences_file(path)
-    except ValueError as error:
-        raise InputError(str(error)) from None
-
-
 def _load_config(path: Path, device: str | None) -> object:
     from models_ml.aligning.aligner_config import AlignerConfig
 
@@ -210,8 +126,11 @@ def _load_config(path: Path, device: str | None) -> object:
 
 
 def run_align(args: argparse.Namespace) -> None:
-    complex_sentences, complex_paragraphs = _read_sentences(args.complex)
-    simple_sentences, simple_paragraphs = _read_sentences(args.simple)
+    complex_sentences, complex_paragraphs = read_sentences(args.complex)
+    simple_sentences, simple_paragraphs = read_sentences(args.simple)
+    fixed = _read_known(args.fixed, len(simple_sentences), len(complex_sentences)) if args.fixed is not None else None
+    if args.refit and fixed is None:
+        raise InputError("--refit needs --fixed (the known groups it fits to)")
     from models_ml.aligning.aligner import Aligner  # imports torch: only once the inputs are read
     from models_ml.aligning.aligner_config import AlignerConfig
     from models_ml.data.checkpoint import DEFAULT_MODEL_DIR
@@ -228,11 +147,20 @@ def run_align(args: argparse.Namespace) -> None:
             aligner = Aligner.load(model, device=args.device)
         except ValueError as error:
             raise InputError(str(error)) from None
-    result = aligner.align(complex_sentences, simple_sentences, complex_paragraphs, simple_paragraphs)
+    result = aligner.align(complex_sentences, simple_sentences, complex_paragraphs, simple_paragraphs, fixed=fixed, refit=args.refit)
     try:
         write_groups_jsonl(args.output, result.groups)
     except OSError as error:
         raise InputError(f"{args.output}: cannot write ({error.strerror})") from None
+
+
+def _read_known(path: Path, m: int, n: int) -> dict[int, tuple[int, ...]]:
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        return read_known_links(path, m, n)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: {error}" if str(path) not in str(error) else str(error)) from None
 
 
 def _read_groups(path: Path) -> list[AlignmentGroup]:
@@ -345,23 +273,12 @@ def _dev_split(pairs: list[GoldPair], fraction: float, seed: int, source: Path) 
     return [pair for pair in pairs if pair.pair_id not in dev_ids], [pair for pair in labelled if pair.pair_id in dev_ids]
 
 
-def _check_writable_directory(path: Path) -> None:
-    """Fail before training, not after it, when the model directory cannot be created or written."""
-    if path.exists() and not path.is_dir():
-        raise InputError(f"{path}: exists and is not a directory")
-    ancestor = path
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK):
-        raise InputError(f"{path}: cannot create the model directory ({ancestor} is not a writable directory)")
-
-
 def run_train(args: argparse.Namespace) -> str:
     pairs = read_gold(args.gold, args.gold_format)
-    _check_writable_directory(args.output)
+    check_writable_directory(args.output)
     pair_training = None
     if args.pair_classifier_output is not None:
-        _check_writable_directory(args.pair_classifier_output)
+        check_writable_directory(args.pair_classifier_output)
         from models_ml.similarity.cross_encoder_training import PairTrainingConfig
 
         try:

@@ -189,3 +189,43 @@ def read_sentences_file(path: str | Path) -> tuple[list[str], list[int]]:
     if not sentences:
         raise ValueError(f"{path}: the file holds no sentences")
     return sentences, paragraphs
+
+
+def read_known_links(path: str | Path, m: int, n: int) -> dict[int, tuple[int, ...]]:
+    """Known links for clamped decoding (``align --fixed``): simple sentence -> its complex sentences.
+
+    One group a line in the align output's format (``label`` and ``score`` optional and not
+    used); ``"complex": []`` says its simple sentences are known to be unaligned. ValueError
+    naming the file and line: not JSON, not a group, an index outside the documents (m simple,
+    n complex sentences), or a simple sentence in two known groups.
+    """
+    path = Path(path)
+    links: dict[int, tuple[int, ...]] = {}
+    first_line: dict[int, int] = {}
+    with path.open(encoding="utf-8-sig") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}, line {line_number}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{where}: not valid JSON ({error.msg})") from None
+            if not isinstance(record, dict) or "complex" not in record or "simple" not in record:
+                raise ValueError(f"{where}: expected a group object with 'complex' and 'simple' lists")
+            sides = {}
+            for key, size in (("complex", n), ("simple", m)):
+                values = record[key]
+                if not isinstance(values, list) or any(not isinstance(i, int) or isinstance(i, bool) for i in values):
+                    raise ValueError(f"{where}: {key} must be a list of sentence indices")
+                outside = [i for i in values if not 0 <= i < size]
+                if outside:
+                    raise ValueError(f"{where}: {key} sentence(s) {outside} outside 0..{size - 1} (the file has {size})")
+                sides[key] = tuple(sorted(set(values)))
+            if not sides["simple"]:
+                raise ValueError(f"{where}: a known group needs at least one simple sentence")
+            for simple in sides["simple"]:
+                if simple in links:
+                    raise ValueError(f"{where}: simple sentence {simple} is already in the known group of line {first_line[simple]}")
+                links[simple], first_line[simple] = sides["complex"], line_number
+    return links
