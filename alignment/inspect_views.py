@@ -15,7 +15,7 @@ def pair_inspect(request: HttpRequest, pair_id: int) -> HttpResponse:
     """The whole page, or only the candidate table when htmx asks for ``#candidates`` (sort / filter)."""
     pair = selectors.pair_get_for_user(request.user, pair_id)
     table_only = bool(request.htmx and request.htmx.target == "candidates")
-    view = inspection.pair_inspection_build(pair=pair, query=request.GET, with_heatmap=not table_only)
+    view = inspection.pair_inspection_build(pair=pair, query=request.GET, user=request.user, with_heatmap=not table_only)
     context = {"pair": pair, "corpus": pair.corpus, "view": view, "table_only": table_only}
     if table_only:
         # htmx swaps only 2xx answers, so the table fragment carries its error messages with a 200.
@@ -36,5 +36,6 @@ def candidate_diff(request: HttpRequest, candidate_id: int) -> HttpResponse:
         "group_members": inspection.candidate_group_members(candidate),
         "scores": inspection.candidate_scores(candidate, candidate.run.measures),
         "marginal_note": inspection.marginal_notes([candidate]).get(candidate.pk),
+        "human": inspection.candidate_human(request.user, candidate),
     }
     return render(request, "alignment/pair_inspect.html#diff", context)

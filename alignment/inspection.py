@@ -1,26 +1,25 @@
 """Reads for the researcher's inspection view of one document pair: runs, candidates, heatmap, word diff.
 
 Selectors-style: these functions read and shape data for ``pair_inspect.html`` and
-never write. Query parameters are parsed here, not in the view, so a bad value turns
-into a message that names the parameter instead of an exception.
+never write. Query parameters are parsed in :mod:`alignment.inspect_state`, so a bad value
+turns into a message that names the parameter instead of an exception. Human labels come
+through :mod:`alignment.human_labels`, for the viewer's eyes only.
 """
 
 from __future__ import annotations
 
-import difflib
-import math
-import re
 from dataclasses import dataclass, field, replace
-from typing import Any
-from urllib.parse import urlencode
 
 import numpy as np
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 
+from alignment.aligning.measures import measure_meaning
 from alignment.aligning.scoring import HEATMAP_MAX_CELLS, unpack_matrices
+from alignment.human_labels import HumanLabel, Item, Overlay, overlay_build, pair_human_labels
+from alignment.inspect_state import HUMAN_CHOICES, LABEL_CHOICES, LABEL_FILTERS, SORTS, InspectState, inspect_params_parse
 from alignment.models import (
     AlignedPair,
     AlignmentRun,
@@ -30,59 +29,21 @@ from alignment.models import (
     Sentence,
 )
 from alignment.selectors import corpora_visible_to
+from alignment.word_diff import WordDiff, word_diff  # word_diff is re-exported: the annotation screen imports it from here
 
 CRF_MARGINAL = "crf_marginal"
 TABLE_ROW_LIMIT = 500
 TOOLTIP_CHARS = 160  # heatmap hover
-SORTS: dict[str, tuple[str, ...]] = {
-    "position": ("simple_sentence__index", "complex_sentence__index"),
-    "score": ("score",),
-    "-score": ("-score",),
-    "crf_marginal": ("crf_marginal",),
-    "-crf_marginal": ("-crf_marginal",),
-    "disagreement": ("disagreement",),
-    "-disagreement": ("-disagreement",),
-}
-LABEL_FILTERS: dict[str, tuple[str, ...] | None] = {
-    "all": None,
-    "predicted": (CandidateAlignment.Label.ALIGNED, CandidateAlignment.Label.PARTIAL),
-    "aligned": (CandidateAlignment.Label.ALIGNED,),
-    "partial": (CandidateAlignment.Label.PARTIAL,),
-    "not_aligned": (CandidateAlignment.Label.NOT_ALIGNED,),
-}
-LABEL_CHOICES = [
-    ("all", "all"),
-    ("predicted", "predicted (aligned + partial)"),
-    ("aligned", "aligned"),
-    ("partial", "partial"),
-    ("not_aligned", "not aligned"),
-]
-WORD_TOKEN = re.compile(r"\w+(?:['’\-]\w+)*|[^\w\s]")  # words (with inner apostrophes/hyphens) and single punctuation marks
 
 
 @dataclass(frozen=True)
-class InspectState:
-    """The view's query parameters after validation; ``query()`` rebuilds links that keep them."""
+class ScoreColumn:
+    """A number the page shows, and what it is: the researcher sees raw scores, so each one says what it means."""
 
-    run_id: int | None = None
-    measure: str = ""
-    sort: str = "position"
-    label: str = "all"
-    min_disagreement: float | None = None
-    candidate_id: int | None = None
-
-    def query(self, **changes: Any) -> str:
-        """``?run=..&measure=..`` for this state with ``changes`` applied; empty values are left out."""
-        state = replace(self, **changes)
-        values = {
-            "run": state.run_id,
-            "measure": state.measure,
-            "sort": state.sort,
-            "label": state.label,
-            "min_disagreement": state.min_disagreement,
-            "candidate": state.candidate_id,
-        }
-        return "?" + urlencode({key: value for key, value in values.items() if value not in (None, "")})
+    name: str
+    header: str  # the name with break points, so long names may wrap
+    meaning: str
+    primary: bool = False  # the CRF's measure: its score is the CRF's raw emission
 
 
 @dataclass(frozen=True)
@@ -99,20 +60,19 @@ class CandidateRow:
     scores: list[float | None]  # one per run measure, in run.measures order
     link: str  # the full page with this candidate's diff open
     marginal_note: MarginalNote | None = None
+    human: HumanLabel | None = None
+    verdict: str = ""  # how the model compares with the humans (alignment.human_labels.VERDICTS), "" when they agree
 
 
-@dataclass
-class DiffSegment:
-    kind: str  # equal | del | ins
-    text: str
-    space_before: bool
-    replaced: bool = False  # part of a replacement (marked on both sides) rather than a pure deletion/insertion
+@dataclass(frozen=True)
+class UnproposedLink:
+    """A pair the humans link that the run never made a candidate: the plainest kind of miss."""
 
-
-@dataclass
-class WordDiff:
-    complex_segments: list[DiffSegment]
-    simple_segments: list[DiffSegment]
+    simple_number: int  # 1-based, as the page counts
+    complex_number: int
+    human: HumanLabel
+    simple_text: str
+    complex_text: str
 
 
 @dataclass
@@ -124,8 +84,9 @@ class PairInspection:
     runs: list[AlignmentRun] = field(default_factory=list)
     run: AlignmentRun | None = None
     measures: list[str] = field(default_factory=list)  # the run's measures, table columns
-    measure_headers: list[tuple[str, str]] = field(default_factory=list)  # (name, header with break points)
+    score_columns: list[ScoreColumn] = field(default_factory=list)  # the run's measures, then the CRF marginal
     measure_choices: list[str] = field(default_factory=list)
+    measure_meaning: str = ""  # what the heatmap's numbers are
     heatmap: dict | None = None
     heatmap_missing_reason: str = ""
     rows: list[CandidateRow] = field(default_factory=list)
@@ -134,54 +95,14 @@ class PairInspection:
     selected: CandidateAlignment | None = None
     diff: WordDiff | None = None
     group_members: list[CandidateAlignment] = field(default_factory=list)
-    selected_scores: list[tuple[str, float | None]] = field(default_factory=list)
+    selected_scores: list[tuple[str, float | None, str]] = field(default_factory=list)
     selected_note: MarginalNote | None = None
+    selected_human: tuple[HumanLabel | None, str] | None = None  # (human label, verdict) of the open candidate
     marginal_tags: set[str] = field(default_factory=set)  # the tags in the table, explained once above it
     label_choices: list[tuple[str, str]] = field(default_factory=lambda: list(LABEL_CHOICES))
-
-
-def inspect_params_parse(query: QueryDict) -> tuple[InspectState, list[str]]:
-    """Validated parameters (bad ones fall back to their default) and one message per bad parameter."""
-    errors: list[str] = []
-    run_id = _int_param(query, "run", errors)
-    candidate_id = _int_param(query, "candidate", errors)
-    sort = query.get("sort", "") or "position"
-    if sort not in SORTS:
-        errors.append(f"sort: unknown order {sort!r}; choose one of {', '.join(SORTS)}")
-        sort = "position"
-    label = query.get("label", "") or "all"
-    if label not in LABEL_FILTERS:
-        errors.append(f"label: unknown label filter {label!r}; choose one of {', '.join(LABEL_FILTERS)}")
-        label = "all"
-    min_disagreement = None
-    raw = query.get("min_disagreement", "").strip()
-    if raw:
-        try:
-            min_disagreement = float(raw)
-            if not math.isfinite(min_disagreement):
-                raise ValueError
-        except ValueError:
-            errors.append(f"min_disagreement: {raw!r} is not a number (use e.g. 0.3)")
-            min_disagreement = None
-    state = InspectState(
-        run_id=run_id,
-        measure=query.get("measure", ""),
-        sort=sort,
-        label=label,
-        min_disagreement=min_disagreement,
-        candidate_id=candidate_id,
-    )
-    return state, errors
-
-
-def _int_param(query: QueryDict, name: str, errors: list[str]) -> int | None:
-    raw = query.get(name, "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit():
-        errors.append(f"{name}: {raw!r} is not an id (a whole number)")
-        return None
-    return int(raw)
+    human_choices: list[tuple[str, str]] = field(default_factory=lambda: list(HUMAN_CHOICES))
+    overlay: Overlay | None = None  # None: no human labels this viewer may see
+    unproposed: list[UnproposedLink] = field(default_factory=list)  # human links with no candidate row
 
 
 def pair_runs(pair: DocumentPair) -> list[AlignmentRun]:
@@ -216,9 +137,28 @@ def candidate_group_members(candidate: CandidateAlignment) -> list[CandidateAlig
     return list(members.exclude(pk=candidate.pk).select_related("simple_sentence", "complex_sentence").order_by(*SORTS["position"]))
 
 
-def candidate_scores(candidate: CandidateAlignment, measures: list[str]) -> list[tuple[str, float | None]]:
-    """(measure, score) in the run's measure order; the stored JSON does not keep that order."""
-    return [(name, candidate.scores.get(name)) for name in measures]
+def candidate_scores(candidate: CandidateAlignment, measures: list[str]) -> list[tuple[str, float | None, str]]:
+    """(measure, score, what the score is) in the run's measure order; the stored JSON does not keep that order."""
+    return [(name, candidate.scores.get(name), measure_meaning(name)) for name in measures]
+
+
+def candidate_human(user: AbstractBaseUser | AnonymousUser, candidate: CandidateAlignment) -> tuple[HumanLabel | None, str] | None:
+    """(human label, verdict) of one candidate as ``user`` may see it; None when they see no labels of its pair."""
+    overlay = _overlay(user, candidate.run, candidate.pair)
+    if overlay is None:
+        return None
+    return overlay.cells.get((candidate.simple_sentence.index, candidate.complex_sentence.index), (None, ""))
+
+
+def _overlay(user: AbstractBaseUser | AnonymousUser | None, run: AlignmentRun, pair: DocumentPair) -> Overlay | None:
+    """The human labels ``user`` may see beside the run's candidates (None without any)."""
+    labels = pair_human_labels(user=user, pair=pair) if user is not None else None
+    if labels is None:
+        return None
+    predicted = CandidateAlignment.objects.filter(run=run, pair=pair).values_list(
+        "simple_sentence__index", "complex_sentence__index", "label"
+    )
+    return overlay_build(labels, {(j, i): label for j, i, label in predicted})
 
 
 def marginal_notes(candidates: list[CandidateAlignment]) -> dict[int, MarginalNote]:
@@ -271,45 +211,6 @@ def _paragraph_positions(document_id: int) -> dict[int, int]:
     return {index: dense[paragraph] for index, paragraph in rows}
 
 
-def word_diff(complex_text: str, simple_text: str) -> WordDiff:
-    """Word-level differences: words only in the complex sentence are ``del``, words new in the simple one ``ins``.
-
-    Tokens are words and punctuation marks, compared case-insensitively; adjacent tokens
-    of the same kind are merged into one segment so the page shows ``<del>a few words</del>``.
-    """
-    complex_tokens = _tokens(complex_text)
-    simple_tokens = _tokens(simple_text)
-    matcher = difflib.SequenceMatcher(
-        a=[text.casefold() for text, _ in complex_tokens], b=[text.casefold() for text, _ in simple_tokens], autojunk=False
-    )
-    complex_kinds: list[tuple[str, bool]] = []
-    simple_kinds: list[tuple[str, bool]] = []
-    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
-        if tag == "equal":
-            complex_kinds += [("equal", False)] * (a1 - a0)
-            simple_kinds += [("equal", False)] * (b1 - b0)
-        else:
-            complex_kinds += [("del", tag == "replace")] * (a1 - a0)
-            simple_kinds += [("ins", tag == "replace")] * (b1 - b0)
-    return WordDiff(_segments(complex_tokens, complex_kinds), _segments(simple_tokens, simple_kinds))
-
-
-def _tokens(text: str) -> list[tuple[str, bool]]:
-    """(token, preceded by whitespace) for each word or punctuation mark."""
-    return [(match.group(), match.start() > 0 and text[match.start() - 1].isspace()) for match in WORD_TOKEN.finditer(text)]
-
-
-def _segments(tokens: list[tuple[str, bool]], kinds: list[tuple[str, bool]]) -> list[DiffSegment]:
-    segments: list[DiffSegment] = []
-    for (text, space), (kind, replaced) in zip(tokens, kinds):
-        last = segments[-1] if segments else None
-        if last is not None and last.kind == kind and last.replaced == replaced:
-            last.text += (" " if space else "") + text
-        else:
-            segments.append(DiffSegment(kind=kind, text=text, space_before=space and bool(segments), replaced=replaced))
-    return segments
-
-
 def _side_rows(document_id: int) -> tuple[list[str], list[int]]:
     """Sentence texts in order and each one's paragraph position, numbered as the aligner numbered them.
 
@@ -325,8 +226,9 @@ def _truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def heatmap_payload(aligned: AlignedPair, measure: str, matrix: np.ndarray) -> dict:
-    """JSON-ready heatmap: values (m, n) rounded to 3 decimals, paragraph blocks, Viterbi cells, candidate ids.
+def heatmap_payload(aligned: AlignedPair, measure: str, matrix: np.ndarray, overlay: Overlay | None = None) -> dict:
+    """JSON-ready heatmap: values (m, n) rounded to 3 decimals, paragraph blocks, Viterbi cells, candidate ids and
+    labels, and the human labels (``overlay``) with each one's verdict on the model.
 
     Rows are simple sentences, columns complex sentences (both 0-based positions).
     """
@@ -341,11 +243,16 @@ def heatmap_payload(aligned: AlignedPair, measure: str, matrix: np.ndarray) -> d
         if rows and cols:  # a paragraph left unaligned on one side has no rectangle to draw
             blocks.append({"row0": min(rows), "row1": max(rows), "col0": min(cols), "col1": max(cols)})
     viterbi = [[j, i] for j, chosen in enumerate(aligned.viterbi) for i in chosen]
-    candidates = {
-        f"{j}:{i}": pk
-        for pk, j, i in CandidateAlignment.objects.filter(run_id=aligned.run_id, pair=pair).values_list(
-            "pk", "simple_sentence__index", "complex_sentence__index"
-        )
+    rows = CandidateAlignment.objects.filter(run_id=aligned.run_id, pair=pair).values_list(
+        "pk", "simple_sentence__index", "complex_sentence__index", "label"
+    )
+    candidates, predicted = {}, {}
+    for pk, j, i, label in rows:
+        candidates[f"{j}:{i}"], predicted[f"{j}:{i}"] = pk, label
+    human = {
+        f"{j}:{i}": {"label": label.label if label else None, "status": label.status if label else "", "verdict": found}
+        for (j, i), (label, found) in (overlay.cells.items() if overlay else ())
+        if label is not None or found
     }
     values = np.round(matrix.astype(np.float64), 3)  # (m, n); float64 so JSON prints 0.123, not 0.12300000339
     return {
@@ -360,14 +267,22 @@ def heatmap_payload(aligned: AlignedPair, measure: str, matrix: np.ndarray) -> d
         "blocks": blocks,
         "viterbi": viterbi,
         "candidates": candidates,
+        "predicted": predicted,
+        "meaning": measure_meaning(measure),
+        "human": human,
+        "human_source": overlay.labels.source if overlay else "",
+        "human_verified": bool(overlay and overlay.labels.verified),
     }
 
 
-def pair_inspection_build(*, pair: DocumentPair, query: QueryDict, with_heatmap: bool = True) -> PairInspection:
+def pair_inspection_build(
+    *, pair: DocumentPair, query: QueryDict, user: AbstractBaseUser | AnonymousUser | None = None, with_heatmap: bool = True
+) -> PairInspection:
     """Resolve the run, measure and candidate the query asks for and read what the page shows.
 
     A bad parameter adds a message naming it and falls back to its default, so the page
-    still shows something useful next to the message.
+    still shows something useful next to the message. ``user`` decides which human labels
+    are shown (none without one).
     """
     state, errors = inspect_params_parse(query)
     view = PairInspection(state=state, errors=errors, runs=pair_runs(pair))
@@ -379,31 +294,44 @@ def pair_inspection_build(*, pair: DocumentPair, query: QueryDict, with_heatmap:
     run = run or view.runs[0]
     view.run = run
     view.measures = run.measures
-    view.measure_headers = [(name, name.replace("_", "_\u200b")) for name in run.measures]  # long names may wrap
+    view.score_columns = [
+        ScoreColumn(name, name.replace("_", "_\u200b"), measure_meaning(name), primary=name == run.primary_measure) for name in run.measures
+    ]
     view.measure_choices = [*run.measures, CRF_MARGINAL]
     measure = state.measure or run.primary_measure
     if measure not in view.measure_choices:
         errors.append(f"measure: {measure!r} was not scored by run {run.pk}; choose one of {', '.join(view.measure_choices)}")
         measure = run.primary_measure
+    view.measure_meaning = measure_meaning(measure)
     state = replace(state, run_id=run.pk, measure=measure)
     view.selected = _selected_candidate(run, pair, state.candidate_id, errors)
-    state = replace(state, candidate_id=view.selected.pk if view.selected else None)
-    view.state = state
+    view.state = state = replace(state, candidate_id=view.selected.pk if view.selected else None)
+    view.overlay = _overlay(user, run, pair)
+    _attach_table(view, run, pair)
+    if with_heatmap:
+        _attach_heatmap(view, run, pair, measure)
+    return view
 
+
+def _attach_table(view: PairInspection, run: AlignmentRun, pair: DocumentPair) -> None:
+    """The candidate rows the filters keep, in the chosen order, with their notes, human labels and sort links."""
+    state, overlay = view.state, view.overlay
     candidates = pair_candidates(run, pair, sort=state.sort, label=state.label, min_disagreement=state.min_disagreement)
+    if state.human != "all":
+        kept = _human_filter(overlay, state.human)
+        every = CandidateAlignment.objects.filter(run=run, pair=pair).values_list("pk", "simple_sentence__index", "complex_sentence__index")
+        candidates = candidates.filter(pk__in=[pk for pk, j, i in every if (j, i) in kept])
     view.matching = candidates.count()
     shown = list(candidates.select_related("pair")[:TABLE_ROW_LIMIT])
     notes = marginal_notes(shown + ([view.selected] if view.selected is not None else []))
-    view.rows = [
-        CandidateRow(
-            candidate=c,
-            scores=[c.scores.get(name) for name in run.measures],
-            link=state.query(candidate_id=c.pk),
-            marginal_note=notes.get(c.pk),
-        )
-        for c in shown
-    ]
+    cells = overlay.cells if overlay is not None else {}
+    view.rows = []
+    for c in shown:
+        human, found = cells.get((c.simple_sentence.index, c.complex_sentence.index), (None, ""))
+        scores = [c.scores.get(name) for name in run.measures]
+        view.rows.append(CandidateRow(c, scores, state.query(candidate_id=c.pk), notes.get(c.pk), human, found))
     view.marginal_tags = {row.marginal_note.tag for row in view.rows if row.marginal_note}
+    view.unproposed = _unproposed_links(pair, overlay) if overlay is not None and overlay.unproposed else []
     view.sort_links = {
         column: state.query(sort="position" if column == "position" else (column if state.sort == f"-{column}" else f"-{column}"))
         for column in ("position", "score", "crf_marginal", "disagreement")
@@ -413,9 +341,23 @@ def pair_inspection_build(*, pair: DocumentPair, query: QueryDict, with_heatmap:
         view.group_members = candidate_group_members(view.selected)
         view.selected_scores = candidate_scores(view.selected, run.measures)
         view.selected_note = notes.get(view.selected.pk)
-    if with_heatmap:
-        _attach_heatmap(view, run, pair, measure)
-    return view
+        if overlay is not None:
+            view.selected_human = cells.get((view.selected.simple_sentence.index, view.selected.complex_sentence.index), (None, ""))
+
+
+def _unproposed_links(pair: DocumentPair, overlay: Overlay) -> list[UnproposedLink]:
+    simple = dict(Sentence.objects.filter(document_id=pair.simple_document_id).values_list("index", "text"))
+    complex_ = dict(Sentence.objects.filter(document_id=pair.complex_document_id).values_list("index", "text"))
+    return [UnproposedLink(j + 1, i + 1, human, simple.get(j, ""), complex_.get(i, "")) for (j, i), human in overlay.unproposed]
+
+
+def _human_filter(overlay: Overlay | None, human: str) -> set[Item]:
+    """The items the human filter keeps: labelled by humans, or where the model disagrees with them."""
+    if overlay is None:
+        return set()
+    if human == "disagrees":
+        return overlay.disagreeing()
+    return {item for item, (label, _) in overlay.cells.items() if label is not None}
 
 
 def _selected_candidate(run: AlignmentRun, pair: DocumentPair, candidate_id: int | None, errors: list[str]) -> CandidateAlignment | None:
@@ -444,4 +386,4 @@ def _attach_heatmap(view: PairInspection, run: AlignmentRun, pair: DocumentPair,
     if measure not in matrices:
         view.heatmap_missing_reason = f"Run {run.pk} stored no matrix for {measure!r} for this pair."
         return
-    view.heatmap = heatmap_payload(aligned, measure, matrices[measure])
+    view.heatmap = heatmap_payload(aligned, measure, matrices[measure], view.overlay)

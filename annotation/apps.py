@@ -6,10 +6,13 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Annotation"
 
     def ready(self) -> None:
+        from alignment.human_labels import human_labels_provider_set
         from alignment.models import AlignmentRun
         from alignment.signals import run_succeeded
+        from annotation.gold_overlay import pair_human_labels
 
         run_succeeded.connect(_switch_suggestions, sender=AlignmentRun, dispatch_uid="annotation.switch_suggestions")
+        human_labels_provider_set(pair_human_labels)  # the inspection page's overlay (alignment may not import annotation)
 
 
 def _switch_suggestions(sender, run, **kwargs) -> None:

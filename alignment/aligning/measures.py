@@ -37,3 +37,25 @@ def run_measure(name: str, aligner, *, cross_encoder_dir: str = "") -> object:
     if name == "cross_encoder":
         return build_measure(name, device=settings.ENCODER_DEVICE, model_dir=cross_encoder_dir or settings.CROSS_ENCODER_MODEL_DIR)
     return build_measure(name, encoder=app_encoder(aligner.config.encoder))
+
+
+# What each measure's number is, for the researcher's pages, which show raw scores (no rescaling).
+MEASURE_MEANINGS = {
+    "learned": "log-odds that the pair belongs to one group, from the learned pair scorer; unbounded, 0 is even odds",
+    "embedding_cosine": "cosine similarity of the two sentence vectors, −1 to 1",
+    "tfidf_cosine": "cosine similarity of the TF-IDF word vectors, 0 to 1",
+    "char3_tfidf_cosine": "cosine similarity of the character 3-gram TF-IDF vectors, 0 to 1",
+    "jaccard": "Jaccard overlap of the two sets of words, 0 to 1",
+    "cross_encoder": "the cross-encoder's probability that the pair is aligned or partial, 0 to 1",
+}
+WORD_ALIGNMENT_MEANING = "similarity from aligning the two sentences' word vectors (cosines of the matched words)"
+CRF_MARGINAL_MEANING = "the CRF's probability, 0 to 1, that this simple sentence's state covers this complex sentence"
+
+
+def measure_meaning(name: str) -> str:
+    """What a score of measure ``name`` is, in words ("similarity of … 0 to 1", "log-odds …")."""
+    if name == "crf_marginal":
+        return CRF_MARGINAL_MEANING
+    if name.startswith("word_"):
+        return WORD_ALIGNMENT_MEANING
+    return MEASURE_MEANINGS.get(name, "similarity score of this measure")

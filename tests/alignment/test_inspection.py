@@ -70,7 +70,10 @@ def test_latest_run_is_shown_by_default_and_an_older_run_stays_selectable(client
     view = response.context["view"]
     assert view.run == newer and [run.pk for run in view.runs] == [newer.pk, older.pk]
     assert {row.candidate.run_id for row in view.rows} == {newer.pk}
-    assert f'<option value="{older.pk}">#{older.pk}' in response.content.decode()
+    assert (
+        f'<option value="{older.pk}" data-measures="tfidf_cosine char3_tfidf_cosine jaccard crf_marginal">#{older.pk}'
+        in response.content.decode()
+    )
 
     response = _inspect(client, bees, run=older.pk)
     assert response.context["view"].run == older
