@@ -8,6 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from alignment import selectors, services
@@ -157,10 +158,13 @@ def alignment_run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def alignment_run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
-    """The run's progress fragment; it polls itself while the run is queued or running."""
+    """The run's progress fragment, which polls itself while the run is queued or running, and the pairs table out
+    of band, so each pair turns from pending to done as the card counts it (the last poll brings the final table)."""
     run = selectors.alignment_run_get_for_user(request.user, run_id)
     context = {"run": run, "may_control": selectors.user_may_run_jobs(request.user, run.corpus)}
-    return render(request, "alignment/alignment_run_detail.html#progress", context)
+    html = render_to_string("alignment/alignment_run_detail.html#progress", context, request)
+    pairs = {"run": run, "pairs": selectors.alignment_run_pairs(run)[:500], "out_of_band": True}
+    return HttpResponse(html + render_to_string("alignment/alignment_run_detail.html#pairs", pairs, request))
 
 
 @require_POST

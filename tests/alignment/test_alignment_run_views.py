@@ -74,6 +74,23 @@ def test_run_page_shows_progress_label_counts_and_throughput(client, owner, tram
     assert reverse("alignment:pair_inspect", args=[run.pairs.get().pk]) + f"?run={run.pk}" in page
 
 
+def test_each_poll_of_the_run_card_also_brings_the_pairs_table_with_links_to_the_pairs(client, owner, tram_corpus, run_worker):
+    run = alignment_run_create(corpus=tram_corpus, aligner_config={"measure": "tfidf_cosine", "null_score": 0.15}, measures=["jaccard"])
+    pair = run.pairs.get()
+    client.force_login(owner)
+    poll = reverse("alignment:alignment_run_progress", args=[run.pk])
+    queued = client.get(poll, HTTP_HX_REQUEST="true").content.decode()
+    assert '<div id="run-pairs" hx-swap-oob="true">' in queued and "pending" in queued and "Inspect</a>" not in queued
+    assert f'<a href="{reverse("alignment:pair_detail", args=[pair.pk])}">' in queued  # a row links to its pair at once
+    run_worker(["alignment"])
+    done = client.get(poll, HTTP_HX_REQUEST="true").content.decode()
+    assert "every 1s" not in done and '<div id="run-pairs" hx-swap-oob="true">' in done  # the last poll: the final table
+    assert '<span class="status status-succeeded">done</span>' in done and "pending" not in done
+    assert f'{reverse("alignment:pair_inspect", args=[pair.pk])}?run={run.pk}">Inspect</a>' in done
+    page = client.get(reverse("alignment:alignment_run_detail", args=[run.pk])).content.decode()
+    assert '<div id="run-pairs">' in page and "hx-swap-oob" not in page
+
+
 def test_cancel_and_resume_buttons_change_the_run(client, owner, tram_corpus):
     run = alignment_run_create(corpus=tram_corpus, aligner_config={"measure": "jaccard"}, measures=["jaccard"])
     client.force_login(owner)
