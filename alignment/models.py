@@ -268,6 +268,13 @@ class AlignmentRun(Job):
     def primary_measure(self) -> str:
         return str(self.config.get("aligner", {}).get("measure", ""))
 
+    @property
+    def model_label(self) -> str:
+        """The aligner's name as every page says it ("the shipped default model", "v2", ...); ``model_version`` has the path."""
+        from alignment.aligning.model_names import run_model_label
+
+        return run_model_label(self)
+
 
 class AlignedPair(models.Model):
     """One document pair done by one run: what the heatmap needs, and the marker that makes reruns skip it.

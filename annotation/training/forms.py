@@ -10,7 +10,7 @@ _DEFAULTS = TrainingConfig()
 
 class TrainForm(forms.Form):
     base = forms.ChoiceField(
-        choices=[(b, {"active": "the active model", "untrained": "the default model (no version of this project)"}[b]) for b in BASES],
+        choices=[(b, {"active": "the active model", "untrained": "the base model (no version of this project)"}[b]) for b in BASES],
         initial="active",
     )
     epochs = forms.IntegerField(min_value=1, max_value=200, initial=_DEFAULTS.epochs)
@@ -22,6 +22,12 @@ class TrainForm(forms.Form):
         help_text="the MiniLM pair classifier, from the active version's or the bundled one (minutes on CPU)",
     )  # fmt: skip
     pair_classifier_epochs = forms.IntegerField(min_value=1, max_value=20, initial=2, required=False, label="Cross-encoder epochs")
+
+    def __init__(self, *args, base_label: str = "", **kwargs) -> None:
+        """``base_label``: the project's base aligner by name (``registry.base_aligner_name``), for the "untrained" choice."""
+        super().__init__(*args, **kwargs)
+        if base_label:
+            self.fields["base"].choices = [("active", "the active model"), ("untrained", f"{base_label} (no version of this project)")]
 
     def clean_pair_classifier_epochs(self) -> int:
         return self.cleaned_data.get("pair_classifier_epochs") or 2

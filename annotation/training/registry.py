@@ -1,8 +1,9 @@
 """The model registry: loading a version (checksums checked), comparing, promoting, rolling back, re-aligning.
 
-Promotion needs the candidate to beat the active version (or the untrained aligner when none
-is active) in group-level Task-1 F1 on the *same* held-out documents: the candidate's test
-documents, which the sticky splits keep out of every training set of the project. A manager
+Promotion needs the candidate to beat the active version (or, when none is active, the base
+aligner, :func:`base_aligner_name`: the shipped default model or the hand-calibrated aligner) in
+group-level Task-1 F1 on the *same* held-out documents: the candidate's test documents, which the
+sticky splits keep out of every training set of the project. A manager
 may force a promotion; the reason is recorded. After any change of the active version the
 project's document pairs are re-aligned in the background with it; the new run becomes the
 project's suggestion run when it succeeds (``annotation.apps`` connects that). Human labels
@@ -21,6 +22,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from alignment.aligning.model_names import model_label
 from alignment.aligning.service import alignment_run_create
 from alignment.errors import ServiceError
 from alignment.models import AlignmentRun
@@ -100,8 +102,17 @@ def active_aligner(project: AnnotationProject, *, device: str = "") -> tuple[Ali
 
 
 def base_aligner_name(project: AnnotationProject) -> str:
-    """How pages and reports name the aligner of :func:`untrained_aligner`."""
-    return "default model" if base_model_dir(project) else "untrained"
+    """How pages and reports name the aligner of :func:`untrained_aligner`, in :func:`model_label`'s vocabulary:
+    the shipped default model, or the hand-calibrated aligner on the suggestion run's measure."""
+    directory = base_model_dir(project)
+    run = project.suggestion_run
+    aligner = (run.config.get("aligner") or {}) if run is not None and not directory else {}
+    return model_label(model_dir=directory, measure=str(aligner.get("measure") or ""), encoder=str(aligner.get("encoder") or ""))
+
+
+def version_name(project: AnnotationProject, version: ModelVersion | None) -> str:
+    """A version's name ("v3"), or for None (before any promotion, or rolled back to the start) the base aligner's."""
+    return model_label(version=version.number) if version is not None else base_aligner_name(project)
 
 
 class SimilarityCache:
@@ -227,15 +238,15 @@ def version_promote(
 
 
 def version_rollback(*, project: AnnotationProject, by: AbstractBaseUser) -> ModelActivation:
-    """Return to the model that was active before the current one (the untrained aligner at the start)."""
-    project = AnnotationProject.objects.select_related("active_model").get(pk=project.pk)
+    """Return to the model that was active before the current one (the base aligner, :func:`base_aligner_name`, at the start)."""
+    project = AnnotationProject.objects.select_related("active_model", "suggestion_run").get(pk=project.pk)
     last = ModelActivation.objects.filter(project=project).order_by("-pk").first()
     if last is None or last.version_id != project.active_model_id:
         raise ValueError(f"{project} has no promotion to roll back")
     target = last.previous
     if target is not None:
         version_load(target)
-    return _activate(project, target, by, ModelActivation.Action.ROLLBACK, f"rollback of {last.version or 'untrained'}", {})
+    return _activate(project, target, by, ModelActivation.Action.ROLLBACK, f"rollback of {version_name(project, last.version)}", {})
 
 
 def _activate(

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from alignment.aligning.measures import run_measure
+from alignment.aligning.model_names import stored_model_label
 from annotation import selectors
 from annotation.models import (
     ModelActivation,
@@ -38,7 +39,7 @@ def version_rows(project) -> list[dict]:
         baseline = version.baseline.get("test") if version.baseline else None
         rows.append({
             "version": version, "active": version.pk == project.active_model_id, "dev": version.metrics["dev"],
-            "test": version.metrics["test"], "baseline": baseline, "baseline_name": version.baseline.get("name", ""),
+            "test": version.metrics["test"], "baseline": baseline, "baseline_name": stored_model_label(version.baseline.get("name", "")),
             "beats": training.beats_active(version), "domains": _domain_rows(version),
         })  # fmt: skip
     return rows
@@ -68,15 +69,27 @@ def _preview(project) -> dict:
     return preview
 
 
+def model_names(project) -> dict:
+    """Every model the Models page names, in the one vocabulary (:func:`registry.version_name`, ``run.model_label``)."""
+    activations = list(ModelActivation.objects.filter(project=project).select_related("version", "previous", "by")[:10])
+    return {
+        "base_label": registry.base_aligner_name(project),
+        "active_label": registry.version_name(project, project.active_model),
+        "suggestion_label": project.suggestion_run.model_label if project.suggestion_run else "",
+        "pending_label": project.pending_suggestion_run.model_label if project.pending_suggestion_run else "",
+        "rollback_label": registry.version_name(project, activations[0].previous) if activations else "",
+        "activations": [(a, registry.version_name(project, a.previous), registry.version_name(project, a.version)) for a in activations],
+    }
+
+
 def project_models(request: HttpRequest, project_id: int) -> HttpResponse:
     project, role = _project(request, project_id)
-    form = TrainForm()
+    names = model_names(project)
     context = {
-        "project": project, "role": role, "form": form, "preview": _preview(project),
+        "project": project, "role": role, "form": TrainForm(base_label=names["base_label"]), "preview": _preview(project),
         "corpus_visible": selectors.corpus_visible(request.user, project),
         "jobs": TrainingJob.objects.filter(project=project).select_related("version", "created_by")[:10],
-        "rows": version_rows(project), "promote_form": PromoteForm(),
-        "activations": ModelActivation.objects.filter(project=project).select_related("version", "previous", "by")[:10],
+        "rows": version_rows(project), "promote_form": PromoteForm(), **names,
     }  # fmt: skip
     return render(request, "annotation/project_models.html", context)
 
@@ -102,7 +115,8 @@ def training_job_card(request: HttpRequest, project_id: int, job_id: int) -> Htt
     answer also tells the page (``HX-Trigger: versions-changed``) to reload the Versions table."""
     project, role = _project(request, project_id)
     job = get_object_or_404(TrainingJob.objects.select_related("version"), pk=job_id, project=project)
-    response = render(request, "annotation/project_models.html#job", {"project": project, "role": role, "job": job})
+    context = {"project": project, "role": role, "job": job, "base_label": registry.base_aligner_name(project)}
+    response = render(request, "annotation/project_models.html#job", context)
     if job.version_id is not None:  # the poll that sees the new version makes the page reload its Versions table
         response["HX-Trigger"] = "versions-changed"
     return response
@@ -113,7 +127,8 @@ def training_cancel(request: HttpRequest, project_id: int, job_id: int) -> HttpR
     project, role = _project(request, project_id, manager=True)
     job = training.training_job_cancel(job=get_object_or_404(TrainingJob, pk=job_id, project=project))
     if request.htmx:
-        return render(request, "annotation/project_models.html#job", {"project": project, "role": role, "job": job})
+        context = {"project": project, "role": role, "job": job, "base_label": registry.base_aligner_name(project)}
+        return render(request, "annotation/project_models.html#job", context)
     return redirect("annotation:project_models", project_id=project.pk)
 
 
@@ -143,5 +158,7 @@ def version_rollback(request: HttpRequest, project_id: int) -> HttpResponse:
     except ValueError as error:
         messages.error(request, str(error))
     else:
-        messages.success(request, f"Rolled back to {activation.version or 'the untrained aligner'}; re-aligning the project's pairs.")
+        messages.success(
+            request, f"Rolled back to {registry.version_name(project, activation.version)}; re-aligning the project's pairs with it."
+        )
     return redirect("annotation:project_models", project_id=project.pk)

@@ -119,7 +119,7 @@ def test_a_training_job_registers_a_version_with_metrics_progress_and_checksum(g
     for split in ("dev", "test"):
         for level in ("sentence", "group"):
             assert set(version.metrics[split][level]) == {"task1", "task2"}
-    assert version.baseline["name"] == "untrained"
+    assert version.baseline["name"] == "the hand-calibrated aligner on jaccard"  # the gold project's suggestion run
     assert version.figure("test") > version.baseline["test"]["group"]["task1"]["f1"]  # learning helps on held-out documents
     assert registry.version_load(version).config.measure == "jaccard"
     assert not [p for p in (model_dir / f"project-{project.pk}").iterdir() if p.name.startswith(".staging")]
@@ -244,14 +244,14 @@ def test_models_page_trains_shows_progress_and_versions_and_promotes(gold_projec
     assert b"Succeeded" in card.content and b"hx-trigger" not in card.content and b"Registered <strong>v1" in card.content
     assert card.headers["HX-Trigger"] == "versions-changed"  # the page then reloads its Versions table, no manual reload
     page = client.get(url).content.decode()
-    assert 'id="version-1"' in page and "untrained:" in page and "better" in page
+    assert 'id="version-1"' in page and "the hand-calibrated aligner on jaccard:" in page and "better" in page
     assert 'hx-trigger="versions-changed from:body" hx-select="#versions"' in page
     version = ModelVersion.objects.get()
     response = client.post(f"{url}{version.pk}/promote/", {})
     assert response.status_code == 302
     project.refresh_from_db()
     assert project.active_model == version and project.pending_suggestion_run is not None
-    assert "re-aligning in" in client.get(url).content.decode()
+    assert "re-aligning with v1 in" in client.get(url).content.decode()
     client.post(url + "rollback/")
     project.refresh_from_db()
     assert project.active_model is None
@@ -282,7 +282,7 @@ def test_manage_py_train_registers_a_version_and_reports_figures(gold_project, o
     call_command("train", "--project", project.name, "--epochs", "12", "--lr", "0.1", "--promote", stdout=out)
     text = out.getvalue()
     assert "snapshot" in text and "epoch 1/12" in text and "v1 test: task1 sentence P/R/F1" in text
-    assert "untrained test (same documents)" in text and "promoted v1" in text
+    assert "the hand-calibrated aligner on jaccard test (same documents)" in text and "promoted v1" in text
     project.refresh_from_db()
     assert project.active_model.number == 1
 
@@ -419,6 +419,6 @@ def test_a_project_on_the_default_model_fine_tunes_its_learned_scorer_and_falls_
     assert version.config["measure"] == "learned" and tuned["features"] == shipped["scorer"]["features"]
     assert not np.allclose(tuned["weights"], shipped["scorer"]["weights"])  # fine-tuned on the project's labels ...
     assert np.corrcoef(tuned["weights"], shipped["scorer"]["weights"])[0, 1] > 0.5  # ... from the shipped model
-    assert version.baseline["name"] == "default model"  # compared with the shipped model on the same test documents
+    assert version.baseline["name"] == "the shipped default model"  # compared with it on the same test documents
     realigned = registry.realign(project, None, owner)
     assert realigned is not None and realigned.config["model_dir"] == settings.ALIGNER_MODEL_DIR

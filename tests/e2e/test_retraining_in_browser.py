@@ -99,10 +99,10 @@ def test_label_verify_train_compare_promote_realign_and_see_the_new_suggestions(
     job = TrainingJob.objects.get()
     assert str(pair.pk) in job.snapshot.splits  # the pair labelled in the browser is in the training snapshot
 
-    # 4. compare: the new version next to the untrained aligner on the same test documents. No reload: the
+    # 4. compare: the new version next to the base aligner on the same test documents. No reload: the
     # Versions table refreshes itself once the job's card has seen the new version (HX-Trigger).
     row = page.locator("#version-1")
-    expect(row).to_contain_text("untrained:")
+    expect(row).to_contain_text("the hand-calibrated aligner on jaccard:")  # the gold project's suggestion run
     expect(row).to_contain_text("better")
     shot(page, "screenshot-models.png", full_page=True)
 

@@ -77,12 +77,13 @@ def test_promotion_through_the_api_activates_a_trained_version_and_realigns(owne
     assert client(viewer).post(url, {}, format="json").status_code == 403
     forced_without_reason = client(owner).post(url, {"force": True}, format="json")
     assert forced_without_reason.status_code == 400 and "needs a reason" in forced_without_reason.json()["reason"][0]
-    response = client(owner).post(url, {}, format="json")  # v1 beats the untrained aligner on its test documents
+    response = client(owner).post(url, {}, format="json")  # v1 beats the base aligner on its test documents
     assert response.status_code == 200, response.content
     activation = ModelActivation.objects.get()
     assert response.json() == {
         "id": activation.pk, "action": "promote", "version": version.pk, "previous": None,
         "reason": activation.reason, "alignment_run": activation.alignment_run_id,
+        "model_label": "v1", "previous_model_label": "the hand-calibrated aligner on jaccard",  # the gold project's suggestion run
     }  # fmt: skip
     assert AnnotationProject.objects.get(pk=project.pk).active_model == version and activation.alignment_run_id is not None
     again = client(owner).post(url, {}, format="json")

@@ -99,12 +99,16 @@ class AlignmentRunSerializer(serializers.ModelSerializer):
     percent = serializers.IntegerField(read_only=True)
     measures = serializers.ListField(child=serializers.CharField(), read_only=True)
     created_by = serializers.CharField(source="created_by.get_username", read_only=True, allow_null=True, default=None)
+    model_label = serializers.CharField(
+        read_only=True, help_text='The model by name: "the shipped default model", "the hand-calibrated MiniLM aligner", "v2", ...; '
+        "model_version has its directory and checksum.",
+    )  # fmt: skip
 
     class Meta:
         model = AlignmentRun
         fields = [
             "id", "corpus", "scope", "status", "cancel_requested", "percent", "pairs_total", "pairs_done", "sentences_done",
-            "candidates_written", "label_counts", "measures", "config", "model_version", "encoder_seconds", "measure_seconds",
+            "candidates_written", "label_counts", "measures", "config", "model_version", "model_label", "encoder_seconds", "measure_seconds",
             "aligner_seconds", "busy_seconds", "error", "attempts", "created_by", "created_at", "started_at", "finished_at",
         ]  # fmt: skip
         read_only_fields = fields

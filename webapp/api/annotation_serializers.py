@@ -26,14 +26,28 @@ WRITABLE_SOURCES = [
 class ProjectSerializer(serializers.ModelSerializer):
     role = serializers.ChoiceField(choices=ProjectMembership.Role.choices, read_only=True, help_text="Your role in the project.")
     pair_count = serializers.IntegerField(read_only=True)
+    active_model_label = serializers.SerializerMethodField(
+        help_text='The active model by name: "v2", or with no version active "the shipped default model" or "the hand-calibrated '
+        'MiniLM aligner" (the names every page uses).'
+    )
+    suggestion_model_label = serializers.CharField(
+        source="suggestion_run.model_label", read_only=True, allow_null=True, default=None,
+        help_text="The model the suggestion run aligned with, by the same names.",
+    )  # fmt: skip
 
     class Meta:
         model = AnnotationProject
         fields = [
-            "id", "name", "corpus", "role", "strategy", "overlap", "guidelines", "suggestion_run", "pending_suggestion_run",
-            "active_model", "test_item_rate", "accuracy_threshold", "adjudicate_all", "exclude_flagged", "pair_count", "created_at",
+            "id", "name", "corpus", "role", "strategy", "overlap", "guidelines", "suggestion_run", "suggestion_model_label",
+            "pending_suggestion_run", "active_model", "active_model_label", "test_item_rate", "accuracy_threshold", "adjudicate_all",
+            "exclude_flagged", "pair_count", "created_at",
         ]  # fmt: skip
         read_only_fields = fields
+
+    def get_active_model_label(self, project: AnnotationProject) -> str:
+        from annotation.training.registry import version_name
+
+        return version_name(project, project.active_model)
 
 
 class ProjectCreateSerializer(serializers.Serializer):
@@ -248,5 +262,17 @@ class ActivationSerializer(serializers.Serializer):
     action = serializers.CharField()
     version = serializers.IntegerField(source="version_id", allow_null=True)
     previous = serializers.IntegerField(source="previous_id", allow_null=True)
+    model_label = serializers.SerializerMethodField(help_text="The model active after this change, by name (as ProjectSerializer).")
+    previous_model_label = serializers.SerializerMethodField(help_text="The model active before it, by name.")
     reason = serializers.CharField()
     alignment_run = serializers.IntegerField(source="alignment_run_id", allow_null=True, help_text="The re-alignment it queued.")
+
+    def get_model_label(self, activation) -> str:
+        from annotation.training.registry import version_name
+
+        return version_name(activation.project, activation.version)
+
+    def get_previous_model_label(self, activation) -> str:
+        from annotation.training.registry import version_name
+
+        return version_name(activation.project, activation.previous)

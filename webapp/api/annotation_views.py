@@ -71,6 +71,7 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
 
     def get_queryset(self):
         projects = selectors.projects_with_role(self.request.user)
+        projects = projects.select_related("active_model", "suggestion_run")  # their model names, in the list's one query
         return projects.annotate(pair_count=Count("pairs", distinct=True)).order_by("name")
 
     def create(self, request: Request, *args, **kwargs) -> Response:

@@ -28,7 +28,12 @@ class Command(BaseCommand):
         parser.add_argument("--epochs", type=int, default=defaults.epochs)
         parser.add_argument("--lr", type=float, default=defaults.lr)
         parser.add_argument("--patience", type=int, default=defaults.patience, help="early stopping on the dev documents")
-        parser.add_argument("--base", choices=training.BASES, default="active", help="start from the active version or untrained")
+        parser.add_argument(
+            "--base",
+            choices=training.BASES,
+            default="active",
+            help="start from the active version, or the base model (the shipped default model or the hand-calibrated aligner)",
+        )
         parser.add_argument("--user", help="recorded as the version's author (default: the project's creator)")
         parser.add_argument("--queue", action="store_true", help="queue the job for the worker instead of running it here")
         parser.add_argument("--promote", action="store_true", help="promote the new version if it beats the active one")
