@@ -10,6 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.tokens import default_token_generator
 from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
@@ -56,7 +57,14 @@ def overlap_shortfall(project: AnnotationProject) -> dict:
         "annotators": annotators,
         "short_pairs": len(short),
         "missing_sentences": sum(lacking * simple_total for lacking, simple_total in short),
+        "phrase": overlap_shortfall_phrase(len(short), project.overlap),
     }
+
+
+def overlap_shortfall_phrase(short_pairs: int, overlap: int, *, still: bool = False) -> str:
+    """The shortfall in words: "1 pair has no annotator yet" (overlap 1), "3 pairs still have fewer than 2 annotators"."""
+    subject = f"{short_pairs:,} pair{pluralize(short_pairs)} {'still ' if still else ''}{pluralize(short_pairs, 'has,have')}"
+    return f"{subject} no annotator yet" if overlap == 1 else f"{subject} fewer than {overlap} annotators"
 
 
 @dataclass(frozen=True)
