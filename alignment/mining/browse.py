@@ -10,13 +10,21 @@ from django.db.models import Q, QuerySet
 
 from alignment.mining.models import MinedPair, MiningJob
 
-SORTS = {
+SORTS = {  # the URL's value -> the order; the values stay as they were so saved links keep working
     "score": ("-score", "pk"),
     "-score": ("score", "pk"),
     "length_ratio": ("length_ratio", "pk"),
     "overlap": ("-overlap", "pk"),
     "doc_score": ("-doc_score", "pk"),
-    "position": ("source_document_id", "source_key", "pk"),
+    "position": ("source_document_id", "source_sentences__0", "pk"),  # the first sentence's index, compared as a number
+}
+SORT_NAMES = {  # what the page calls each order
+    "score": "best score first",
+    "-score": "lowest score first",
+    "length_ratio": "shortest target first (length ratio)",
+    "overlap": "most word overlap first",
+    "doc_score": "most similar documents first",
+    "position": "position in the source documents",
 }
 SHAPES = ("1:1", "1:n", "n:1", "n:m")
 RANGES = ("score", "length_ratio", "overlap", "doc_score")
@@ -66,7 +74,7 @@ def filters_from(params) -> Filters:
         raise FilterError(f"shape: {shape!r} is not one of {', '.join(SHAPES)}")
     sort = params.get("sort", "score") or "score"
     if sort not in SORTS:
-        raise FilterError(f"sort: {sort!r} is not one of {', '.join(SORTS)}")
+        raise FilterError(f"sort: {sort!r} is not an order; orders: {'; '.join(f'{key} ({name})' for key, name in SORT_NAMES.items())}")
     return Filters(ranges=ranges, shape=shape, q=query_text(params), sort=sort)
 
 

@@ -154,3 +154,22 @@ class MinedPair(models.Model):
     @property
     def shape(self) -> str:
         return f"{self.source_count}:{self.target_count}"
+
+    @property
+    def source_numbers(self) -> str:
+        return sentence_numbers(self.source_sentences)
+
+    @property
+    def target_numbers(self) -> str:
+        return sentence_numbers(self.target_sentences)
+
+
+def sentence_numbers(indices: list[int]) -> str:
+    """Stored 0-based sentence indices as every page numbers sentences, from 1: [2] -> "3", [2, 3, 4] -> "3–5", [0, 4] -> "1, 5"."""
+    runs: list[list[int]] = []
+    for index in sorted(int(i) for i in indices):
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ", ".join(f"{run[0] + 1}–{run[-1] + 1}" if len(run) > 1 else f"{run[0] + 1}" for run in runs)

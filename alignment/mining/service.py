@@ -24,6 +24,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Count, F
 from django.db.models.functions import Cast
+from django.template.defaultfilters import pluralize
 from pgvector.django import CosineDistance, VectorField
 
 from alignment.errors import ServiceError
@@ -119,10 +120,15 @@ def corpora_ready_for_mining(*, corpora: list[Corpus], encoder_name: str | None,
         missing = sentences.exclude(embeddings__encoder__name=encoder_name).count()
         if missing:
             raise ServiceError(
-                f"corpus {corpus.name!r}: {missing} of {sentences.count()} sentence(s) have no vector from {encoder_name} yet; "
+                f"corpus {corpus.name!r}: {missing} of {_sentences(sentences.count())} {'has' if missing == 1 else 'have'} no vector "
+                f"from {encoder_name} yet; "
                 "run its embedding job (corpus page → Embed missing sentences) and wait for it to finish, then start mining",
                 field=field_of.get(corpus.pk),
             )
+
+
+def _sentences(count: int) -> str:
+    return f"{count} sentence{pluralize(count)}"
 
 
 PREPARE_TASK = "alignment.mining_prepare"
@@ -154,7 +160,8 @@ def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder) -> int:
     missing_vectors = Sentence.objects.filter(document__corpus=corpus).exclude(embeddings__encoder=encoder).count()
     if missing_vectors:
         raise ValueError(
-            f"corpus {corpus.name!r}: {missing_vectors} sentence(s) have no vector from {encoder.name}; run its embedding job first"
+            f"corpus {corpus.name!r}: {_sentences(missing_vectors)} {'has' if missing_vectors == 1 else 'have'} no vector from "
+            f"{encoder.name}; run its embedding job first"
         )
     added = 0
     todo = Document.objects.filter(corpus=corpus).exclude(embeddings__encoder=encoder).order_by("pk").values_list("pk", flat=True)

@@ -72,7 +72,8 @@ def _pairs_context(request: HttpRequest, job: MiningJob, query: QueryDict) -> di
     """What the pairs table needs: ``query`` holds the filters (FilterError on a bad one)."""
     filters = browse.filters_from(query)
     page = Paginator(browse.mined_pairs(job, filters), 50).get_page(query.get("page"))
-    return {"job": job, "page": page, "filters": filters, "query": query.urlencode(),
+    depth_missing = job.method == MiningJob.Method.MUSS and any(pair.features.get("dependency_depth_ratio") is None for pair in page)
+    return {"job": job, "page": page, "filters": filters, "query": query.urlencode(), "depth_missing": depth_missing,
             "may_send": request.user.is_staff or job.source_corpus.owner_id == request.user.pk}  # fmt: skip
 
 
@@ -82,7 +83,7 @@ def mining_job(request: HttpRequest, job_id: int) -> HttpResponse:
         context = _pairs_context(request, job, request.GET)
     except browse.FilterError as error:
         return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")  # the message quotes the input
-    context.update({"stats": mining_job_statistics(job), "sorts": list(browse.SORTS), "shapes": browse.SHAPES,
+    context.update({"stats": mining_job_statistics(job), "sorts": browse.SORT_NAMES.items(), "shapes": browse.SHAPES,
                     "may_control": selectors.user_may_run_jobs(request.user, job.source_corpus)})  # fmt: skip
     template = "alignment/mining_job.html#pairs" if request.htmx and request.htmx.target == "pairs" else "alignment/mining_job.html"
     return render(request, template, context)

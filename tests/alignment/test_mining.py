@@ -132,12 +132,12 @@ def test_missing_sentence_vectors_are_refused_at_start_and_fail_the_prepare_with
         corpus=source, files=[("A-adv.txt", b"One sentence.\n")], options=ImportOptions(format="presplit")
     ).errors
     services.encoder_get_or_create(name=settings.ENCODER_MODEL, dimensions=384)
-    with pytest.raises(ValueError, match=r"corpus 'No vectors': 1 of 1 sentence\(s\) have no vector .* embedding job"):
+    with pytest.raises(ValueError, match=r"corpus 'No vectors': 1 of 1 sentence has no vector .* embedding job"):
         mining.corpora_ready_for_mining(corpora=[source], encoder_name=settings.ENCODER_MODEL)
     job, _ = mining.mining_job_create(source_corpus=source, target_corpus=source, config={})  # a caller that did not check
     job = mining.mining_job_prepare(job_id=job.pk)
     assert job.status == MiningJob.Status.FAILED
-    assert "corpus 'No vectors': 1 sentence(s) have no vector" in job.error and "embedding job" in job.error
+    assert "corpus 'No vectors': 1 sentence has no vector" in job.error and "embedding job" in job.error
 
 
 def test_mining_from_or_into_an_empty_corpus_is_refused_on_the_form_with_the_corpus_named(owner, client, db) -> None:
@@ -156,7 +156,7 @@ def test_mining_from_or_into_an_empty_corpus_is_refused_on_the_form_with_the_cor
     assert into_empty.context["form"].errors["target_corpus"] == ["corpus 'Empty' has no documents: import documents into it before mining"]
     assert from_empty.context["form"].errors["__all__"][0].startswith("corpus 'Empty'")  # the source is no form field
     both_filled = client.post(f"/corpora/{filled.pk}/mine/", {**lha, "target_corpus": filled_too(owner).pk})
-    assert "corpus &#x27;Filled&#x27;: 1 of 1 sentence(s) have no vector" in both_filled.content.decode()
+    assert "corpus &#x27;Filled&#x27;: 1 of 1 sentence has no vector" in both_filled.content.decode()
     services.embedding_run_create(corpus=filled, encoder_name=settings.ENCODER_MODEL)  # queued, not run: still no vectors
     muss = client.post(f"/corpora/{empty.pk}/mine/", {"method": "muss", "k": 6, "max_distance": 0.3, "min_margin": 1.04, "language": "en"})
     assert "corpus &#x27;Empty&#x27; has no documents" in muss.content.decode()
@@ -203,7 +203,7 @@ def test_browser_filters_sorts_searches_and_refuses_bad_parameters(two_corpora, 
     client.force_login(owner)
     url = f"/mining/{job.pk}/"
     page = client.get(url)
-    assert page.status_code == 200 and f"{job.pairs_found} pair(s) match" in page.content.decode()
+    assert page.status_code == 200 and f"{job.pairs_found} pairs match." in page.content.decode()
     honey = client.get(url, {"q": "honey"}).content.decode()
     assert "Beekeepers" in honey and "tram" not in honey.lower().split("mined pairs")[1]
     high = client.get(url, {"score_min": "0.8", "sort": "length_ratio"}).context["page"]
@@ -229,7 +229,7 @@ def test_the_last_poll_of_the_job_card_also_swaps_in_the_pairs_table_filtered_as
     honey = MinedPair.objects.filter(job=job, source_text__icontains="honey") | MinedPair.objects.filter(
         job=job, target_text__icontains="honey"
     )
-    assert f"{honey.count()} pair(s) match" in html
+    assert f"{honey.count()} pair{'' if honey.count() == 1 else 's'} match{'es' if honey.count() == 1 else ''}." in html
     MiningJob.objects.filter(pk=job.pk).update(status=MiningJob.Status.RUNNING)  # while it runs, the card alone
     assert 'id="pairs"' not in client.get(poll, HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=page_url).content.decode()
 

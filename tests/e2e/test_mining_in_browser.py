@@ -50,7 +50,7 @@ def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(pa
     job = MiningJob.objects.get()
     expect(page.locator("#job-stats")).to_contain_text(str(job.pairs_found))
     # no reload: the card's last poll swapped the pairs table in too
-    expect(page.locator("#pairs")).to_contain_text(f"{job.pairs_found} pair(s) match")
+    expect(page.locator("#pairs-count")).to_have_text(re.compile(rf"^{job.pairs_found} pairs? match(es)?\."))
     expect(page.locator("#pairs tbody tr")).to_have_count(min(job.pairs_found, 50))
     expect(page.locator("#pairs")).not_to_contain_text("No pairs")
     shot(page, "H1-mining-finished.png", full_page=True)
@@ -61,7 +61,7 @@ def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(pa
         MinedPair.objects.filter(job=job, source_text__icontains="honey").count()
         or MinedPair.objects.filter(job=job, target_text__icontains="honey").count()
     )
-    expect(page.locator("#pairs")).to_contain_text(re.compile(r"\d+ pair\(s\) match"))
+    expect(page.locator("#pairs-count")).to_contain_text(re.compile(r"^\d+ pairs? match(es)?\."))
     expect(page.locator("#pairs tbody tr")).not_to_have_count(0)
     assert expected > 0
     expect(page).to_have_url(re.compile(r"q=honey"))  # hx-push-url keeps the filter in the address
