@@ -93,7 +93,7 @@ def test_researcher_sees_heatmap_opens_a_diff_and_sorts_without_reload(page: Pag
     assert page.evaluate("window.__sameDocument") is True
     expect(page.locator(f"#cand-{second.pk}")).to_have_class(re.compile(r"\bselected\b"))  # kept across the swap
     expect(page.locator("#diff h2")).to_contain_text("simple #2 ~ complex #1")
-    shot(page, "screenshot-inspect.png", full_page=True)
+    shot(page, "inspect-sorted.png", full_page=True)  # the README's picture comes from test_inspection_overlay_in_browser.py
 
 
 def _run_worker_until_idle() -> None:

@@ -77,7 +77,9 @@ def test_gold_labels_show_on_the_heatmap_and_the_table_with_the_link_the_model_m
     page.get_by_label("Humans").select_option("disagrees")
     expect(page).to_have_url(re.compile(r"human=disagrees"))
     expect(page.locator("tr.candidate-row[data-verdict]")).to_have_count(page.locator("tr.candidate-row").count())
-    shot(page, "inspect-overlay.png", full_page=True)
+    row.locator("td.text").first.click()
+    expect(page.locator("#diff-human")).to_contain_text("model missed")
+    shot(page, "screenshot-inspect.png", full_page=True)
 
 
 def test_switching_measure_and_run_keeps_sort_and_filters_and_the_address_reproduces_the_page(page: Page, live_server, labelled):
