@@ -119,6 +119,10 @@ class LabelEvent(models.Model):
     ``client_action_id`` is the annotation screen's id for the action that stored the event (see
     :mod:`annotation.client_actions`): the screen sends an action again when it never heard the
     answer, and one event per annotator and id means the resend is answered, not stored twice.
+
+    ``suggestion_run`` and ``suggestion`` say which alignment run (and model) was suggesting when the
+    label was made, so an export cites the suggestions the annotator saw, not a later run's
+    (:mod:`annotation.provenance`; events from before it was recorded carry a backfilled guess).
     """
 
     CHAIN_CONSTRAINTS = ("label_event_one_first_per_annotator_item", "label_event_one_first_adjudication_per_item")
@@ -148,6 +152,13 @@ class LabelEvent(models.Model):
     undoes = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="undone_by")
     seconds_spent = models.FloatField(null=True, blank=True, help_text="Time on the item before this action, from the client.")
     client_action_id = models.CharField(max_length=CLIENT_ACTION_ID_MAX, blank=True, default="", help_text=CLIENT_ACTION_HELP)
+    suggestion_run = models.ForeignKey(
+        AlignmentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The run whose suggestions were shown when the label was made (annotation.provenance).",
+    )  # fmt: skip
+    suggestion = models.JSONField(
+        default=dict, blank=True, help_text='What was suggesting: {"run_id", "model", "model_version", "kind", "basis"}; {} for imports.'
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -177,8 +188,15 @@ class LabelEvent(models.Model):
         return f"{self.annotator}: {self.simple_sentence_id}~{self.complex_sentence_id} {self.old_label or '-'} → {self.new_label or '-'}"
 
     def save(self, *args, **kwargs) -> None:
+        """Insert the event; an annotator's own event (not an adjudication or import) records what was suggesting
+        when it is appended, whichever service appends it, unless the caller set ``suggestion`` itself."""
         if self.pk is not None and not kwargs.get("force_insert"):
             raise ValidationError("label events are append-only: record a new event instead of changing one")
+        if not self.suggestion and self.source in (self.Source.HUMAN, self.Source.SUGGESTION, self.Source.UNDO):
+            from annotation.provenance import suggestion_provenance
+
+            provenance = suggestion_provenance(self.project, self.pair)
+            self.suggestion_run, self.suggestion = provenance["suggestion_run"], provenance["suggestion"]
         super().save(*args, **kwargs)
 
     def delete(self, *args, **kwargs):

@@ -100,6 +100,8 @@ class CardStatistics:
     simplification_total: int = 0
     simplification_kept: int = 0
     agreement: AgreementCounts = field(default_factory=AgreementCounts)
+    provenance: Counter = field(default_factory=Counter)  # annotator labels by "recorded" / "backfilled" / "none"
+    suggestion_runs: Counter = field(default_factory=Counter)  # (run id, model) -> annotator labels made with its suggestions
     sentences: UniqueSentences = field(default_factory=UniqueSentences)
     sentence_totals: dict[str, tuple[int, int]] | None = None  # set by finish()
 
@@ -113,6 +115,11 @@ class CardStatistics:
             self.sentences.add("simple", item.simple.text)
             self.sentences.add("complex", item.complex.text)
             self.agreement.add((item.simple.pk, item.complex.pk), item.labels)
+            for annotation in item.annotations:
+                suggestion = annotation["suggestion"]
+                self.provenance[suggestion["provenance"] if suggestion else "none"] += 1
+                if suggestion and suggestion["kind"] == "stored":
+                    self.suggestion_runs[(suggestion["run_id"], suggestion["model"] or "")] += 1
 
     def finish(self) -> None:
         """Read what the database counted; call once every pair is added, before :func:`render_card`."""
@@ -168,6 +175,28 @@ def _agreement_lines(statistics: CardStatistics) -> list[str]:
     return lines
 
 
+def _provenance_lines(statistics: CardStatistics) -> list[str]:
+    """Which suggestions the labels were made with, and how we know (:mod:`annotation.provenance`)."""
+    counts = statistics.provenance
+    lines = [
+        "Each annotator label in the JSONL names the suggestions it was made with (`suggestion`: run, model, kind and "
+        "`provenance`), and an item's `aligner` block is the candidate of that run, not of a later one. Of the "
+        f"{sum(counts.values())} annotator labels behind the exported items, {counts['recorded']} carry a provenance "
+        f"recorded when they were saved, {counts['backfilled']} a backfilled guess (saved before recording began: the "
+        f"project's suggestion run at the time, judged by when its runs finished), and {counts['none']} none (imported "
+        "labels: nothing was suggesting).",
+    ]
+    if statistics.suggestion_runs:
+        lines += [
+            "",
+            *(
+                f"- run #{run}, {model or 'model not recorded'}: {n} labels"
+                for (run, model), n in sorted(statistics.suggestion_runs.items())
+            ),
+        ]
+    return lines
+
+
 def _file_lines(statistics: CardStatistics, options: dict) -> list[str]:
     score_filter = (
         f"{options['score_metric'].upper()} in [{options['score_min']:g}, {options['score_max']:g}]" if options["score_metric"] else "none"
@@ -175,8 +204,9 @@ def _file_lines(statistics: CardStatistics, options: dict) -> list[str]:
     described = {
         "tsv": "- `wiki-manual/<split>.tsv`: label, simple id, complex id, simple sentence, complex sentence; a complete "
         "document pair has a row for every sentence pair (notAligned where nobody linked), other pairs their labelled rows.",
-        "jsonl": "- `jsonl/<split>.jsonl`: one labelled sentence pair a line with full provenance: every annotator's label "
-        "and event, the adjudication, the verification, the aligner's scores and model version.",
+        "jsonl": "- `jsonl/<split>.jsonl`: one labelled sentence pair a line with full provenance: every annotator's label, "
+        "event and the suggestions it was made with, the adjudication, the verification, and the scores and model of the "
+        "suggestion run the labels were made with (`aligner`, null where no label was made with a run that proposed the pair).",
         "csv": "- `csv/<split>.csv`: one labelled sentence pair a row, without provenance. For spreadsheets, a text cell "
         "that starts with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'` (OWASP's advice against "
         "formula injection), so a spreadsheet shows it as text; the JSONL and Parquet files keep every text exactly.",
@@ -280,6 +310,10 @@ def render_card(*, project, statistics: CardStatistics, options: dict, level_num
         "## Agreement",
         "",
         *_agreement_lines(statistics),
+        "",
+        "## Suggestions behind the labels",
+        "",
+        *_provenance_lines(statistics),
         "",
         "## Files",
         "",

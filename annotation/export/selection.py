@@ -14,7 +14,11 @@ plus adjudications and the optional majority):
 A pair is *complete* when it is verified or holds imported gold: its sentence pairs nobody
 linked are then known to be not aligned, which the Wiki-Manual TSV writes out as notAligned
 rows. Items are streamed per document pair in primary-key order, sorted by sentence index,
-so every export of the same state comes out the same. The rows behind them are read a page
+so every export of the same state comes out the same. Each annotation names the suggestions its
+label was made with (``suggestion``: run, model, kind, and whether that was ``recorded`` when the label
+was saved or ``backfilled``, :mod:`annotation.provenance`), and the item's ``aligner`` block is that
+run's candidate (the run most of the item's labels were made with), never a run created after them.
+The rows behind them are read a page
 of PAGE_PAIRS document pairs at a time, a fixed number of queries per page (issue 17: seven
 queries per pair were most of an export's time), so memory holds one page, not the project.
 """
@@ -27,9 +31,10 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 
-from alignment.models import CandidateAlignment, DocumentPair, Sentence
+from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair, Sentence
 from annotation import labels
 from annotation.models import AnnotationProject, Assignment, LabelEvent
+from annotation.provenance import STORED
 
 STATUSES = ("verified", "adjudicated", "imported", "majority")
 
@@ -115,10 +120,11 @@ class _PairRows:
     simple_level: str
     complex_article: str
     complex_level: str
-    events: list[tuple] = field(default_factory=list)  # latest own events: pk, annotator id, username, simple, complex, label, source, at
+    events: list[tuple] = field(default_factory=list)  # latest own events: pk, annotator id, username, simple, complex, label, source,
+    # at, suggestion run id, suggestion (annotation.provenance)
     adjudications: dict[tuple[int, int], _Adjudication] = field(default_factory=dict)  # the latest per sentence pair
     assignments: list[tuple[int, str, bool]] = field(default_factory=list)  # annotator id, username, completed
-    candidates: dict[tuple[int, int], tuple] = field(default_factory=dict)  # the suggestion run's row per sentence pair
+    candidates: dict[tuple[int, int, int], tuple] = field(default_factory=dict)  # (run, simple, complex) -> the row of a run labels cite
 
 
 class _Page:
@@ -147,7 +153,7 @@ class _Page:
         }  # fmt: skip
         for pair_id, *event in labels.latest_label_events(project, pair_id__in=pair_ids).values_list(
             "pair_id", "pk", "annotator_id", "annotator__username", "simple_sentence_id", "complex_sentence_id", "new_label", "source",
-            "created_at",
+            "created_at", "suggestion_run_id", "suggestion",
         ):  # fmt: skip
             self.pairs[pair_id].events.append(tuple(event))
         adjudications = labels.latest_adjudications(project, pair_id__in=pair_ids).values_list(
@@ -167,26 +173,48 @@ class _Page:
             .values_list("document_id", "pk", "index", "paragraph__index", "index_in_paragraph", "text")
         ):  # fmt: skip
             self.sentences.setdefault(document_id, []).append(SentenceRow(pk, index, paragraph, in_paragraph, clean_text(text)))
-        run = project.suggestion_run
-        self.run = None if run is None else {"run_id": run.pk, "model_version": run.model_version, "measure": run.primary_measure}
-        if run is not None:
-            for pair_id, simple_id, complex_id, *candidate in (
-                CandidateAlignment.objects.filter(run=run, pair_id__in=pair_ids)
-                .order_by("pk")
-                .values_list(
-                    "pair_id", "simple_sentence_id", "complex_sentence_id", "scores", "score", "crf_marginal", "label", "group_index"
-                )
-            ):
-                self.pairs[pair_id].candidates[(simple_id, complex_id)] = tuple(candidate)
+        run_ids = {event[8] for rows in self.pairs.values() for event in rows.events if event[8] is not None}
+        self.runs: dict[int, dict] = {
+            run.pk: {"run_id": run.pk, "model": run.model_label, "model_version": run.model_version, "measure": run.primary_measure}
+            for run in AlignmentRun.objects.filter(pk__in=run_ids)
+        }  # the runs the page's labels were made with, by id
+        for pair_id, run_id, simple_id, complex_id, *candidate in (
+            CandidateAlignment.objects.filter(run_id__in=run_ids, pair_id__in=pair_ids)
+            .order_by("pk")
+            .values_list(
+                "pair_id", "run_id", "simple_sentence_id", "complex_sentence_id", "scores", "score", "crf_marginal", "label", "group_index"
+            )
+        ):  # fmt: skip
+            self.pairs[pair_id].candidates[(run_id, simple_id, complex_id)] = tuple(candidate)
 
-    def aligner(self, rows: _PairRows, key: tuple[int, int]) -> dict | None:
-        candidate = rows.candidates.get(key)
-        if candidate is None or self.run is None:
+    def suggestion(self, rows: _PairRows, key: tuple[int, int], run_id: int | None, recorded: dict) -> dict | None:
+        """What an annotation's label was made with: the run, its model, and that run's verdict on the item; None for
+        imported labels (nothing was suggesting)."""
+        if not recorded:
             return None
-        scores, score, marginal, label, group = candidate
+        run = self.runs.get(run_id) if run_id is not None else None
+        candidate = rows.candidates.get((run_id, *key)) if run_id is not None else None
         return {
-            **self.run, "scores": {name: scores[name] for name in sorted(scores)}, "score": score, "crf_marginal": marginal,
-            "predicted_label": label, "group_index": group,
+            "run_id": recorded.get("run_id"), "model": recorded.get("model") or (run["model"] if run else None),
+            "model_version": recorded.get("model_version"), "kind": recorded.get("kind"), "provenance": recorded.get("basis"),
+            "predicted_label": candidate[3] if candidate else None, "score": candidate[1] if candidate else None,
+        }  # fmt: skip
+
+    def aligner(self, rows: _PairRows, key: tuple[int, int], annotations: list[dict]) -> dict | None:
+        """The candidate of the run the item's labels were made with (the run most of them name; ties: the earliest
+        label's), with who labelled under it; None when no label was made with a run that proposed the item."""
+        by_run: dict[int, list[dict]] = {}
+        for annotation in annotations:  # in event order
+            run_id = (annotation["suggestion"] or {}).get("run_id")
+            if annotation["suggestion"] and annotation["suggestion"]["kind"] == STORED and (run_id, *key) in rows.candidates:
+                by_run.setdefault(run_id, []).append(annotation)
+        if not by_run:
+            return None
+        run_id = max(by_run, key=lambda run: (len(by_run[run]), -by_run[run][0]["event_id"]))
+        scores, score, marginal, label, group = rows.candidates[(run_id, *key)]
+        return {
+            **self.runs[run_id], "scores": {name: scores[name] for name in sorted(scores)}, "score": score, "crf_marginal": marginal,
+            "predicted_label": label, "group_index": group, "seen_by": sorted(a["annotator"] for a in by_run[run_id]),
         }  # fmt: skip
 
 
@@ -205,7 +233,7 @@ def _item_labels(project: AnnotationProject, rows: _PairRows, flagged: set[int])
     if project.exclude_flagged:
         assignments = [assignment for assignment in assignments if assignment[0] not in flagged]
     own: dict[tuple[int, int], dict[int, str]] = {}  # item -> annotator id -> current label
-    for _, annotator_id, _, simple_id, complex_id, label, _, _ in rows.events:
+    for _, annotator_id, _, simple_id, complex_id, label, *_ in rows.events:
         own.setdefault((simple_id, complex_id), {})[annotator_id] = label
     return labels.item_labels(own, assignments, rows.adjudications)
 
@@ -217,10 +245,11 @@ def _pair_export(
     verification = page.verifications.get(rows.pair_id)
     verified = verification is not None and verification[0]
     events: dict[tuple[int, int], list[dict]] = {}
-    for pk, annotator_id, username, simple_id, complex_id, label, source, created_at in rows.events:
+    for pk, annotator_id, username, simple_id, complex_id, label, source, created_at, run_id, recorded in rows.events:
         events.setdefault((simple_id, complex_id), []).append({
             "annotator": username, "annotator_id": annotator_id, "label": label, "source": source, "event_id": pk,
             "at": _iso(created_at), "flagged": annotator_id in flagged,
+            "suggestion": page.suggestion(rows, (simple_id, complex_id), run_id, recorded),
         })  # fmt: skip
     imported_pair = any(e["source"] == LabelEvent.Source.IMPORT and e["label"] for group in events.values() for e in group)
     simple_sentences = page.sentences.get(rows.simple_document_id, [])
@@ -257,7 +286,7 @@ def _pair_export(
                 "by": adjudication.annotator, "label": adjudication.new_label, "event_id": adjudication.pk,
                 "at": _iso(adjudication.created_at),
             } if adjudication is not None else None,
-            aligner=page.aligner(rows, key),
+            aligner=page.aligner(rows, key, item_events),
         ))  # fmt: skip
     result.items.sort(key=lambda item: (item.simple.index, item.complex.index))
     return result if result.items else None

@@ -158,12 +158,17 @@ class LabelEventSerializer(serializers.ModelSerializer):
     old_label = enum_field("LabelEnum", LABELS, read_only=True)
     new_label = enum_field("LabelEnum", LABELS, read_only=True)
     source = enum_field("LabelSourceEnum", LabelEvent.Source.choices, read_only=True)
+    suggestion = serializers.JSONField(
+        read_only=True,
+        help_text='What was suggesting when the label was made: {"run_id", "model", "model_version", "kind": "stored" | "none" | '
+        '"unknown", "basis": "recorded" | "backfilled"}; {} for adjudications and imports.',
+    )
 
     class Meta:
         model = LabelEvent
         fields = [
             "id", "pair", "annotator", "simple_sentence", "complex_sentence", "old_label", "new_label", "source", "previous",
-            "undoes", "seconds_spent", "created_at",
+            "undoes", "seconds_spent", "suggestion_run", "suggestion", "created_at",
         ]  # fmt: skip
         read_only_fields = fields
 
