@@ -103,13 +103,14 @@ def test_switching_measure_and_run_keeps_sort_and_filters_and_the_address_reprod
 
     page.get_by_label("Heatmap measure").select_option("jaccard")
     expect(page).to_have_url(re.compile(r"measure=jaccard"))
-    expect(page.locator("#heatmap-meaning")).to_contain_text("Jaccard overlap")
+    expect(page.locator("#heatmap")).to_be_visible()
     query = parse_qs(urlsplit(page.url).query)
     assert query["measure"] == ["jaccard"] and query["sort"] == ["-disagreement"] and query["label"] == ["predicted"]
     assert query["candidate"] == [open_pair] and query["run"] == [str(older.pk)]
     expect(page.locator("select[name=label]")).to_have_value("predicted")
     expect(page.locator("th a", has_text="Disagreement")).to_contain_text("↓")
     expect(page.locator("#diff h2")).to_contain_text("Candidate: simple #")
+    expect(page.locator("#heatmap-meaning")).to_contain_text("Jaccard overlap")  # what the heatmap's numbers are
     spreads = [float(text) for text in page.locator("tr.candidate-row td:last-child").all_inner_texts()]
     assert spreads == sorted(spreads, reverse=True)
     model_labels = page.locator("tr.candidate-row").evaluate_all("(rows) => rows.map((row) => row.querySelector('.badge').textContent)")
