@@ -44,7 +44,7 @@ ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "webapp.admin_site.WebappAdminConfig",  # django.contrib.admin, with the app's 403 page for signed-in non-staff
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

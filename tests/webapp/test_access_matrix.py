@@ -372,9 +372,23 @@ def test_access(world: World, route: Route, verb: str, persona: str) -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("persona", ["outsider", "owner"])
-def test_admin_is_for_staff_only(world: World, persona: str) -> None:
+@pytest.mark.parametrize("persona", ["outsider", "annotator", "owner"])
+def test_admin_is_for_staff_only_and_others_signed_in_get_the_apps_403_page(world: World, persona: str) -> None:
     client = Client()
     client.force_login(world.users[persona])
-    response = client.get(reverse("admin:index"))
+    for url in (reverse("admin:index"), reverse("admin:login"), reverse("admin:annotation_labelevent_changelist")):
+        response = client.get(url)
+        assert response.status_code == 403, f"{url} as {persona}: {response.status_code}"
+        page = response.content.decode()
+        assert "You do not have access to this page" in page and 'name="password"' not in page  # the app's page, no admin login
+    assert client.post(reverse("admin:logout")).status_code == 302  # signing out is never refused
+
+
+@pytest.mark.django_db
+def test_the_admin_asks_anonymous_visitors_to_log_in_and_lets_staff_in(world: World) -> None:
+    response = Client().get(reverse("admin:index"))
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    assert Client().get(reverse("admin:login")).status_code == 200
+    staff = Client()
+    staff.force_login(world.users["staff"])
+    assert staff.get(reverse("admin:index")).status_code == 200
