@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -178,8 +179,7 @@ def project_assign(request: HttpRequest, project_id: int) -> HttpResponse:
 def _shortfall_text(project, shortfall: dict) -> str:
     annotators = shortfall["annotators"]
     return (
-        f"{shortfall['short_pairs']} pair{'s' if shortfall['short_pairs'] != 1 else ''} still "
-        f"{'have' if shortfall['short_pairs'] != 1 else 'has'} fewer than {project.overlap} annotators: the project has "
+        f"{members.overlap_shortfall_phrase(shortfall['short_pairs'], project.overlap, still=True)}: the project has "
         f"{annotators} annotator{'s' if annotators != 1 else ''}. Add annotators, then assign again."
     )
 
@@ -403,7 +403,8 @@ def mined_pairs_send(request: HttpRequest, job_id: int) -> HttpResponse:
         return redirect(back)
     messages.success(
         request,
-        f"Project {project.name}: {len(chosen)} mined item(s) on {project.pairs.count()} document pair(s) of corpus "
+        f"Project {project.name}: {len(chosen)} mined item{pluralize(len(chosen))} on {project.pairs.count()} document "
+        f"pair{pluralize(project.pairs.count())} of corpus "
         f"{project.corpus.name}, complex side first ({'; '.join(project.suggestion_run.config['complex_side'])}). The mined "
         f"links are the first suggestions; alignment run #{project.pending_suggestion_run_id} is queued and will suggest a "
         "link for every simple sentence. Next: add annotators, then assign the pairs.",

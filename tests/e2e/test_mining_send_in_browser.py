@@ -57,8 +57,11 @@ def test_pairs_mined_from_the_simple_corpus_reach_the_annotator_complex_side_fir
     page.locator("#send").get_by_role("button", name="Send").click()
     expect(page.locator("h1")).to_contain_text("Mined news")
     expect(page.locator(".messages")).to_contain_text(
-        re.compile(r"mined item\(s\) on \d document pair\(s\) of corpus Complex news, complex side first \(corpus 'Complex news' has")
+        re.compile(r"\d+ mined items? on \d document pairs? of corpus Complex news, complex side first \(corpus 'Complex news' has")
     )
+    expect(page.locator(".messages")).not_to_contain_text("(s)")
+    expect(page.locator("#overlap-warning")).to_contain_text(re.compile(r"^\d+ pairs? (has|have) no annotator yet"))  # overlap 1
+    expect(page.locator("#overlap-warning")).not_to_contain_text("fewer than 1")
     shot(page, "H1-sent-project.png", full_page=True)
     project = AnnotationProject.objects.get(name="Mined news")
     assert project.corpus_id == complex_corpus.pk and not simple_corpus.pairs.exists()
