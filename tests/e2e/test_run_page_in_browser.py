@@ -61,7 +61,7 @@ def test_the_pairs_table_turns_from_pending_to_done_without_a_reload_and_links_t
     expect(page.locator(f"#run-{run.pk}")).not_to_have_attribute("hx-trigger", "every 1s")  # the card stopped polling
     expect(page.locator("#run-pairs")).to_contain_text("2 of 2 pairs done")
     assert page.evaluate("window.__sameDocument") is True
-    shot(page, "run-page-done.png", full_page=True)
+    shot(page, "screenshot-run.png", full_page=True)
 
     first = page.locator(f"#run-pair-{pairs[0].pk} td").first.get_by_role("link")
     expect(first).to_have_attribute("href", f"/pairs/{pairs[0].pk}/")
