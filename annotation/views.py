@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from alignment.errors import error_answer, form_error
 from annotation import selectors, services
 from annotation.adjudication.agreement_data import project_agreement
+from annotation.adjudication.forms import ReviewDiffForm
 from annotation.adjudication.review import pair_review_read, reviewer_changes
 from annotation.forms import (
     InviteForm,
@@ -209,11 +210,24 @@ def project_agreement_view(request: HttpRequest, project_id: int) -> HttpRespons
 
 def pair_review(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
     """Adjudication of one document pair: the annotators' alignments side by side, every labelled sentence pair
-    with each annotator's label (open ones first), a decision per row by button or key, verify."""
+    with each annotator's label (open ones first), a decision per row by button or key, verify; the annotators'
+    flags and comments, and the word diff of the focused row (``?simple=&complex=``; from htmx only that card)."""
+    from annotation.labelling.screen import sentence_pair_diff
+
     project = _manager_project(request, project_id)
     pair = get_object_or_404(project.pairs.select_related("complex_document", "simple_document"), pk=pair_id)
     show = "all" if request.GET.get("show") == "all" else "open"
-    review = pair_review_read(project, pair, show=show)
+    asked = ReviewDiffForm(request.GET)
+    if not asked.is_valid():
+        return HttpResponse(form_errors_text(asked), status=400, content_type="text/plain")
+    review = None if request.htmx and asked.sentence_ids() else pair_review_read(project, pair, show=show)
+    ids = asked.sentence_ids() or ((review.shown[0].simple.pk, review.shown[0].complex.pk) if review.shown else None)
+    try:
+        selected = sentence_pair_diff(pair, *ids) if ids else None
+    except ValueError as error:  # a sentence of another pair: named
+        return HttpResponse(str(error), status=400, content_type="text/plain")
+    if review is None:
+        return render(request, "annotation/pair_review.html#review-diff", {"selected": selected})
     context = {
         "project": project,
         "pair": pair,
@@ -225,6 +239,7 @@ def pair_review(request: HttpRequest, project_id: int, pair_id: int) -> HttpResp
         "open_count": review.open_count,
         "total": review.total,
         "verified": pair_verified(project, pair),
+        "selected": selected,
     }
     return render(request, "annotation/pair_review.html", context)
 

@@ -6,8 +6,9 @@ annotator assigned the document pair, their label is their current label, or
 while they are still working. The item is settled when a reviewer adjudicated it, or
 when every assigned annotator gave the same label (accepted automatically, unless the
 project adjudicates everything). ``pair_review_read`` folds the items into what the review page
-shows: the decision table (open items first) and, per simple sentence, what each annotator linked
-it to next to the merged result (the side-by-side curation view).
+shows: the decision table (open items first), per simple sentence what each annotator linked
+it to next to the merged result (the side-by-side curation view), and the annotators' standing
+flags, skips and comments on the pair (:class:`ReviewNote`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from alignment.models import DocumentPair, Sentence
+from annotation.labelling.item_events import item_events_open
 from annotation.labels import (
     LINKED_LABELS,
     UNLABELLED,
@@ -24,7 +26,7 @@ from annotation.labels import (
     latest_adjudications,
     latest_label_events,
 )
-from annotation.models import AnnotationProject, Assignment, LabelEvent
+from annotation.models import AnnotationProject, Assignment, ItemEvent, LabelEvent
 from models_ml.labels import NOT_ALIGNED
 
 
@@ -155,6 +157,21 @@ class CurationLine:
     disagreement: bool  # the annotators' labels differ on some item of the line
 
 
+@dataclass(frozen=True)
+class ReviewNote:
+    """An annotator's standing flag, skip or comment on the pair, or (queue mode) on one sentence pair of it."""
+
+    event: ItemEvent
+    row_id: str  # the sentence pair's row in the decision table; "" for the whole pair
+
+    @property
+    def sentences(self) -> str:
+        """ "simple #2 ~ complex #3" for a note on one sentence pair, "" for one on the whole pair."""
+        if self.event.simple_sentence is None or self.event.complex_sentence is None:
+            return ""
+        return f"simple #{self.event.simple_sentence.index + 1} ~ complex #{self.event.complex_sentence.index + 1}"
+
+
 @dataclass
 class Review:
     """What the review page shows of one document pair."""
@@ -165,6 +182,16 @@ class Review:
     annotators: list[str]
     open_count: int
     disagreements_left: int  # open items the annotators disagree on
+    notes: list[ReviewNote]  # standing flags, skips and comments of every annotator on the pair, oldest first
+
+    @cached_property
+    def noted_rows(self) -> dict[str, int]:
+        """Row id -> notes on that sentence pair (queue-mode flags and comments), for a mark in its row."""
+        counts: dict[str, int] = {}
+        for note in self.notes:
+            if note.row_id:
+                counts[note.row_id] = counts.get(note.row_id, 0) + 1
+        return counts
 
     @property
     def total(self) -> int:
@@ -216,4 +243,17 @@ def pair_review_read(project: AnnotationProject, pair: DocumentPair, *, show: st
         annotators=annotators,
         open_count=sum(1 for s in states if s.final is None),
         disagreements_left=sum(1 for s in states if s.final is None and s.disagreement),
+        notes=review_notes(project, pair),
     )
+
+
+def review_notes(project: AnnotationProject, pair: DocumentPair) -> list[ReviewNote]:
+    """Every annotator's standing flags, skips and comments on ``pair`` (as the project page counts them), oldest first."""
+    standing = item_events_open(ItemEvent.objects.filter(project=project, pair=pair))
+    return [
+        ReviewNote(
+            event=event,
+            row_id=f"review-{event.simple_sentence_id}-{event.complex_sentence_id}" if event.simple_sentence_id is not None else "",
+        )
+        for event in sorted(standing, key=lambda event: event.pk)
+    ]

@@ -1,7 +1,9 @@
 /* Review page: keyboard adjudication. j / k move the focused row, a / p / n set its final label, 1..9 take
  * that annotator's label, v marks the pair verified once no row is open, ? lists the keys. A decision clicks
  * the row's own button, so it goes through the same htmx form as a mouse click (with its expected_previous
- * conflict check); focus moves on to the next open row at once, and back to a row the server refused. */
+ * conflict check); focus moves on to the next open row at once, and back to a row the server refused.
+ * The word-diff card follows the focused row: its complex sentence number is a link (the page with that diff,
+ * without JavaScript) whose htmx request fires on a "diff" event, sent once focus has rested for a moment. */
 (function () {
   "use strict";
   const table = document.getElementById("review");
@@ -28,10 +30,20 @@
     if (line) line.classList.add("focused");
   }
 
+  let diffTimer = null;
+  function showDiff(row) { // fetch the row's word diff unless the card shows it already; j j j fetches once
+    clearTimeout(diffTimer);
+    const shown = document.querySelector("[data-diff-of]");
+    const link = row && row.querySelector("[data-diff-link]");
+    if (!link || !window.htmx || (shown && shown.dataset.diffOf === row.id)) return;
+    diffTimer = setTimeout(() => window.htmx.trigger(link, "diff"), 120);
+  }
+
   function focus(row, block) {
     focusedId = row ? row.id : null;
     mark(row);
     if (row) row.scrollIntoView({ block: block || "nearest" });
+    showDiff(row);
   }
 
   function move(delta) {
@@ -99,6 +111,7 @@
       return focus(document.getElementById(link.dataset.rowLink), "center");
     }
     const row = event.target.closest("tr[data-row]");
+    if (row && event.target.closest("[data-diff-link]")) event.preventDefault(); // the diff comes by htmx, not a reload
     if (row) focus(row);
   });
 

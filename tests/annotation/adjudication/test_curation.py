@@ -69,7 +69,9 @@ def test_open_rows_come_first_when_showing_all(client, team, owner):
     team.label(team.ben, 1, 1, "partial")  # now agreed, settled; it sorts after the open rows
     client.force_login(owner)
     html = client.get(reverse("annotation:pair_review", args=[team.project.pk, team.pair.pk]) + "?show=all").content.decode()
-    rows = re.findall(r'<tr class="review-([a-z-]+)" id="review-\d+-\d+" data-row data-simple="\d+" data-open="([01])"', html)
+    rows = re.findall(
+        r'<tr class="review-([a-z-]+)" id="review-\d+-\d+" data-row data-simple="\d+" data-complex="\d+" data-open="([01])"', html
+    )
     assert [open_ for _, open_ in rows] == ["1", "1", "1", "0", "0"]
     assert [status for status, _ in rows] == ["disagreement", "disagreement", "waiting-for-annotators", "agreed", "agreed"]
 
@@ -78,7 +80,7 @@ def test_the_page_names_the_keys_and_loads_the_keyboard_script(client, team, own
     client.force_login(owner)
     html = client.get(reverse("annotation:pair_review", args=[team.project.pk, team.pair.pk])).content.decode()
     assert re.search(r'<script src="/static/js/curation[.\w]*\.js" defer>', html)
-    assert "<th>anna <kbd" in html and ">1</kbd></th>" in html and ">2</kbd></th>" in html
+    assert '<th class="annotator-head" title="anna">anna <kbd' in html and ">1</kbd></th>" in html and ">2</kbd></th>" in html
     help_box = html[html.index('id="help"') :]
     for row in ("take <strong>anna</strong>'s label", "take <strong>ben</strong>'s label", "mark the pair verified"):
         assert row in help_box
