@@ -40,7 +40,10 @@ class AssignmentAdmin(admin.ModelAdmin):
 class LabelEventAdmin(ReadOnlyAdmin):
     """Read-only: the history is append-only, so the admin can look but never edit or delete."""
 
-    list_display = ["pk", "project", "annotator", "simple_sentence", "complex_sentence", "old_label", "new_label", "source", "created_at"]
+    list_display = [
+        "pk", "project", "annotator", "simple_sentence", "complex_sentence", "old_label", "new_label", "source", "suggestion_run",
+        "created_at",
+    ]  # fmt: skip
     list_filter = ["project", "source", "new_label"]
 
 

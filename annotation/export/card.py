@@ -175,6 +175,14 @@ def _agreement_lines(statistics: CardStatistics) -> list[str]:
     return lines
 
 
+def _labels_lines(statistics: CardStatistics) -> list[str]:
+    """The card's sections about the labels themselves: how far annotators agree, and which suggestions they saw."""
+    return [
+        "## Agreement", "", *_agreement_lines(statistics), "",
+        "## Suggestions behind the labels", "", *_provenance_lines(statistics), "",
+    ]  # fmt: skip
+
+
 def _provenance_lines(statistics: CardStatistics) -> list[str]:
     """Which suggestions the labels were made with, and how we know (:mod:`annotation.provenance`)."""
     counts = statistics.provenance
@@ -307,14 +315,7 @@ def render_card(*, project, statistics: CardStatistics, options: dict, level_num
         "|" + "---:|" * len(PHENOMENA),
         "| " + " | ".join(str(statistics.phenomena.get(name, 0)) for name in PHENOMENA) + " |",
         "",
-        "## Agreement",
-        "",
-        *_agreement_lines(statistics),
-        "",
-        "## Suggestions behind the labels",
-        "",
-        *_provenance_lines(statistics),
-        "",
+        *_labels_lines(statistics),
         "## Files",
         "",
         "Labels: aligned, partial, not_aligned (partialAligned / notAligned in the Wiki-Manual TSV). Sentence ids are "
