@@ -12,6 +12,11 @@ REST API, queue mode, imports) are stored as before.
 The check runs after the write's assignment lock, so two sends of one action on one pair are
 serialised and the second finds the first; an id reused on another pair (a client's bug, never a
 resend) is refused, also when the unique constraint is what catches it.
+
+One action may store several events (an edit of the alignment view, the undo of such an edit): the
+first event carries the action's id, the others the id followed by ``.2``, ``.3``… A dot is never in
+an id a client sends (the check refuses it), so these ids name one action's events and nothing
+else, and an undo takes back the whole action (:func:`same_action`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, models
+from django.db.models import Q
 
 from alignment.errors import ServiceError
 from alignment.models import DocumentPair
@@ -30,6 +36,8 @@ from annotation.models import CLIENT_ACTION_ID_MAX, AnnotationProject
 
 CLIENT_ACTION_ID_MIN = 16
 CLIENT_ACTION_ID_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{{CLIENT_ACTION_ID_MIN},{CLIENT_ACTION_ID_MAX}}}")
+EVENT_SEPARATOR = "."
+ACTION_EVENTS_MAX = 999  # events one action may store: the suffix (".999") stays within the column with an id of 60
 CLIENT_ACTION_CONSTRAINTS = ("label_event_one_per_client_action", "item_event_one_per_client_action")
 
 Event = TypeVar("Event", bound=models.Model)
@@ -80,3 +88,24 @@ def client_action_unique(client_action_id: str) -> Iterator[None]:
         if constraint in CLIENT_ACTION_CONSTRAINTS:
             raise client_action_reused(client_action_id) from None
         raise
+
+
+def event_action_id(client_action_id: str, position: int) -> str:
+    """The id of the event at ``position`` (0-based) of an action that stores several: the action's own id, then ``id.2``…"""
+    if not client_action_id or position == 0:
+        return client_action_id
+    if not 0 < position < ACTION_EVENTS_MAX or len(client_action_id) > CLIENT_ACTION_ID_MAX - 4:
+        raise ServiceError(
+            f"client_action_id: {client_action_id!r} cannot name {position + 1} events "
+            f"(at most {ACTION_EVENTS_MAX}, with an id of at most {CLIENT_ACTION_ID_MAX - 4} characters)",
+            field="client_action_id",
+        )
+    return f"{client_action_id}{EVENT_SEPARATOR}{position + 1}"
+
+
+def same_action(events: models.QuerySet[Event], client_action_id: str) -> models.QuerySet[Event]:
+    """Of ``events``, those the action that stored an event with ``client_action_id`` stored (none for an empty id)."""
+    if not client_action_id:
+        return events.none()
+    action = client_action_id.split(EVENT_SEPARATOR)[0]
+    return events.filter(Q(client_action_id=action) | Q(client_action_id__startswith=action + EVENT_SEPARATOR))

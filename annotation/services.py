@@ -23,7 +23,14 @@ from django.utils import timezone
 from alignment.errors import Conflict, ServiceError
 from alignment.models import AlignmentRun, Corpus, DocumentPair
 from annotation import labels
-from annotation.client_actions import client_action_id_check, client_action_reused, client_action_unique, stored_action
+from annotation.client_actions import (
+    client_action_id_check,
+    client_action_reused,
+    client_action_unique,
+    event_action_id,
+    same_action,
+    stored_action,
+)
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, ItemEvent, LabelEvent, ProjectMembership
 from annotation.selectors import project_name_refusal
 
@@ -159,6 +166,7 @@ def label_record(
     source: str = LabelEvent.Source.HUMAN,
     seconds_spent: float | None = None,
     client_action_id: str = "",
+    event_of_action: int = 0,
 ) -> LabelEvent:
     """Append the annotator's new label for a sentence pair of ``pair``.
 
@@ -167,13 +175,14 @@ def label_record(
     outside the pair, PermissionError when the pair is not assigned to the annotator,
     and LabelConflict when the label changed meanwhile. A resend of an action already stored
     (the same ``client_action_id``, see :mod:`annotation.client_actions`) stores nothing and
-    returns the sentence pair's latest event, whatever ``expected_previous`` says.
+    returns the sentence pair's latest event, whatever ``expected_previous`` says. ``event_of_action``
+    is the event's position in an action that stores several (``labelling/edits.py``).
     """
     labels.label_check(label, unlabelled=True)
     if source not in LabelEvent.Source.values or source in (LabelEvent.Source.UNDO, LabelEvent.Source.ADJUDICATION):
         raise ValueError(f"unknown or reserved source {source!r}")
     seconds_spent = seconds_spent_clean(seconds_spent)
-    client_action_id = client_action_id_check(client_action_id)
+    client_action_id = event_action_id(client_action_id_check(client_action_id), event_of_action)
     try:
         with transaction.atomic(), client_action_unique(client_action_id):
             latest = labels.write_guard(project, annotator, pair, simple_sentence_id, complex_sentence_id)
@@ -270,11 +279,21 @@ def pair_verify(*, project: AnnotationProject, pair: DocumentPair, by: AbstractB
 def label_undo(
     *, project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, client_action_id: str = ""
 ) -> LabelEvent | None:
-    """Undo the annotator's most recent not-yet-undone change in ``pair`` by appending its inverse.
+    """:func:`label_undo_action`'s last undo event (the only one, unless the action stored several); None when nothing is left."""
+    events = label_undo_action(project=project, annotator=annotator, pair=pair, client_action_id=client_action_id)
+    return events[-1] if events else None
 
-    Repeated undos walk further back. Returns None when there is nothing left to undo. A resend
-    of an undo already stored (the same ``client_action_id``) undoes nothing more: it returns the
-    latest event of the sentence pair that undo changed.
+
+def label_undo_action(
+    *, project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, client_action_id: str = ""
+) -> list[LabelEvent]:
+    """Undo the annotator's most recent not-yet-undone action in ``pair`` by appending the inverse of each of its events.
+
+    An action is one event, or every event of an edit that stored several (see
+    :mod:`annotation.client_actions`), undone newest first. Repeated undos walk further back.
+    Returns the undo events; none when nothing is left to undo. A resend of an undo already stored
+    (the same ``client_action_id``) undoes nothing more: it returns the latest events of the
+    sentence pairs that undo changed.
     """
     client_action_id = client_action_id_check(client_action_id)
     with transaction.atomic(), client_action_unique(client_action_id):
@@ -283,30 +302,23 @@ def label_undo(
         if stored is not None:
             if stored.source != LabelEvent.Source.UNDO:
                 raise client_action_reused(client_action_id)
-            return labels.latest_event(project, annotator, stored.simple_sentence_id, stored.complex_sentence_id)
-        candidates = labels.own_events(project, annotator=annotator, pair=pair, undoes__isnull=True)
-        undone_ids = set(
-            LabelEvent.objects.filter(project=project, annotator=annotator, pair=pair, undoes__isnull=False).values_list(
-                "undoes_id", flat=True
-            )
-        )
-        target = candidates.exclude(pk__in=undone_ids).order_by("-pk").first()
+            undos = same_action(LabelEvent.objects.filter(annotator=annotator, pair=pair), client_action_id).order_by("pk")
+            return [labels.latest_event(project, annotator, e.simple_sentence_id, e.complex_sentence_id) for e in undos]
+        undone_ids = LabelEvent.objects.filter(project=project, annotator=annotator, pair=pair, undoes__isnull=False).values("undoes_id")
+        open_events = labels.own_events(project, annotator=annotator, pair=pair, undoes__isnull=True).exclude(pk__in=undone_ids)
+        target = open_events.order_by("-pk").first()
         if target is None:
-            return None
-        latest = labels.latest_event(project, annotator, target.simple_sentence_id, target.complex_sentence_id)
-        return LabelEvent.objects.create(
-            project=project,
-            pair=pair,
-            annotator=annotator,
-            simple_sentence_id=target.simple_sentence_id,
-            complex_sentence_id=target.complex_sentence_id,
-            old_label=latest.new_label if latest else "",
-            new_label=target.old_label,
-            source=LabelEvent.Source.UNDO,
-            previous=latest,
-            undoes=target,
-            client_action_id=client_action_id,
-        )
+            return []
+        item = {"project": project, "pair": pair, "annotator": annotator}
+        undos = []
+        for position, event in enumerate(list(same_action(open_events, target.client_action_id).order_by("-pk")) or [target]):
+            latest = labels.latest_event(project, annotator, event.simple_sentence_id, event.complex_sentence_id)
+            undos.append(LabelEvent.objects.create(
+                **item, simple_sentence_id=event.simple_sentence_id, complex_sentence_id=event.complex_sentence_id,
+                old_label=latest.new_label if latest else "", new_label=event.old_label, source=LabelEvent.Source.UNDO,
+                previous=latest, undoes=event, client_action_id=event_action_id(client_action_id, position),
+            ))  # fmt: skip
+        return undos
 
 
 def assignment_complete(*, project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> Assignment:

@@ -33,6 +33,7 @@ urlpatterns = [
     path("projects/<int:project_id>/pairs/<int:pair_id>/", annotate_views.annotate_pair, name="annotate_pair"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/state/", annotate_views.annotate_state, name="annotate_state"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/label/", annotate_views.label_save, name="label_save"),
+    path("projects/<int:project_id>/pairs/<int:pair_id>/edit/", annotate_views.label_edit, name="label_edit"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/undo/", annotate_views.label_undo, name="label_undo"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/item-event/", annotate_views.item_event_save, name="item_event_save"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/done/", annotate_views.assignment_done, name="assignment_done"),

@@ -25,7 +25,7 @@ from annotation.forms import (
     QueueActionForm,
     form_errors_text,
 )
-from annotation.labelling import item_events
+from annotation.labelling import item_events, keys
 from annotation.labelling import queue as queue_mode
 from annotation.labels import LABELS, pair_verified, verified_pair_ids
 from annotation.models import ProjectMembership
@@ -321,47 +321,49 @@ def project_gold_items(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def project_queue(request: HttpRequest, project_id: int) -> HttpResponse:
     """Queue mode: one candidate pair at a time with its context; a POST records the answer (or skip) and shows
-    the next; an undo shows the item it brought back (``?item=``)."""
+    the next; an undo shows the item it brought back (``?item=``). From htmx, a POST answers the next card alone."""
     project, role = selectors.project_get_for_user(request.user, project_id)
     order = request.GET.get("order", "uncertainty")
     if order not in queue_mode.ORDERS:
         messages.error(request, f"unknown queue order {order!r}; showing uncertainty order")
         order = "uncertainty"
     queue_url = f"{reverse('annotation:project_queue', args=[project.pk])}?order={order}"
+    context = {"project": project, "role": role, "order": order, "orders": queue_mode.ORDERS, "notice": None}
+    ref = request.GET.get("item", "")
     if request.method == "POST":
-        form = QueueActionForm(request.POST)
-        if not form.is_valid():
-            messages.error(request, f"Not saved: {form_errors_text(form)}")
-            return redirect(queue_url)
-        data = form.cleaned_data
-        item = {"project": project, "annotator": request.user, "kind": data["kind"], "item_id": data["item_id"]}
-        try:
-            if data["action"] == "undo":
-                undone = queue_mode.queue_undo(project=project, annotator=request.user)
-                messages.info(request, undone.message.capitalize() + ".")
-                return redirect(f"{queue_url}&item={undone.item_ref}" if undone.item_ref else queue_url)
-            if data["action"] == "skip":
-                queue_mode.queue_skip(**item)
-            else:
-                queue_mode.queue_answer(**item, label=data["label"], seconds_spent=data["seconds_spent"])
-        except (PermissionError, ValueError, services.LabelConflict) as error:
-            answer = error_answer(error)
-            if answer.status == 403:  # as on the annotation screen: a write the role does not allow is a 403
-                raise PermissionDenied(answer.message) from None
-            messages.error(request, f"Not saved: {answer.message}")
-        return redirect(queue_url)
-    shown = queue_mode.queue_item_get(project, request.user, request.GET["item"]) if request.GET.get("item") else None
-    item = shown or queue_mode.queue_next(project, request.user, order)
-    diff = None
-    if item is not None:
-        from alignment.inspection import word_diff
-
-        diff = word_diff(item.complex.text, item.simple.text)
-    context = {
-        "project": project, "role": role, "item": item, "order": order, "orders": queue_mode.ORDERS, "diff": diff,
-        "left": queue_mode.queue_left(project, request.user),
-    }  # fmt: skip
+        ref, context["notice"] = _queue_action(request, project)
+        if not request.htmx:
+            if context["notice"]:
+                getattr(messages, context["notice"][0])(request, context["notice"][1])
+            return redirect(f"{queue_url}&item={ref}" if ref else queue_url)
+    context.update(queue_mode.queue_card(project, request.user, order, ref))
+    if request.htmx:
+        return render(request, "annotation/queue.html#queue-main", context)
+    context.update(help_rows=keys.help_rows(keys.QUEUE_KEYS, keys.QUEUE), keymap=keys.keymap(keys.QUEUE_KEYS))
     return render(request, "annotation/queue.html", context)
+
+
+def _queue_action(request: HttpRequest, project) -> tuple[str, tuple[str, str] | None]:
+    """Record a queue POST: the item to show next ("" for the queue's next) and the note to show ("info"/"error", text)."""
+    form = QueueActionForm(request.POST)
+    if not form.is_valid():
+        return "", ("error", f"Not saved: {form_errors_text(form)}")
+    data = form.cleaned_data
+    item = {"project": project, "annotator": request.user, "kind": data["kind"], "item_id": data["item_id"]}
+    try:
+        if data["action"] == "undo":
+            undone = queue_mode.queue_undo(project=project, annotator=request.user)
+            return undone.item_ref or "", ("info", undone.message.capitalize() + ".")
+        if data["action"] == "skip":
+            queue_mode.queue_skip(**item)
+        else:
+            queue_mode.queue_answer(**item, label=data["label"], seconds_spent=data["seconds_spent"])
+    except (PermissionError, ValueError, services.LabelConflict) as error:
+        answer = error_answer(error)
+        if answer.status == 403:  # as on the annotation screen: a write the role does not allow is a 403
+            raise PermissionDenied(answer.message) from None
+        return "", ("error", f"Not saved: {answer.message}")
+    return "", None
 
 
 @require_http_methods(["GET", "POST"])
@@ -391,7 +393,8 @@ def paragraphs_step(request: HttpRequest, project_id: int, pair_id: int) -> Http
     complex_blocks = screen.paragraph_blocks(pair.complex_document_id)
     simple_blocks = screen.paragraph_blocks(pair.simple_document_id)
     rows = [(c, block, [(s_, (c, s_) in linked) for s_ in range(len(simple_blocks))]) for c, block in enumerate(complex_blocks)]
-    context = {"project": project, "pair": pair, "rows": rows, "simple_blocks": simple_blocks, "own": own, "run": run}
+    context = {"project": project, "pair": pair, "rows": rows, "complex_blocks": complex_blocks, "simple_blocks": simple_blocks}
+    context.update(own=own, run=run)
     return render(request, "annotation/paragraphs_step.html", context)
 
 

@@ -149,7 +149,7 @@ AXES_CLIENT_IP_CALLABLE = "webapp.accounts.lockout.client_address"
 API_TOKEN_TTL_HOURS = envint("API_TOKEN_TTL_HOURS", 720)
 PASSWORD_RESET_TIMEOUT = envint("INVITE_LINK_TTL_SECONDS", 3 * 24 * 3600)  # an annotator's invite link (annotation.projects.members)
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "alignment:corpus_list"
+LOGIN_REDIRECT_URL = "accounts:landing"  # annotators to My tasks, everyone else to Corpora (webapp.accounts.views.landing)
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"

@@ -19,9 +19,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Avg, Exists, F, Func, OuterRef, Q, QuerySet, Subquery
 
+from alignment.inspection import word_diff
 from alignment.models import CandidateAlignment, DocumentPair, Sentence
 from annotation import labels, services
 from annotation.adjudication.review import pair_item_states
+from annotation.labelling.confidence import confidences
 from annotation.models import AnnotationProject, Assignment, GoldAnswer, GoldItem, ItemEvent, LabelEvent, ProjectMembership
 
 ORDERS = ("uncertainty", "disagreement", "random")
@@ -170,6 +172,18 @@ def _gold_item(project: AnnotationProject, gold: GoldItem) -> QueueItem:
         run_id=project.suggestion_run_id, simple_sentence_id=gold.simple_sentence_id, complex_sentence_id=gold.complex_sentence_id
     ).first()
     return _item("gold", gold.pk, pair, gold.simple_sentence, gold.complex_sentence, suggestion)
+
+
+def queue_card(project: AnnotationProject, annotator: AbstractBaseUser, order: str, ref: str = "") -> dict[str, object]:
+    """What the queue's card shows: the item ``ref`` names (else the next), its word diff, the aligner's confidence, what is left."""
+    item = (queue_item_get(project, annotator, ref) if ref else None) or queue_next(project, annotator, order)
+    suggestion = item.suggestion if item is not None else None
+    return {
+        "item": item,
+        "diff": word_diff(item.complex.text, item.simple.text) if item is not None else None,
+        "confidence": confidences(suggestion.run, [suggestion])[suggestion.pk] if suggestion is not None else None,
+        "left": queue_left(project, annotator),
+    }
 
 
 def _item(

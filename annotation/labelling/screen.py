@@ -18,7 +18,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from alignment.inspection import WordDiff, word_diff
 from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair, Paragraph, ParagraphAlignment, Sentence
 from alignment.selectors import document_paragraphs
-from annotation.labels import LINKED_LABELS, current_labels
+from annotation.labelling.confidence import confidences
+from annotation.labels import LINKED_LABELS, current_labels, latest_adjudications
 from annotation.models import AnnotationProject, Assignment, LabelEvent
 
 
@@ -174,31 +175,34 @@ def candidates_by_simple(
     """simple sentence id -> complex sentences to judge, in the order ``h``/``l`` walk them.
 
     Each entry: ``complex`` (sentence id), ``predicted`` (the run's label, or None for a
-    pair the annotator linked that the aligner never proposed), ``score`` (primary
-    measure) and ``marginal`` (CRF marginal), both None without a suggestion.
-    See :func:`candidate_order` for the order; the first entry is the best suggestion when
-    the sentence has one, which is what ``j`` focuses.
+    pair the annotator linked that the aligner never proposed), ``score`` (the primary
+    measure's raw value: it orders the list, the screen does not show it), ``confidence`` (0–1,
+    in the predicted label) and ``basis`` (see :mod:`annotation.labelling.confidence`), all None
+    without a suggestion. See :func:`candidate_order` for the order; the first entry is the best
+    suggestion when the sentence has one, which is what ``j`` focuses.
     """
     by_simple: dict[int, dict[int, dict[str, Any]]] = {}
     if run is not None:
-        rows = CandidateAlignment.objects.filter(run=run, pair=pair).values_list(
-            "simple_sentence_id", "complex_sentence_id", "label", "score", "crf_marginal"
-        )
-        for simple_id, complex_id, label, score, marginal in rows:
-            by_simple.setdefault(simple_id, {})[complex_id] = {
-                "complex": complex_id,
-                "predicted": label,
-                "score": round(score, 3),
-                "marginal": round(marginal, 3),
+        rows = list(CandidateAlignment.objects.filter(run=run, pair=pair).select_related("pair", "simple_sentence", "complex_sentence"))
+        sure = confidences(run, rows)
+        for candidate in rows:
+            by_simple.setdefault(candidate.simple_sentence_id, {})[candidate.complex_sentence_id] = {
+                "complex": candidate.complex_sentence_id,
+                "predicted": candidate.label,
+                "score": round(candidate.score, 3),
+                **sure[candidate.pk].as_dict(),
             }
     for simple_id, complex_id in labels:
-        by_simple.setdefault(simple_id, {}).setdefault(
-            complex_id, {"complex": complex_id, "predicted": None, "score": None, "marginal": None}
-        )
+        by_simple.setdefault(simple_id, {}).setdefault(complex_id, unproposed(complex_id))
     order = dict(Sentence.objects.filter(document_id=pair.complex_document_id).values_list("pk", "index"))
     return {
         simple_id: sorted(entries.values(), key=lambda entry: candidate_order(entry, order)) for simple_id, entries in by_simple.items()
     }
+
+
+def unproposed(complex_id: int) -> dict[str, Any]:
+    """The entry of a pair the aligner never proposed (the annotator linked it)."""
+    return {"complex": complex_id, "predicted": None, "score": None, "confidence": None, "basis": None}
 
 
 SUGGESTED_LABELS = LINKED_LABELS
@@ -245,14 +249,6 @@ def item_notes(project: AnnotationProject, annotator: AbstractBaseUser, pair: Do
         elif kind == ItemEvent.Kind.COMMENT:
             comments.append({"text": text, "at": created_at.isoformat()})
     return ItemNotes(flagged=flagged, skipped_at=skipped_at, comments=comments)
-
-
-def next_assignment_after(assignment: Assignment) -> Assignment | None:
-    """The annotator's next unfinished pair in the project after this one (wrapping round), for skip."""
-    others = Assignment.objects.filter(project=assignment.project_id, annotator=assignment.annotator_id, completed_at__isnull=True).exclude(
-        pk=assignment.pk
-    )
-    return others.filter(pair_id__gt=assignment.pair_id).order_by("pair_id").first() or others.order_by("pair_id").first()
 
 
 def labels_payload(labels: dict[tuple[int, int], LabelEvent]) -> dict[str, dict[str, Any]]:
@@ -308,7 +304,7 @@ def screen_build(*, project: AnnotationProject, assignment: Assignment) -> Annot
 
 
 def pair_state(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> dict[str, Any]:
-    """The part of the screen's payload that the annotator's writes change: ``labels``, ``progress`` and ``notes``.
+    """The part of the screen's payload that may change while it is open: ``labels``, ``progress``, ``notes``, ``decisions``.
 
     The screen reads it again before it trusts what it shows (a page restored by Back, actions
     left unsent by an earlier page), so its next write names the event the server holds now.
@@ -324,7 +320,18 @@ def _state_payload(
     labels: dict[tuple[int, int], LabelEvent],
     progress: Progress,
 ) -> dict[str, Any]:
-    return {"labels": labels_payload(labels), "progress": progress.as_dict(), "notes": item_notes(project, annotator, pair).as_dict()}
+    return {
+        "labels": labels_payload(labels),
+        "progress": progress.as_dict(),
+        "notes": item_notes(project, annotator, pair).as_dict(),
+        "decisions": reviewer_decisions(project, pair),
+    }
+
+
+def reviewer_decisions(project: AnnotationProject, pair: DocumentPair) -> dict[str, str]:
+    """``"simple_id:complex_id"`` -> the final label a reviewer set there: the screen marks where it differs from yours."""
+    latest = latest_adjudications(project, pair=pair).values_list("simple_sentence_id", "complex_sentence_id", "new_label")
+    return {f"{simple_id}:{complex_id}": label for simple_id, complex_id, label in latest}
 
 
 def sentence_pair_diff(pair: DocumentPair, simple_id: int, complex_id: int) -> SentencePairDiff:

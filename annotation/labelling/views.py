@@ -20,8 +20,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from alignment.errors import error_answer, error_json
 from annotation import selectors, services
-from annotation.labelling import screen
+from annotation.labelling import edits, keys, screen
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, LabelEvent
+from annotation.projects import worklist
 
 
 def _assignment_for(request: HttpRequest, project_id: int, pair_id: int) -> tuple[AnnotationProject, Assignment]:
@@ -44,7 +45,14 @@ def annotate_pair(request: HttpRequest, project_id: int, pair_id: int) -> HttpRe
             return HttpResponse(answer.message, status=answer.status, content_type="text/plain")
         return render(request, "annotation/annotate_pair.html#diff", {"selected": selected})
     view = screen.screen_build(project=project, assignment=assignment)
-    context = {"screen": view, "project": project, "pair": assignment.pair, "comment_max_chars": ITEM_COMMENT_MAX_CHARS}
+    context = {
+        "screen": view,
+        "project": project,
+        "pair": assignment.pair,
+        "comment_max_chars": ITEM_COMMENT_MAX_CHARS,
+        "help_views": [(title, keys.help_rows(keys.SCREEN_KEYS, name)) for name, title in keys.SCREEN_VIEWS],
+        "keymap": keys.keymap(keys.SCREEN_KEYS),
+    }
     return render(request, "annotation/annotate_pair.html", context)
 
 
@@ -84,18 +92,43 @@ def label_save(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
 
 
 @require_POST
-def label_undo(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
+def label_edit(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
+    """An edit of the alignment view: several label changes (``changes``, JSON), stored together or not at all."""
     project, assignment = _assignment_for(request, project_id, pair_id)
     try:
-        event = services.label_undo(
+        events = edits.label_edit_record(
+            project=project,
+            annotator=request.user,
+            pair=assignment.pair,
+            changes=edits.changes_parse(request.POST.get("changes", "")),
+            seconds_spent=services.seconds_spent_parse(request.POST.get("seconds_spent")),
+            client_action_id=request.POST.get("client_action_id", ""),
+        )
+    except edits.EditConflict as conflict:
+        current = conflict.current
+        state = {"label": current.new_label if current else "", "event": current.pk if current else None}
+        return error_json(conflict, current=state, simple=conflict.change.simple, complex=conflict.change.complex)
+    except (ValueError, PermissionError) as error:
+        return error_json(error)
+    return JsonResponse(_events_state(events, project, assignment, request.user))
+
+
+@require_POST
+def label_undo(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
+    """Undo the last action in the pair: one label, or every label of an edit (``changes`` lists them all)."""
+    project, assignment = _assignment_for(request, project_id, pair_id)
+    try:
+        events = services.label_undo_action(
             project=project, annotator=request.user, pair=assignment.pair, client_action_id=request.POST.get("client_action_id", "")
         )
     except (ValueError, PermissionError) as error:
         return error_json(error)
-    if event is None:
+    if not events:
         progress = screen.pair_progress(project, request.user, assignment.pair)
         return JsonResponse({"undone": False, "message": "Nothing to undo in this pair.", "progress": progress.as_dict()})
-    return JsonResponse({"undone": True, "message": "Undone.", **_event_state(event, project, assignment)})
+    last = events[-1]
+    answer = {"simple": last.simple_sentence_id, "complex": last.complex_sentence_id, "label": last.new_label, "event": last.pk}
+    return JsonResponse({"undone": True, "message": "Undone.", **answer, **_events_state(events, project, assignment, request.user)})
 
 
 @require_POST
@@ -115,9 +148,9 @@ def item_event_save(request: HttpRequest, project_id: int, pair_id: int) -> Http
         return error_json(error)
     answer = {"kind": event.kind, "event": event.pk, "notes": screen.item_notes(project, request.user, assignment.pair).as_dict()}
     if event.kind == event.Kind.SKIP:
-        following = screen.next_assignment_after(assignment)
+        following = worklist.next_open_assignment(assignment)
         answer["next_url"] = (
-            reverse("annotation:annotate_pair", args=[project.pk, following.pair_id]) if following
+            reverse("annotation:annotate_pair", args=[following.project_id, following.pair_id]) if following
             else reverse("annotation:project_detail", args=[project.pk])
         )  # fmt: skip
     return JsonResponse(answer)
@@ -125,14 +158,23 @@ def item_event_save(request: HttpRequest, project_id: int, pair_id: int) -> Http
 
 @require_POST
 def assignment_done(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
+    """Mark the pair done. The screen (JSON) is told where to go next: the annotator's next open pair, else My tasks."""
     project, assignment = _assignment_for(request, project_id, pair_id)
     assignment = services.assignment_complete(project=project, annotator=request.user, pair=assignment.pair)
     if request.htmx:
         return render(
             request, "annotation/annotate_pair.html#done", {"project": project, "pair": assignment.pair, "assignment": assignment}
         )
-    messages.success(request, "This pair is marked done.")
-    return redirect("annotation:annotate_pair", project_id=project.pk, pair_id=assignment.pair_id)
+    if "application/json" not in request.headers.get("Accept", ""):
+        messages.success(request, "This pair is marked done.")
+        return redirect("annotation:annotate_pair", project_id=project.pk, pair_id=assignment.pair_id)
+    following = worklist.next_open_assignment(assignment)
+    if following is not None:
+        next_url = reverse("annotation:annotate_pair", args=[following.project_id, following.pair_id])
+    else:
+        next_url = reverse("annotation:task_list")
+        messages.success(request, worklist.finished_text(request.user))
+    return JsonResponse({"done": True, "completed_at": assignment.completed_at.isoformat(), "next_url": next_url})
 
 
 def _event_state(event: LabelEvent, project: AnnotationProject, assignment: Assignment) -> dict:
@@ -145,6 +187,12 @@ def _event_state(event: LabelEvent, project: AnnotationProject, assignment: Assi
         "event": event.pk,
         "progress": progress.as_dict(),
     }
+
+
+def _events_state(events: list[LabelEvent], project: AnnotationProject, assignment: Assignment, annotator) -> dict:
+    """What the screen updates after an edit or an undo: every sentence pair it changed, and the pair's progress."""
+    changes = [{"simple": e.simple_sentence_id, "complex": e.complex_sentence_id, "label": e.new_label, "event": e.pk} for e in events]
+    return {"changes": changes, "progress": screen.pair_progress(project, annotator, assignment.pair).as_dict()}
 
 
 def _int_field(data, name: str) -> int:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 
-from annotation.models import Assignment
+from annotation.models import Assignment, ProjectMembership
 
 STATES = ("not started", "in progress", "done", "adjudicated")
 
@@ -69,3 +69,29 @@ def tasks_for(user: AbstractBaseUser) -> list[Task]:
             state = "in progress" if labelled else "not started"
         tasks.append(Task(assignment, labelled, total, state))
     return tasks
+
+
+def next_open_assignment(assignment: Assignment) -> Assignment | None:
+    """Where "done, next pair" goes: the annotator's next pair not marked done in the same project (after this one,
+    wrapping round), else the first in their other projects (newest project first, as My tasks lists them)."""
+    others = Assignment.objects.filter(annotator=assignment.annotator_id, completed_at__isnull=True).exclude(pk=assignment.pk)
+    here = others.filter(project=assignment.project_id)
+    return (
+        here.filter(pair_id__gt=assignment.pair_id).order_by("pair_id").first()
+        or here.order_by("pair_id").first()
+        or others.order_by("-project__created_at", "project_id", "pair_id").first()
+    )
+
+
+def finished_text(user: AbstractBaseUser) -> str:
+    """What an annotator reads once they finished their last open pair (My tasks then lists what is done and what is left)."""
+    count = Assignment.objects.filter(annotator=user).count()
+    return f"That was your last open pair: all {count} pair{'s' if count != 1 else ''} assigned to you are marked done."
+
+
+def lands_on_tasks(user: AbstractBaseUser) -> bool:
+    """Whether ``user`` starts on My tasks after logging in: an annotator somewhere and a manager nowhere (staff manage)."""
+    if user.is_staff:
+        return False
+    roles = set(ProjectMembership.objects.filter(user=user).values_list("role", flat=True))
+    return ProjectMembership.Role.ANNOTATOR in roles and ProjectMembership.Role.MANAGER not in roles

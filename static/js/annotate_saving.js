@@ -1,4 +1,4 @@
-/* The save queue of the annotation screen. Actions (label, undo, item event) are sent one at a time,
+/* The save queue of the annotation screen. Actions (label, edit, undo, item event, done) are sent one at a time,
  * in order, with fetch(); each label write names the event it replaces (expected_previous, read when
  * it is sent), so a write from another tab is detected. Every action carries a client id, is kept in
  * localStorage until the server answers (annotate_unsent.js) and may be sent again safely: the server
@@ -36,7 +36,7 @@
     return response.status === 403 && (!payload || payload.reason === "csrf");
   }
 
-  /* urls: {label, undo, item, refresh}; store: annotate_unsent.js; session: annotate_session.js;
+  /* urls: {label, edit, undo, item, done, refresh}; store: annotate_unsent.js; session: annotate_session.js;
    * currentLabel(simple, complex): the {label, event} the server last gave for a pair, read when its
    * label write is sent; saved(action, payload): apply an accepted answer; refreshed(payload): apply
    * the pair's state read again; conflict(action, payload): apply a 409 answer and return the note to
@@ -119,6 +119,15 @@
       if (action.kind === "item") {
         body.set("kind", action.itemKind);
         body.set("text", action.text);
+      }
+      if (action.kind === "edit") {
+        // Each change names the event it replaces, read now (as for a label): earlier actions may have changed it.
+        const changes = action.changes.map((change) => {
+          const current = currentLabel(change.simple, change.complex);
+          return { ...change, expected_previous: current ? current.event : null };
+        });
+        body.set("changes", JSON.stringify(changes));
+        body.set("seconds_spent", action.seconds.toFixed(2));
       }
       if (action.kind === "label") {
         const current = currentLabel(action.simple, action.complex);
@@ -239,7 +248,10 @@
       waiting,
       setStatus,
       clearHint,
-      leaveWhenSaved: (url) => { leaveTo = url; }, // pump() leaves once nothing is left unsaved
+      leaveWhenSaved(url) {
+        leaveTo = url; // pump() leaves once nothing is left unsaved
+        if (!sending && !unsent().length) window.location.assign(url);
+      },
     };
   }
 

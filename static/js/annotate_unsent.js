@@ -8,8 +8,8 @@
 (function () {
   "use strict";
 
-  const KINDS = ["label", "undo", "item"];
-  const FIELDS = ["clientId", "madeAt", "kind", "simple", "complex", "label", "seconds", "itemKind", "text"];
+  const KINDS = ["label", "edit", "undo", "item", "done"];
+  const FIELDS = ["clientId", "madeAt", "kind", "simple", "complex", "label", "seconds", "itemKind", "text", "changes"];
   const CLIENT_ID = /^[0-9a-f]{32}$/;
 
   // 128 random bits as 32 hex digits: what the server accepts as client_action_id (crypto.randomUUID needs https).
@@ -30,6 +30,11 @@
     if (!entry || typeof entry !== "object" || !CLIENT_ID.test(entry.clientId) || !KINDS.includes(entry.kind)) return false;
     if (entry.kind === "label") {
       return Number.isInteger(entry.simple) && Number.isInteger(entry.complex) && typeof entry.label === "string" && Number.isFinite(entry.seconds);
+    }
+    if (entry.kind === "edit") {
+      const change = (c) => c && Number.isInteger(c.simple) && Number.isInteger(c.complex) && typeof c.label === "string";
+      return Array.isArray(entry.changes) && entry.changes.length > 0 && entry.changes.every(change) && typeof entry.text === "string"
+        && Number.isFinite(entry.seconds);
     }
     return entry.kind !== "item" || (typeof entry.itemKind === "string" && typeof entry.text === "string");
   }

@@ -1,7 +1,8 @@
-/* Drawing the annotation screen from its state (annotate.js owns the state and calls these): the
- * marks on the sentences (selected, candidates with the aligner's suggestion and score bar, your own
- * label, how many labels each simple sentence has), the current-pair box, the progress bar and how
- * an action reads in the status line. Nothing here changes the state or talks to the server. */
+/* Drawing the focus view of the annotation screen from its state (annotate.js owns the state and calls
+ * these): the marks on the sentences (selected, candidates with the aligner's suggestion and its
+ * confidence, your own label, which complex sentences each simple sentence is linked to, a reviewer's
+ * decision that differs), the current-pair box, the progress bar, how an action reads in the status line,
+ * and scrolling a sentence pair into view. Nothing here changes the state or talks to the server. */
 (function () {
   "use strict";
 
@@ -26,12 +27,44 @@
 
   const badge = (text, className) => element("span", `badge ${className}`, text);
 
-  function scoreBar(score) {
+  const BASIS = {
+    crf: "How sure the aligner is of its label, from 0 to 1: 1.00 is sure, 0.50 a coin toss.",
+    group: "Linked through its group (neighbouring sentences join it): the group's confidence.",
+    "not scored": "Not scored: outside the aligned paragraphs, where the aligner does not decide.",
+    mined: "A mined pair: no aligner scored it.",
+  };
+  // "0.83", "0.71 (group)", "not scored": the aligner's confidence in its own label, as annotators read it.
+  function confidenceText(candidate) {
+    if (candidate.confidence === null || candidate.confidence === undefined) return candidate.basis === "mined" ? "mined, not scored" : "not scored";
+    return `confidence ${candidate.confidence.toFixed(2)}${candidate.basis === "group" ? " (group)" : ""}`;
+  }
+
+  function confidenceBar(candidate) {
     const bar = element("span", "score-bar");
-    bar.title = `score ${score}`;
+    bar.title = BASIS[candidate.basis] || "";
     const fill = bar.appendChild(element("span", ""));
-    fill.style.width = `${Math.round(100 * Math.min(1, Math.max(0, score)))}%`;
+    fill.style.width = `${Math.round(100 * Math.min(1, Math.max(0, candidate.confidence || 0)))}%`;
     return bar;
+  }
+
+  // Each simple sentence's own labels: which complex sentences it is linked to ("↔ 3, 4"), or that you unlinked it.
+  function linkChips(state) {
+    const linked = {};
+    const unlinked = {};
+    for (const [pairKey, value] of Object.entries(state.labels)) {
+      const [simpleId, complexId] = pairKey.split(":");
+      if (value.label === "aligned" || value.label === "partial") (linked[simpleId] = linked[simpleId] || []).push(Number(number(complexEl(complexId))));
+      else if (value.label) unlinked[simpleId] = true;
+    }
+    for (const simpleId of new Set([...Object.keys(linked), ...Object.keys(unlinked)])) {
+      const el = simpleEl(simpleId);
+      if (!el) continue;
+      el.classList.add("labelled");
+      const numbers = (linked[simpleId] || []).sort((a, b) => a - b);
+      const chip = badge(numbers.length ? `✓ ↔ ${numbers.join(", ")}` : "✓ no link", "own-count");
+      chip.title = numbers.length ? `You linked it to complex ${numbers.map((n) => `#${n}`).join(", ")}` : "You labelled its candidates not aligned";
+      el.querySelector(".sent-marks").appendChild(chip);
+    }
   }
 
   function render(root, state) {
@@ -41,14 +74,7 @@
       el.className = el.className.replace(/\b(pred|own)-\S+/g, "").trim();
       el.querySelector(".sent-marks").replaceChildren();
     });
-    const labelledCount = {}; // simple id -> labels set on it (1:n links count each)
-    for (const [pairKey, value] of Object.entries(state.labels)) {
-      if (value.label) labelledCount[pairKey.split(":")[0]] = (labelledCount[pairKey.split(":")[0]] || 0) + 1;
-    }
-    for (const [id, count] of Object.entries(labelledCount)) {
-      simpleEl(id).classList.add("labelled");
-      simpleEl(id).querySelector(".sent-marks").appendChild(badge(`✓ ${count} label${count > 1 ? "s" : ""}`, "own-count"));
-    }
+    linkChips(state);
     if (simpleId !== null) {
       simpleEl(simpleId).classList.add("selected");
       for (const candidate of candidatesOf(state, simpleId)) {
@@ -58,14 +84,18 @@
         el.classList.add("candidate");
         if (candidate.predicted) {
           el.classList.add(`pred-${candidate.predicted}`);
-          marks.appendChild(badge(`suggested ${LABEL_NAMES[candidate.predicted]} ${candidate.score.toFixed(2)}`, `suggestion label-${candidate.predicted}`));
-          marks.appendChild(scoreBar(candidate.score));
+          const suggestion = badge(`suggested ${LABEL_NAMES[candidate.predicted]} · ${confidenceText(candidate)}`, `suggestion label-${candidate.predicted}`);
+          suggestion.title = BASIS[candidate.basis] || "";
+          marks.appendChild(suggestion);
+          if (candidate.confidence !== null && candidate.confidence !== undefined) marks.appendChild(confidenceBar(candidate));
         }
         const own = state.labels[key(simpleId, candidate.complex)];
         if (own && own.label) {
           el.classList.add(`own-${own.label}`);
           marks.appendChild(badge(`you: ${LABEL_NAMES[own.label]}`, `own own-${own.label}`));
         }
+        const decided = (state.decisions || {})[key(simpleId, candidate.complex)];
+        if (decided && decided !== ((own && own.label) || "not_aligned")) marks.appendChild(badge(`⚠ reviewer: ${LABEL_NAMES[decided]}`, "conflict"));
       }
       if (state.complexId !== null) complexEl(state.complexId).classList.add("current");
     }
@@ -94,12 +124,30 @@
     line(`candidate ${position} of ${list.length}`, "muted small");
     const facts = element("p", "pair-facts");
     const candidate = list[position - 1];
-    facts.appendChild(candidate && candidate.predicted
-      ? badge(`suggested: ${LABEL_NAMES[candidate.predicted]} · score ${candidate.score.toFixed(3)}`, `suggestion label-${candidate.predicted}`)
-      : badge("not proposed by the aligner", "suggestion"));
+    const suggestion = candidate && candidate.predicted
+      ? badge(`suggested: ${LABEL_NAMES[candidate.predicted]} · ${confidenceText(candidate)}`, `suggestion label-${candidate.predicted}`)
+      : badge("not proposed by the aligner", "suggestion");
+    if (candidate && candidate.predicted) suggestion.title = BASIS[candidate.basis] || "";
+    facts.appendChild(suggestion);
     const own = state.labels[key(simpleId, state.complexId)];
     facts.appendChild(own && own.label ? badge(`your label: ${LABEL_NAMES[own.label]}`, `own own-${own.label}`) : badge("not labelled by you yet", "unlabelled"));
     box.appendChild(facts);
+  }
+
+  /* Scroll so that the selected simple sentence and the current candidate are both on screen, below the
+   * sticky column heads; when they cannot both fit, the simple sentence wins and the candidate's text is in
+   * the side panel's current-pair box. One instant scroll: a second smooth one would cancel the first. */
+  function revealPair(first, second, headSelector) {
+    const els = [first, second].filter(Boolean);
+    if (!els.length) return;
+    const heads = document.querySelector(headSelector || ".para-row.doc-heads");
+    const top = (heads ? heads.getBoundingClientRect().height : 0) + 8;
+    const bottom = window.innerHeight - 8;
+    const rects = els.map((el) => el.getBoundingClientRect());
+    const union = { top: Math.min(...rects.map((r) => r.top)), bottom: Math.max(...rects.map((r) => r.bottom)) };
+    const target = union.bottom - union.top <= bottom - top ? union : { top: rects[0].top, bottom: rects[0].bottom };
+    if (target.top < top) window.scrollBy(0, target.top - top);
+    else if (target.bottom > bottom) window.scrollBy(0, Math.min(target.bottom - bottom, target.top - top));
   }
 
   function updateProgress(progress) {
@@ -111,10 +159,13 @@
   function describe(action) {
     if (action.kind === "undo") return "undo";
     if (action.kind === "item") return ITEM_NAMES[action.itemKind];
+    if (action.kind === "edit") return action.text;
+    if (action.kind === "done") return "mark this pair done";
     return `simple #${number(simpleEl(action.simple))} ~ complex #${number(complexEl(action.complex))} → ${LABEL_NAMES[action.label]}`;
   }
 
   window.annotateView = {
-    LABEL_NAMES, $, key, simpleEl, complexEl, number, element, currentSimple, candidatesOf, render, updateProgress, describe,
+    LABEL_NAMES, $, key, simpleEl, complexEl, number, element, currentSimple, candidatesOf, render, updateProgress, describe, revealPair,
+    confidenceText,
   };
 })();

@@ -1,5 +1,6 @@
 /* The jump list of the annotation screen (key g): every complex sentence of the pair, filtered by
- * what is typed (a sentence number, or words that must all occur), ↑/↓ to move, Enter to pick.
+ * what is typed (a sentence number, or words that must all occur), ↑/↓ to move, Enter to pick; the
+ * aligner's suggestions for the selected simple sentence are marked with their label and confidence.
  * It only finds and returns a sentence id; annotate.js decides what picking one means. */
 (function () {
   "use strict";
@@ -12,6 +13,7 @@
   const list = document.getElementById("jump-list");
   const count = document.getElementById("jump-count");
   let onPick = null;
+  let proposed = new Map(); // complex id -> the aligner's candidate for the selected simple sentence
   let matches = [];
   let active = 0;
 
@@ -50,6 +52,13 @@
       number.className = "sent-no";
       number.textContent = sentence.number;
       item.append(number, ` ${sentence.text}`);
+      const candidate = proposed.get(sentence.id);
+      if (candidate && candidate.predicted) {
+        const mark = document.createElement("span");
+        mark.className = `badge suggestion label-${candidate.predicted}`;
+        mark.textContent = `suggested ${window.annotateView.LABEL_NAMES[candidate.predicted]} · ${window.annotateView.confidenceText(candidate)}`;
+        item.appendChild(mark);
+      }
       list.appendChild(item);
     });
     const more = matches.length > MAX_SHOWN ? ` (first ${MAX_SHOWN} shown: type more to narrow)` : "";
@@ -100,9 +109,10 @@
   });
 
   window.jumpList = {
-    /** Open the list; ``callback(complexSentenceId)`` runs when one is picked. */
-    open(callback, title) {
+    /** Open the list; ``callback(complexSentenceId)`` runs when one is picked; ``candidates`` are marked. */
+    open(callback, title, candidates) {
       onPick = callback;
+      proposed = new Map((candidates || []).map((candidate) => [candidate.complex, candidate]));
       document.getElementById("jump-title").textContent = title;
       box.hidden = false;
       input.value = "";

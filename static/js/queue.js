@@ -1,22 +1,46 @@
-// Queue mode: the keys a / p / n / s / u press the matching button, ? shows the keys; the time on the item goes with the answer.
+/* Queue mode: the keys of the page's key table (#queue-keys, the same table as its help dialog) press the
+ * matching button: a / p / n answer, s skips, u undoes; i shows or hides the guidelines, ? the keys. Answers
+ * go through htmx (hx-post on the card's form): the server answers with the next card alone, so the page
+ * never reloads. The time on the item goes with the answer, counted from when its card was shown. */
 (function () {
   "use strict";
-  let shown = performance.now();
+
+  const keymap = JSON.parse(document.getElementById("queue-keys").textContent).queue;
   const help = document.getElementById("help");
-  const toggleHelp = (show) => { if (help) help.hidden = show === undefined ? !help.hidden : !show; };
-  // A page restored from the back/forward cache keeps its old start time: count from when it is shown again.
-  window.addEventListener("pageshow", (event) => { if (event.persisted) shown = performance.now(); });
+  let shown = performance.now();
+
+  const toggleHelp = (show) => { help.hidden = show === undefined ? !help.hidden : !show; };
+  const press = (action) => {
+    const button = document.querySelector(`#queue-main button[data-action="${action}"]`);
+    if (button) button.click();
+  };
+  const ACTIONS = {
+    aligned: () => press("aligned"),
+    partial: () => press("partial"),
+    not_aligned: () => press("not_aligned"),
+    skip: () => press("skip"),
+    undo: () => press("undo"),
+    guidelines: () => window.guidelines.toggle(),
+    help: () => toggleHelp(),
+    close: () => toggleHelp(false),
+  };
+  const busy = () => document.querySelector("#queue-main.htmx-request, #queue-main .htmx-request");
+
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey || event.target.closest("input, select, textarea")) return;
-    if (event.key === "Escape") return toggleHelp(false);
-    if (event.key === "?") { event.preventDefault(); return toggleHelp(); }
-    if (help && !help.hidden) return; // the key list is open: no answer by accident
-    const button = document.querySelector(`button[data-key="${event.key}"]`);
-    if (button) { event.preventDefault(); button.click(); }
+    const action = keymap[event.key];
+    if (!action) return;
+    if (!help.hidden && !["help", "close"].includes(action)) return; // the key list is open: no answer by accident
+    event.preventDefault();
+    if (busy() && action in { aligned: 1, partial: 1, not_aligned: 1, skip: 1, undo: 1 }) return; // one answer per card
+    ACTIONS[action]();
   });
   document.addEventListener("click", (event) => {
-    if (event.target.closest("[data-help]") || event.target === help) toggleHelp();
+    const button = event.target.closest("button[data-action]");
+    if (button && !button.closest("#queue-main")) ACTIONS[button.dataset.action]();
+    else if (event.target === help) toggleHelp(false);
   });
+  // Capture phase: the time is set before htmx (listening on the form) reads the fields.
   document.addEventListener("submit", (event) => {
     const field = event.target.querySelector('input[name="seconds_spent"]');
     if (!field) return;
@@ -24,5 +48,8 @@
     // Never send "NaN", a negative time or more than a day: the server refuses them, and the answer would be lost.
     // Empty = not measured; a day left open is sent as a day (the time figures count it as idle).
     field.value = Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds, 86400).toFixed(2) : "";
-  });
+  }, true);
+  // A new card (htmx) or a page restored from the back/forward cache: count from when it is shown.
+  document.addEventListener("htmx:afterSwap", () => { shown = performance.now(); });
+  window.addEventListener("pageshow", (event) => { if (event.persisted) shown = performance.now(); });
 })();

@@ -125,18 +125,22 @@ def test_annotator_labels_with_the_keyboard_undoes_links_an_unproposed_pair_and_
 
     page.keyboard.press("?")
     expect(page.locator("#help")).to_be_visible()
-    expect(page.locator("#help")).to_contain_text("undo your last label change")
+    expect(page.locator("#help")).to_contain_text("undo your last change in this pair")
     page.set_viewport_size({"width": 1280, "height": 600})  # a laptop screen: the box scrolls, its title and Close stay on it
     box = page.locator("#help .help-box").bounding_box()
     assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 600, box
     page.keyboard.press("Escape")
     expect(page.locator("#help")).to_be_hidden()
-    page.get_by_role("button", name="Mark this pair done").click()
-    expect(page.locator("#done-box")).to_contain_text("Marked done")
-    assert Assignment.objects.get(project=project, pair=pair).completed_at is not None
     assert page.evaluate("window.__sameDocument") is True  # no full-page reload so far
+    page.get_by_role("button", name="Done · next pair").click()
+    expect(page.locator("#finish-box")).to_contain_text(f"{len(simple) - 2} of {len(simple)} simple sentences have no label of yours")
+    page.get_by_role("button", name="Mark done and open the next pair").click()  # anna's only pair: on to My tasks, which says so
+    expect(page).to_have_url(re.compile(r"/annotate/tasks/$"))
+    expect(page.locator(".messages")).to_contain_text("That was your last open pair")
+    assert Assignment.objects.get(project=project, pair=pair).completed_at is not None
 
-    page.reload()
+    page.goto(_screen_url(live_server, project, pair))
+    expect(page.locator("#done-box")).to_contain_text("Marked done")
     page.keyboard.press("j")
     expect(current).to_have_class(re.compile(r"\bown-aligned\b"))
     page.locator(f"#s-{simple[1].pk} .sent-text").click()

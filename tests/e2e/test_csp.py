@@ -91,15 +91,18 @@ def test_main_screens_raise_no_csp_violation_and_htmx_still_works(page: Page, li
     other_order = page.locator("#order option:not([selected])").first.get_attribute("value")
     page.select_option("#order", other_order)  # submits through static/js/app.js, not an inline handler
     expect(page).to_have_url(re.compile(rf"order={other_order}"))
-    visit(f"/annotate/projects/{project.pk}/pairs/{pair.pk}/", "simple sentences labelled")
     page.evaluate("window.__sameDocument = true")  # gone if the page reloads
+    left = page.locator("#queue-left strong").text_content()
+    page.keyboard.press("a")  # an hx-post swapping the card
+    expect(page.locator("#queue-left strong")).to_have_text(str(int(left) - 1))
+    assert page.evaluate("window.__sameDocument") is True, "htmx swapped the card; no full reload"
+    visit(f"/annotate/projects/{project.pk}/pairs/{pair.pk}/", "simple sentences labelled")
     page.keyboard.press("j")
     page.keyboard.press("l")
     page.keyboard.press("a")
     expect(page.locator("#save-status")).to_contain_text("Saved")
     assert LabelEvent.objects.filter(project=project, annotator__username="anna", new_label="aligned").exists()
-    page.get_by_role("button", name="Mark this pair done").click()  # an hx-post swapping #done-box
-    expect(page.locator("#done-box")).to_contain_text("Marked done")
-    assert page.evaluate("window.__sameDocument") is True, "htmx swapped the fragment; no full reload"
+    page.keyboard.press("v")  # the alignment view, drawn by script
+    expect(page.locator("#alignment-view .align-row").first).to_be_visible()
 
     assert violations == []

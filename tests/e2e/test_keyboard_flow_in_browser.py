@@ -16,7 +16,7 @@ from alignment.importing.service import corpus_import_files
 from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair
 from alignment.services import corpus_get_or_create
 from annotation import services
-from annotation.models import ItemEvent, LabelEvent
+from annotation.models import Assignment, ItemEvent, LabelEvent
 from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login, _screen_url
 
@@ -108,6 +108,27 @@ def twenty_sentence_pair(transactional_db, owner, monkeypatch):
     return project, DocumentPair.objects.get(corpus=corpus), run
 
 
+@pytest.fixture
+def two_pairs(transactional_db, owner, monkeypatch):
+    """Two 20-sentence pairs ("News" and "Later", the same sentences) aligned by one run, both assigned to "anna"."""
+    corpus, _ = corpus_get_or_create(name="News", language="en", owner=owner)
+    files = [(f"{name}-{level}.txt", _presplit(text)) for name in ("News", "Later") for level, text in (("adv", COMPLEX), ("ele", SIMPLE))]
+    assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # the run executes in-process below
+    run = aligning.alignment_run_create(
+        corpus=corpus,
+        aligner_config={"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "newsela"},
+        measures=["tfidf_cosine", "jaccard"],
+    )
+    run = aligning.alignment_run_execute(run_id=run.pk, build_measure=run_measure)
+    assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
+    annotator = get_user_model().objects.create_user("anna", password="anna-pass-123")
+    project = services.project_create(name="News gold", corpus=corpus, created_by=owner, overlap=1, suggestion_run=run)
+    services.membership_set(project=project, user=annotator, role="annotator")
+    services.assignments_distribute(project=project)
+    return project, list(DocumentPair.objects.filter(corpus=corpus).order_by("pk")), run
+
+
 def _best_suggestions(run, pair) -> dict[int, int]:
     """simple sentence id -> the complex sentence j focuses (best-scored aligned/partial candidate)."""
     best: dict[int, int] = {}
@@ -116,28 +137,62 @@ def _best_suggestions(run, pair) -> dict[int, int]:
     return best
 
 
-def test_accepting_every_suggestion_takes_two_keys_per_sentence_and_every_label_is_stored(page: Page, live_server, twenty_sentence_pair):
-    project, pair, run = twenty_sentence_pair
-    simple_ids = list(pair.simple_document.sentences.order_by("index").values_list("pk", flat=True))
-    best = _best_suggestions(run, pair)
+def test_a_whole_pair_labelled_finished_and_the_next_pair_started_with_keys_only_costs_at_most_2_1_keys_a_decision(
+    page: Page, live_server, two_pairs
+):
+    project, pairs, run = two_pairs
+    page.goto(live_server.url + "/accounts/login/")
+    page.get_by_label("Username").fill("anna")
+    page.get_by_label("Password").fill("anna-pass-123")
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(re.compile(r"/annotate/tasks/$"))  # an annotator lands on My tasks
+    page.locator("#tasks").get_by_role("link", name="Start", exact=True).first.click()
+    expect(page).to_have_url(re.compile(r"/pairs/\d+/$"))
+    first = next(pair for pair in pairs if page.url.endswith(f"/pairs/{pair.pk}/"))
+    second = next(pair for pair in pairs if pair != first)
+    simple_ids = list(first.simple_document.sentences.order_by("index").values_list("pk", flat=True))
+    best = _best_suggestions(run, first)
     assert len(simple_ids) == 20 and set(best) == set(simple_ids), "the aligner suggests a pair for every simple sentence"
-    _login(page, live_server, "anna", "anna-pass-123")
-    page.goto(_screen_url(live_server, project, pair))
-    expect(page.locator("#save-status")).to_have_text("All saved ✓")
+    expect(page.locator("#annotate[data-ready]")).to_be_attached()  # the keys are bound
 
     keys: list[str] = []
-    for _ in simple_ids:
-        for key in ("j", "a"):
-            page.keyboard.press(key)
-            keys.append(key)
-    expect(page.locator("#progress-count")).to_have_text("20 / 20", timeout=20_000)
-    expect(page.locator("#pending")).to_be_hidden()
-    expect(page.locator("#save-status")).to_contain_text("Saved ✓")
 
-    assert len(keys) == 2 * len(simple_ids) and set(keys) == {"j", "a"}  # two keys a sentence, no mouse
-    stored = {(e.simple_sentence_id, e.complex_sentence_id): e.new_label for e in LabelEvent.objects.filter(project=project)}
+    def press(key: str) -> None:
+        page.keyboard.press(key)
+        keys.append(key)
+
+    for _ in simple_ids:
+        press("j")
+        press("a")
+    expect(page.locator("#progress-count")).to_have_text("20 / 20", timeout=20_000)
+    press("d")  # every sentence labelled: done at once, and on to the next pair
+    expect(page).to_have_url(re.compile(rf"/pairs/{second.pk}/$"), timeout=20_000)
+    expect(page.locator("#annotate[data-ready]")).to_be_attached()
+    press("j")
+    press("a")
+    expect(page.locator("#progress-count")).to_have_text("1 / 20")
+    expect(page.locator("#pending")).to_be_hidden()
+
+    decisions = len(simple_ids) + 1  # the first pair's labels and the next pair's first label; finishing is counted in the keys
+    assert len(keys) / decisions <= 2.1, f"{len(keys)} keys for {decisions} decisions"
+    assert len(keys) == 43 and set(keys) == {"j", "a", "d"}  # no mouse, no Tab
+    stored = {(e.simple_sentence_id, e.complex_sentence_id): e.new_label for e in LabelEvent.objects.filter(project=project, pair=first)}
     assert stored == {(simple_id, best[simple_id]): "aligned" for simple_id in simple_ids}
-    shot(page, "annotate_all_accepted.png", full_page=True)
+    assert Assignment.objects.get(project=project, pair=first).completed_at is not None
+    assert LabelEvent.objects.filter(project=project, pair=second, new_label="aligned").count() == 1
+    shot(page, "annotate_next_pair.png", full_page=True)
+
+    page.keyboard.press("d")  # 19 sentences without a label: asked first
+    expect(page.locator("#finish-box")).to_be_visible()
+    expect(page.locator("#finish-left")).to_have_text("19 of 20 simple sentences have no label of yours")
+    page.keyboard.press("Escape")
+    expect(page.locator("#finish-box")).to_be_hidden()
+    assert Assignment.objects.get(project=project, pair=second).completed_at is None
+    page.keyboard.press("d")
+    page.keyboard.press("Enter")  # the last open pair: My tasks says so, and lists what is done
+    expect(page).to_have_url(re.compile(r"/annotate/tasks/$"))
+    expect(page.locator(".messages")).to_contain_text("That was your last open pair: all 2 pairs assigned to you are marked done.")
+    expect(page.locator("#tasks .status")).to_have_text(["done", "done"])
 
 
 def test_jump_list_links_any_complex_sentence_and_s_f_c_are_stored_as_item_events(page: Page, live_server, twenty_sentence_pair):

@@ -37,7 +37,8 @@ def test_queue_card_shows_context_and_suggestion_and_undo_brings_the_item_back(p
     expect(page.locator("#queue-article")).to_contain_text(pair.complex_document.title)
     expect(page.locator("#queue-left")).to_have_text(f"{total} left")
     expect(page.locator("#queue-suggestion")).to_contain_text(re.compile(r"aligner: (aligned|partial|not aligned)"))
-    expect(page.locator("#queue-suggestion")).to_contain_text(re.compile(r"score \d\.\d{3}"))
+    expect(page.locator("#queue-suggestion")).to_contain_text(re.compile(r"confidence \d\.\d{2}|not scored"))
+    expect(page.locator("#queue-suggestion")).not_to_contain_text(re.compile(r"score\s+[-−]?\d"))  # no raw score
     expect(card.locator(".context")).not_to_have_count(0)  # the sentences around each one
     shot(page, "queue_card.png", full_page=True)
 

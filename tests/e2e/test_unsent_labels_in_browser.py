@@ -14,7 +14,7 @@ from django.contrib.sessions.models import Session
 from playwright.sync_api import Page, expect
 
 from annotation import services
-from annotation.models import LabelEvent
+from annotation.models import Assignment, LabelEvent
 from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login, _screen_url
 from tests.e2e.test_keyboard_flow_in_browser import twenty_sentence_pair  # noqa: F401 - a fixture, used by name
@@ -91,10 +91,12 @@ def test_labels_made_while_signed_out_are_sent_after_logging_in_again_in_another
     expect(page.locator("#progress-count")).to_have_text("4 / 20")
     _label_next(page, made)  # the page goes on with the new session and token
     expect(page.locator("#progress-count")).to_have_text("5 / 20")
-    page.get_by_role("button", name="Mark this pair done").click()  # htmx, with the token the page took
-    expect(page.locator("#done-box")).to_contain_text("Marked done")
     expect(page.locator("#save-status")).to_contain_text("Saved ✓")
     assert page.evaluate("window.__sameDocument") is True  # no reload
+    page.keyboard.press("d")  # finishing goes through the same queue, with the token the page took
+    page.keyboard.press("Enter")  # 15 sentences unlabelled: confirmed
+    expect(page).to_have_url(re.compile(r"/annotate/tasks/$"))
+    assert Assignment.objects.get(project=project).completed_at is not None
     _assert_stored_once(project, made)
 
 

@@ -126,6 +126,7 @@ RULES: dict[str, tuple[str, str]] = {
     "annotation:annotate_pair": ("own_assignment", "own_assignment"),
     "annotation:annotate_state": ("own_assignment", "own_assignment"),
     "annotation:label_save": ("own_assignment", "own_assignment"),
+    "annotation:label_edit": ("own_assignment", "own_assignment"),
     "annotation:label_undo": ("own_assignment", "own_assignment"),
     "annotation:item_event_save": ("own_assignment", "own_assignment"),
     "annotation:assignment_done": ("own_assignment", "own_assignment"),
@@ -159,6 +160,7 @@ RULES: dict[str, tuple[str, str]] = {
     "api:project-export-detail": ("project_manager", "project_manager"),
     "api:project-export-download": ("project_manager", "project_manager"),
     "accounts:api_tokens": ("user", "user"),  # one's own tokens
+    "accounts:landing": ("user", "user"),  # where a login lands: My tasks or Corpora, by role
     "accounts:api_token_create": ("user", "user"),
     "accounts:api_token_revoke": ("own_token", "own_token"),
     "accounts:api_tokens_revoke_all": ("user", "user"),

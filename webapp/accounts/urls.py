@@ -16,4 +16,5 @@ urlpatterns = [
     path("tokens/revoke-all/", views.api_tokens_revoke_all, name="api_tokens_revoke_all"),
     path("invite/<uidb64>/<token>/", InviteAcceptView.as_view(), name="invite_accept"),
     path("session/", views.session_probe, name="session"),
+    path("landing/", views.landing, name="landing"),
 ]

@@ -1,4 +1,5 @@
-"""The "API tokens" page under the account menu (my tokens: created, last used, expires; a new one; revoke), and the session probe.
+"""The "API tokens" page under the account menu (my tokens: created, last used, expires; a new one; revoke), the session
+probe, and where a login lands.
 
 A new key is shown once, in the answer to the POST that made it; only its hash is stored.
 """
@@ -16,6 +17,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.projects.worklist import lands_on_tasks
 from webapp.accounts import selectors, services
 
 
@@ -81,3 +83,9 @@ def session_probe(request: HttpRequest) -> HttpResponse:
             "csrf_token": get_token(request),
         }
     )
+
+
+@require_GET
+def landing(request: HttpRequest) -> HttpResponse:
+    """Where a login without ``next`` goes (LOGIN_REDIRECT_URL): annotators to My tasks, everyone else to Corpora."""
+    return redirect("annotation:task_list" if lands_on_tasks(request.user) else "alignment:corpus_list")

@@ -174,7 +174,7 @@ def test_a_pair_the_aligner_never_proposed_can_be_labelled_and_then_shows_as_a_c
     simple, complex_ = next((s, c) for s in simple_ids for c in complex_ids if (s, c) not in proposed)
     assert _label(anna, project, pair, simple, complex_, "partial").status_code == 200
     entries = _payload(anna.get(_url("annotate_pair", project, pair)))["candidates"][str(simple)]
-    assert {"complex": complex_, "predicted": None, "score": None, "marginal": None} in entries
+    assert {"complex": complex_, "predicted": None, "score": None, "confidence": None, "basis": None} in entries
     assert _payload(anna.get(_url("annotate_pair", project, pair)))["labels"][f"{simple}:{complex_}"]["label"] == "partial"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
@@ -72,16 +74,20 @@ def test_skip_takes_the_item_out_of_the_queue_and_undo_brings_it_back(setup):
     assert queue.queue_undo(project=project, annotator=anna).message == "nothing to undo"
 
 
-def test_queue_card_shows_the_article_the_suggestion_with_its_score_and_what_is_left(client, setup):
+def test_queue_card_shows_the_article_the_aligners_confidence_in_its_label_and_what_is_left(client, setup):
     project, anna, run = setup
     client.force_login(anna)
     page = client.get(reverse("annotation:project_queue", args=[project.pk]))
     item, html = page.context["item"], page.content.decode()
     candidate = CandidateAlignment.objects.get(pk=item.item_id)
     assert candidate.pair.complex_document.title in html
-    assert f"aligner: {candidate.get_label_display()}" in html and f"score <strong>{candidate.score:.3f}</strong>" in html
+    # One paragraph, so the CRF scored every candidate: its marginal is P(linked), the confidence is P(its label).
+    sure = candidate.crf_marginal if candidate.label != "not_aligned" else 1 - candidate.crf_marginal
+    suggestion = re.search(r'<p class="queue-suggestion" id="queue-suggestion">(.*?)</p>', html, re.S).group(1)
+    assert f"aligner: {candidate.get_label_display()}" in suggestion and f"confidence <strong>{sure:.2f}</strong>" in suggestion
+    assert "score" not in suggestion  # the raw score is the researcher's, not the annotator's
     assert f"<strong>{CandidateAlignment.objects.filter(run=run).count()}</strong> left" in html
-    assert 'id="help"' in html and 'data-key="s"' in html
+    assert 'id="help"' in html and 'data-action="skip"' in html and 'id="guidelines"' in html
 
 
 def test_queue_undo_redirects_to_the_item_it_brought_back_and_shows_it(client, setup):
