@@ -45,3 +45,14 @@ def test_a_run_is_named_by_the_model_it_aligned_with(tram_corpus, monkeypatch) -
         corpus=tram_corpus, model_dir=django_settings.ALIGNER_MODEL_DIR, aligner_config={"measure": "jaccard"}
     )
     assert asked.model_label == "the hand-calibrated aligner on jaccard"
+
+
+@pytest.mark.django_db
+def test_manage_py_align_names_the_model_as_the_pages_do(tram_corpus, monkeypatch, capsys) -> None:
+    from django.core.management import call_command
+
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)
+    call_command("align", "--corpus", "Trams")
+    assert "model: the shipped default model (" in capsys.readouterr().out
+    call_command("align", "--corpus", "Trams", "--model", "untrained", "--measure", "jaccard")
+    assert "model: the hand-calibrated aligner on jaccard (untrained (hand-calibrated))" in capsys.readouterr().out

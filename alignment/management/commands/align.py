@@ -46,7 +46,8 @@ class Command(BaseCommand):
         else:
             run = self._create(options)
         self.stdout.write(
-            f"Alignment run {run.pk}: {run.pairs_total} pair(s), model {run.model_version}, measures {', '.join(run.measures)}."
+            f"Alignment run {run.pk}: {run.pairs_total} pair(s), model: {run.model_label} ({run.model_version}), "
+            f"measures {', '.join(run.measures)}."
         )
         if options["now"]:
             self._execute(run)
