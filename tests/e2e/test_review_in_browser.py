@@ -42,6 +42,7 @@ def three_annotators(transactional_db, tram_corpus, owner):
 
 def test_the_review_page_shows_notes_and_the_focused_rows_diff_and_fits_at_1280(page: Page, live_server, three_annotators) -> None:
     project, pair, simple, complex_ = three_annotators
+    page.set_viewport_size({"width": 1280, "height": 720})
     _login(page, live_server.url, "owner", "owner-pass-123")
     url = f"{live_server.url}/annotate/projects/{project.pk}/pairs/{pair.pk}/review/"
     page.goto(url)
@@ -62,12 +63,12 @@ def test_the_review_page_shows_notes_and_the_focused_rows_diff_and_fits_at_1280(
     page.keyboard.press("j")
     expect(diff.locator("h2")).to_have_text("Simple #2 ~ complex #2")  # the diff follows the focused row
     expect(diff.locator("#diff-simple")).to_contain_text("It will go from the harbour to the university.")
+    shot(page, "screenshot-review.png", full_page=True)
     page.locator(f"#review-{simple[4]}-{complex_[4]} [data-diff-link]").click()
     expect(diff.locator("h2")).to_have_text("Simple #5 ~ complex #5")
     expect(page.locator("#review tr.focused")).to_have_id(f"review-{simple[4]}-{complex_[4]}")
     assert page.url == url  # htmx swapped the card; no page load
 
-    page.set_viewport_size({"width": 1280, "height": 720})
     for table in ("#review", "#curation table"):  # the decisions and the side-by-side view each fit their card
         fit = page.evaluate(
             """(selector) => { const table = document.querySelector(selector), card = table.closest(".card");
@@ -78,7 +79,6 @@ def test_the_review_page_shows_notes_and_the_focused_rows_diff_and_fits_at_1280(
         )
         assert fit["table"] <= fit["inner"] + 0.5 and fit["overflow"] <= 0, (table, fit)
     expect(page.locator("#review th.annotator-head")).to_have_count(3)
-    shot(page, "screenshot-review.png", full_page=True)
 
 
 def test_without_javascript_a_rows_number_opens_the_page_with_its_diff(browser, live_server, three_annotators) -> None:
