@@ -11,8 +11,9 @@ order of a dict that was not sorted first, so the same project state gives the s
   every sentence pair, as the original files do, so the documents can be rebuilt from it;
   other pairs get their labelled rows only.
 - ``csv/<split>.csv`` and ``parquet/<split>.parquet``: one row per labelled sentence pair (FLAT_COLUMNS).
-- ``jsonl/<split>.jsonl``: the same rows plus full provenance (every annotator's label, the
-  adjudication, the verification, the aligner's scores and model version).
+- ``jsonl/<split>.jsonl``: the same rows plus full provenance (every annotator's label with the
+  suggestions it was made with, the adjudication, the verification, and the scores and model of
+  the suggestion run the labels were made with; :mod:`annotation.export.selection`).
 - ``simplification/<split>.jsonl``: complex → simple pairs from the aligned groups.
 """
 
