@@ -40,9 +40,7 @@ class ProjectCreateForm(forms.Form):
         self.fields["suggestion_run"].queryset = AlignmentRun.objects.filter(
             corpus__in=corpora.filter(pk=self._chosen_corpus_id()), status=AlignmentRun.Status.SUCCEEDED
         ).order_by("-created_at")
-        self.fields["suggestion_run"].label_from_instance = lambda run: (
-            f"#{run.pk} · {run.primary_measure} · {run.created_at:%Y-%m-%d %H:%M}"
-        )
+        self.fields["suggestion_run"].label_from_instance = lambda run: f"#{run.pk} · {run.model_label} · {run.created_at:%Y-%m-%d %H:%M}"
 
     def _chosen_corpus_id(self) -> int | None:
         raw = self.data.get("corpus") if self.is_bound else self.initial.get("corpus")

@@ -8,6 +8,7 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from alignment.aligning import service as aligning
+from alignment.models import AlignmentRun
 from annotation import services
 from annotation.models import AnnotationProject, ModelActivation, ModelVersion, TrainingSnapshot
 
@@ -38,6 +39,11 @@ def test_the_header_names_the_shipped_default_model_not_an_untrained_aligner(cli
     assert '(<span id="suggestion-model">the shipped default model</span>)' in page
     assert "untrained aligner" not in page and ">untrained<" not in page
     assert '<option value="untrained">the shipped default model (no version of this project)</option>' in page
+    detail = client.get(f"/annotate/projects/{shipped_project.pk}/").content.decode()
+    assert f"run #{shipped_project.suggestion_run_id}</a> (the shipped default model)" in detail
+    AlignmentRun.objects.filter(pk=shipped_project.suggestion_run_id).update(status="succeeded")  # the form lists finished runs
+    form = client.get(f"/annotate/projects/new/?corpus={shipped_project.corpus_id}").content.decode()
+    assert f"#{shipped_project.suggestion_run_id} · the shipped default model · " in form
 
 
 def test_rollback_says_what_it_goes_back_to_and_does(client, owner, shipped_project) -> None:
