@@ -138,7 +138,7 @@ MEASURE_CHOICES = [
     ("cross_encoder", "Cross-encoder classifier (needs a fine-tuned model; very slow on CPU)"),
 ]
 # The measure the CRF decodes with: the configured trained model's learned scorer, or any measure untrained.
-PRIMARY_MEASURE_CHOICES = [("learned", "Learned pair scorer (the trained default model)"), *MEASURE_CHOICES]
+PRIMARY_MEASURE_CHOICES = [("learned", "Learned pair scorer (the shipped default model, or ALIGNER_MODEL_DIR's)"), *MEASURE_CHOICES]
 PARAGRAPH_CHOICES = [
     ("newsela", "Newsela (Algorithms 1-2)"),
     ("wikipedia", "Wikipedia (Algorithms 3-4)"),

@@ -124,7 +124,8 @@ class AlignmentRunCreateSerializer(serializers.Serializer):
     )  # fmt: skip
     measure = enum_field(
         "PrimaryMeasureEnum", PRIMARY_MEASURE_CHOICES, default="learned",
-        help_text="The measure the CRF aligns with: 'learned' is the configured trained model, any other runs the untrained CRF.",
+        help_text="The measure the CRF aligns with: 'learned' is the shipped default model (or ALIGNER_MODEL_DIR's), any other "
+        "runs the hand-calibrated aligner on that measure.",
     )  # fmt: skip
     paragraph_variant = serializers.ChoiceField(choices=PARAGRAPH_CHOICES, default="newsela")
     also_score = serializers.ListField(
