@@ -254,14 +254,22 @@ class NeuralCRF(nn.Module):
         alphas = self._forward_alphas(emissions, self.transitions(sim.shape[1]))  # (m, K+1)
         return torch.logsumexp(alphas[-1], dim=0)
 
-    def marginals(self, sim: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
-        """``P(a_i = k | S, C)`` by forward-backward: (m, K+1), each row sums to 1 (given ``allowed``, see :meth:`clamped`)."""
-        emissions = self.clamped(self.emissions(sim), allowed)  # (m, K+1)
-        transitions = self.transitions(sim.shape[1])  # (K+1, K+1)
+    def posterior(self, emissions: torch.Tensor, transitions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Marginals (m, K+1) and ``log Z`` by forward-backward from given emissions and transitions.
+
+        For callers that change the emissions many times over fixed transitions (the per-pair
+        refit, :mod:`models_ml.aligning.refit`), and the shared step of :meth:`marginals` and
+        :meth:`decode_with_marginals`.
+        """
         alphas = self._forward_alphas(emissions, transitions)  # (m, K+1)
         betas = self._backward_betas(emissions, transitions)  # (m, K+1)
         log_z = torch.logsumexp(alphas[-1], dim=0)
-        return torch.exp(alphas + betas - log_z)  # (m, K+1)
+        return torch.exp(alphas + betas - log_z), log_z  # (m, K+1), scalar
+
+    def marginals(self, sim: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
+        """``P(a_i = k | S, C)`` by forward-backward: (m, K+1), each row sums to 1 (given ``allowed``, see :meth:`clamped`)."""
+        emissions = self.clamped(self.emissions(sim), allowed)  # (m, K+1)
+        return self.posterior(emissions, self.transitions(sim.shape[1]))[0]
 
     def decode(self, sim: torch.Tensor, allowed: torch.Tensor | None = None) -> list[int]:
         """Most probable state sequence (eq. 5) by Viterbi: one state per simple sentence (among ``allowed``)."""
@@ -274,10 +282,7 @@ class NeuralCRF(nn.Module):
         with torch.no_grad():
             emissions = self.clamped(self.emissions(sim), allowed)  # (m, K+1)
             transitions = self.transitions(sim.shape[1])  # (K+1, K+1)
-            alphas = self._forward_alphas(emissions, transitions)  # (m, K+1)
-            betas = self._backward_betas(emissions, transitions)  # (m, K+1)
-            marginals = torch.exp(alphas + betas - torch.logsumexp(alphas[-1], dim=0))  # (m, K+1)
-            return self._viterbi(emissions, transitions), marginals
+            return self._viterbi(emissions, transitions), self.posterior(emissions, transitions)[0]
 
     @staticmethod
     def clamped(emissions: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:

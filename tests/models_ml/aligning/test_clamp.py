@@ -169,3 +169,20 @@ def test_the_refit_is_held_near_the_model_by_its_prior() -> None:
 def test_closeness_is_zero_on_the_pairs_diagonal() -> None:
     near = closeness(np.arange(3), np.arange(5), (3, 5))
     assert near[0, 0] == near[2, 4] == 0.0 and near[0, 4] == -1.0
+
+
+def test_the_refit_gradient_from_marginals_equals_finite_differences() -> None:
+    from models_ml.aligning.refit import _objective
+
+    crf = perturbed_crf(2, seed=9).float()
+    sim = torch.rand(5, 4, generator=torch.Generator().manual_seed(4))
+    near = torch.as_tensor(closeness(np.arange(5), np.arange(4), (5, 4)))
+    known = [(sim, near, torch.as_tensor(allowed_states({0: [0], 2: [], 3: [2, 3]}, 5, 4, 2)), crf.transitions(4).detach())]
+    theta = np.array([0.3, -0.7])
+    value, gradient = _objective(theta, crf, known, 0.5)
+    for axis in (0, 1):
+        step = np.zeros(2)
+        step[axis] = 1e-2
+        numeric = (_objective(theta + step, crf, known, 0.5)[0] - _objective(theta - step, crf, known, 0.5)[0]) / 2e-2
+        assert gradient[axis] == pytest.approx(numeric, rel=2e-2, abs=2e-3)
+    assert value > 0  # -log of a probability, plus the prior
