@@ -9,9 +9,10 @@ of the first three are labelled (the same test documents for every k of a draw, 
 paired). k = 6 would leave nothing to score: the domain has six pairs.
 
 Two ways to use the k labels, both scored on the same documents:
-- *adapt* (``models_ml.aligning.adapt.adapt_aligner``, what the CLI's ``train --base`` and the app do now):
-  fine-tune from the starting model on the new pairs only, scorer held near its start, early
-  stopping and the kept model chosen on a held-out new pair;
+- *adapt* (``models_ml.aligning.adapt.adapt_aligner``, what the app's automatic adaptation does): fine-tuned
+  copies of the starting model on the new pairs only, one per scorer prior (10, 100, 1,000), each judged
+  leave-one-pair-out on the labelled pairs; a copy is kept only when it beats the start there (the guard),
+  else the start is kept;
 - *pool* (the loop before): retrain from zero on the old pairs plus the k new ones, with early
   stopping on a fifth of that pool.
 
@@ -62,7 +63,7 @@ def draw_scores(corpus: Corpus, start: Aligner, old: list[int], domain: list[int
         scores["adapt"][k] = score_learned(adapted, corpus, test).group_task1.f1
         pooled = train_learned(corpus, old + labelled, embedding=False, seed=seed + draw)
         scores["pool"][k] = score_learned(pooled, corpus, test).group_task1.f1
-        print(f"  draw {draw} k={k}: adapt {scores['adapt'][k]:.3f} (kept {report.kept}), pool {scores['pool'][k]:.3f}, "
+        print(f"  draw {draw} k={k}: adapt {scores['adapt'][k]:.3f} (kept {report.kept}, prior {report.prior}), pool {scores['pool'][k]:.3f}, "
               f"k=0 {scores['adapt'][0]:.3f}", flush=True)  # fmt: skip
     return scores
 
