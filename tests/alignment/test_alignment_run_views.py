@@ -154,3 +154,15 @@ def test_manage_py_align_uses_the_default_model_unless_told_untrained(tram_corpu
     call_command("align", "--corpus", "Trams", "--model", "untrained", "--measure", "jaccard")
     untrained = AlignmentRun.objects.exclude(pk=run.pk).get()
     assert untrained.config["model_dir"] == "" and untrained.model_version.startswith("untrained")
+
+
+def test_the_run_page_names_the_model_as_every_page_does(client, owner, tram_corpus):
+    """Before: the run page printed the model folder and checksum, and the inspection page's run list too."""
+    call_command("align", "--corpus", "Trams", "--now")
+    run = AlignmentRun.objects.get()
+    client.force_login(owner)
+    page = client.get(reverse("alignment:alignment_run_detail", args=[run.pk])).content.decode()
+    assert "<dt>Model</dt><dd>the shipped default model" in page
+    pair = run.aligned_pairs.get().pair
+    inspect = client.get(reverse("alignment:pair_inspect", args=[pair.pk])).content.decode()
+    assert f"#{run.pk} · " in inspect and "· the shipped default model ·" in inspect
