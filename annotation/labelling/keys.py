@@ -37,9 +37,11 @@ SCREEN_KEYS: tuple[KeyRow, ...] = (
         (("l", "next-candidate"), ("h", "prev-candidate")), "next / previous candidate: suggestions, then near misses, then the rest", FOCUS
     ),
     KeyRow((("g", "jump"),), "jump list: link any complex sentence (type its number or words, ↑/↓, Enter)", FOCUS),
-    KeyRow((("a", "label-aligned"),), "label the current pair aligned (so j a accepts a suggestion)", FOCUS),
-    KeyRow((("p", "label-partial"),), "label it partially aligned", FOCUS),
-    KeyRow((("n", "label-not_aligned"),), "label it not aligned", FOCUS),
+    KeyRow(
+        (("a", "label-aligned"), ("p", "label-partial"), ("n", "label-not_aligned")),
+        "label the current pair aligned / partially aligned / not aligned (so j a accepts a suggestion)",
+        FOCUS,
+    ),
     KeyRow((("Enter", "accept"),), "accept the suggestion's own label (aligned or partial)", FOCUS),
     KeyRow((("j", "next-row"), ("k", "prev-row")), "next / previous row: an aligned group or an unaligned sentence", ALIGNMENT),
     KeyRow((("l", "next-sentence"), ("h", "prev-sentence")), "next / previous sentence of the row (the cursor)", ALIGNMENT),
@@ -52,7 +54,7 @@ SCREEN_KEYS: tuple[KeyRow, ...] = (
     KeyRow((("m", "merge-next"), ("M", "merge-prev")), "merge the row with the next / previous row", ALIGNMENT),
     KeyRow((("b", "split"),), "split the group before the cursor sentence (the other side is cut in proportion)", ALIGNMENT),
     KeyRow((("x", "unalign-sentence"),), "mark the cursor sentence unaligned", ALIGNMENT),
-    KeyRow((("A", "accept-paragraph"),), "accept every remaining suggestion of this paragraph", BOTH),
+    KeyRow((("A", "accept-paragraph"),), "accept every remaining suggestion of the current paragraph row", BOTH),
     KeyRow((("v", "toggle-view"),), "switch between the focus view and the alignment view", BOTH),
     KeyRow((("u", "undo"),), "undo your last change in this pair (a whole edit at once)", BOTH),
     KeyRow((("d", "finish"),), "done: mark this pair done and open your next pair", BOTH),

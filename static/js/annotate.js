@@ -192,13 +192,17 @@
     if (action.kind === "undo") {
       alignment.focus("simple", first.simple);
       if (state.view === "focus") focus.show(first.simple, first.complex);
-      else render();
+      else {
+        render();
+        alignment.reveal();
+      }
       const count = payload.changes.length;
       setStatus("saved", count > 1
         ? `Undone ✓ the last edit (${count} sentence pairs)`
         : `Undone ✓ simple #${number(simpleEl(first.simple))} ~ complex #${number(complexEl(first.complex))} is ${LABEL_NAMES[first.label]} again`);
     } else {
       render();
+      if (state.view === "alignment") alignment.reveal();
       setStatus("saved", `Saved ✓ ${view.describe(action)}`);
     }
   }

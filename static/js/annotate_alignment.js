@@ -40,8 +40,7 @@
         const el = box.appendChild(element("span", `badge ${className}`, text));
         if (title) el.title = title;
       };
-      if (row.status === "unaligned") badge("unaligned", "unlabelled");
-      else badge(`${STATUS[row.status]} · ${LABEL_NAMES[row.label]}`, row.status === "suggested" ? `suggestion label-${row.label}` : `own own-${row.label}`);
+      if (row.status !== "unaligned") badge(`${STATUS[row.status]} · ${LABEL_NAMES[row.label]}`, row.status === "suggested" ? `suggestion label-${row.label}` : `own own-${row.label}`);
       const suggested = row.links.filter((link) => !link.own);
       if (suggested.length && suggested.every((link) => link.confidence !== null && link.confidence !== undefined)) {
         const lowest = Math.min(...suggested.map((link) => link.confidence));
@@ -82,11 +81,20 @@
       describe(current);
     }
 
+    // The side panel's current-pair box says where the cursor is and what the edit keys would do there.
     function describe(current) {
       const row = rows[current];
-      const text = !row ? "No sentences." : `Row ${current + 1} of ${rows.length}: ${row.type} ${STATUS[row.status]}${row.label ? ` ${LABEL_NAMES[row.label]}` : ""}`
-        + (cursor ? ` · cursor on ${cursor.side} #${number(cursor.side, cursor.id)}` : "");
-      box.querySelector(".align-where").textContent = text;
+      const panel = document.getElementById("current-pair");
+      const line = (text, className) => element("p", className || "", text);
+      if (!row) return panel.replaceChildren(line("No sentences.", "muted small"));
+      const kind = row.status === "unaligned" ? `unaligned ${row.complex.length ? "complex" : "simple"} sentence` : `${row.type} group, ${STATUS[row.status]}, ${LABEL_NAMES[row.label]}`;
+      panel.replaceChildren(
+        line(`Row ${current + 1} of ${rows.length}: ${kind}`, "pair-title"),
+        line(`cursor on ${cursor.side} #${number(cursor.side, cursor.id)} (h / l move it)`, "muted small"),
+        line(row.links.length
+          ? "m / M merge with the next / previous row · b split before the cursor · x unalign the cursor sentence · n dissolve"
+          : "m / M merge it with the next / previous row to link it", "muted small"),
+      );
     }
 
     function reveal() {

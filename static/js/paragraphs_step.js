@@ -30,6 +30,7 @@
     if (event.key === "Escape") return window.location.assign(document.getElementById("paragraphs-back").href);
     const current = document.activeElement && document.activeElement.name === "link" ? document.activeElement : null;
     if (event.key === "Enter") {
+      if (event.target.closest && event.target.closest("a, button")) return; // Enter follows the focused link or button
       event.preventDefault();
       return form.requestSubmit();
     }

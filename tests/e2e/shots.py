@@ -4,7 +4,7 @@ Every shot goes to ``SCREENSHOT_DIR`` (default: ``sentence-aligner-screenshots``
 README's images are shots named ``screenshot-*.png``; with ``README_SCREENSHOTS=docs`` they are also written
 to ``docs/``, which is how the README's pictures are refreshed::
 
-    README_SCREENSHOTS=docs .venv/bin/python -m pytest tests/e2e -k "annotat or inspection or retraining or mining or curation or review or preview or demo or item_events or run_page"
+    README_SCREENSHOTS=docs .venv/bin/python -m pytest tests/e2e -k "annotat or inspection or retraining or mining or curation or review or preview or demo or item_events or run_page or alignment_view or guidelines"
 """
 
 from __future__ import annotations

@@ -41,6 +41,10 @@ def test_alignment_view_shows_every_group_and_edits_them_by_keyboard_as_label_ev
     complex_ = list(pair.complex_document.sentences.order_by("index").values_list("pk", flat=True))
     best = _best_suggestions(run, pair)
     assert [best[s] for s in simple] == complex_, "the aligner suggests simple #k ~ complex #k for every k"
+    project.guidelines = (
+        "Link each simple sentence to every complex sentence it retells.\nA simple sentence that retells two complex ones is one 2:1 group."
+    )
+    project.save()
     page.set_viewport_size({"width": 1280, "height": 720})
     _login(page, live_server, "anna", "anna-pass-123")
     page.goto(_screen_url(live_server, project, pair))
@@ -82,7 +86,6 @@ def test_alignment_view_shows_every_group_and_edits_them_by_keyboard_as_label_ev
     }
     assert LabelEvent.objects.filter(simple_sentence_id=simple[1], complex_sentence_id=complex_[1]).last().source == "suggestion"
     assert LabelEvent.objects.filter(simple_sentence_id=simple[1], complex_sentence_id=complex_[2]).last().source == "human"
-    shot(page, "screenshot-alignment-view.png")
 
     page.keyboard.press("l")  # the cursor on complex #3, which starts the second part
     expect(page.locator(f"#a-c-{complex_[2]}")).to_have_class(re.compile(r"\bcursor\b"))
@@ -126,6 +129,16 @@ def test_alignment_view_shows_every_group_and_edits_them_by_keyboard_as_label_ev
     expect(conflict).to_have_class(re.compile(r"\bhas-conflict\b"))
     expect(conflict.locator(".badge.conflict")).to_contain_text("reviewer: 4↔4 not aligned")
     expect(page.locator(f"{ROWS}.has-conflict")).to_have_count(1)
+    for _ in range(4):  # rows: complex #1, complex #2, simple #1, simple #2, then the group of #3
+        page.keyboard.press("j")
+    page.keyboard.press("M")  # simple #2 joins complex #3 and simple #3: a 1:2 group
+    _saved(page, "merged into a 1:2 group")
+    expect(_row_of(page, "simple", simple[1]).locator(".align-type")).to_have_text("1:2")
+    assert _current(simple[1], complex_[2]) == "aligned"
+    page.keyboard.press("j")  # to the row the reviewer decided otherwise
+    expect(conflict).to_have_class(re.compile(r"\bcurrent\b"))
+    page.locator("#alignment-view").evaluate("view => window.scrollTo(0, view.getBoundingClientRect().top + window.scrollY - 8)")
+    shot(page, "screenshot-alignment-view.png")  # unaligned sentences, your groups, suggestions and a reviewer's decision
 
     page.keyboard.press("?")  # the keys of both views, from the one key table
     expect(page.locator("#help")).to_contain_text("merge the row with the next / previous row")
