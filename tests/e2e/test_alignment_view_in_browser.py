@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from alignment.models import CandidateAlignment
@@ -148,16 +149,17 @@ def test_alignment_view_shows_every_group_and_edits_them_by_keyboard_as_label_ev
     assert CandidateAlignment.objects.filter(run=run).exists()  # suggestions untouched: labels live in LabelEvent only
 
 
-def test_the_current_row_and_the_focused_pair_stay_on_screen_at_1024x768(page: Page, live_server, twenty_sentence_pair):
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_the_focused_pair_and_the_current_row_stay_on_screen_while_moving(page: Page, live_server, twenty_sentence_pair, width, height):
     project, pair, run = twenty_sentence_pair
-    page.set_viewport_size({"width": 1024, "height": 768})
+    page.set_viewport_size({"width": width, "height": height})
     _login(page, live_server, "anna", "anna-pass-123")
     page.goto(_screen_url(live_server, project, pair))
     best = _best_suggestions(run, pair)
 
     def on_screen(selector: str) -> bool:
         box = page.locator(selector).bounding_box()
-        return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 768
+        return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height
 
     for index, simple_id in enumerate(pair.simple_document.sentences.order_by("index").values_list("pk", flat=True)):
         page.keyboard.press("j")

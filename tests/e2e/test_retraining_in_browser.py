@@ -70,8 +70,11 @@ def test_label_verify_train_compare_promote_realign_and_see_the_new_suggestions(
         page.locator(f"#c-{c.pk} .sent-text").click()
         page.keyboard.press("a")
         expect(page.locator(f"#c-{c.pk}")).to_have_class(re.compile(r"\bown-aligned\b"))
-    page.get_by_role("button", name="Mark this pair done").click()
-    expect(page.locator("#done-box")).to_contain_text("Marked done")
+    page.keyboard.press("d")  # done, and on to gina's next open pair (or My tasks)
+    if page.locator("#finish-box").is_visible():  # simple sentences beyond the complex ones stay unlabelled: confirmed
+        page.keyboard.press("Enter")
+    expect(page).not_to_have_url(re.compile(rf"/pairs/{pair.pk}/$"))
+    assert project.assignments.get(pair=pair, annotator__username="gina").completed_at is not None
     assert LabelEvent.objects.filter(pair=pair, new_label="aligned").count() == len(simple)
     target_pair, target_simple, target_complex = _unlinked_gold_pair(project)
     page.goto(f"{base}/pairs/{target_pair.pk}/")
