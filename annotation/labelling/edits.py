@@ -133,7 +133,7 @@ def label_edit_record(
                     )  # fmt: skip
                 )
             except services.LabelConflict as conflict:
-                raise EditConflict(f"simple {change.simple} ~ complex {change.complex}: {conflict}", conflict.current, change) from None
+                raise EditConflict(str(conflict), conflict.current, change) from None  # the answer names the pair by its ids
             except ServiceError:
                 raise
             except ValueError as error:

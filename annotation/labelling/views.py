@@ -1,4 +1,4 @@
-"""The annotation screen of one document pair and its writes (label, undo, skip/flag/comment, done). Thin.
+"""The annotation screen of one document pair and its writes (label, edit, undo, skip/flag/comment, done). Thin.
 
 Writes answer JSON for the screen's script (``static/js/annotate.js``), which saves
 each action at once, retries network failures and shows conflicts; a refused write
@@ -7,11 +7,15 @@ assigned, 409 changed in another tab, with the current label). Each write may ca
 screen's ``client_action_id``: a resend of an action already stored is answered as it was
 stored, not stored again (:mod:`annotation.client_actions`). The screen and its state
 (``annotate_state``) are never cached: a page brought back by Back reads what the server holds.
+An edit of the alignment view (:mod:`annotation.labelling.edits`) is one action of several label
+events, and an undo takes back a whole action; both answer every sentence pair they changed.
+"Done" answers where to go next: the annotator's next open pair, else My tasks.
 """
 
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -189,7 +193,7 @@ def _event_state(event: LabelEvent, project: AnnotationProject, assignment: Assi
     }
 
 
-def _events_state(events: list[LabelEvent], project: AnnotationProject, assignment: Assignment, annotator) -> dict:
+def _events_state(events: list[LabelEvent], project: AnnotationProject, assignment: Assignment, annotator: AbstractBaseUser) -> dict:
     """What the screen updates after an edit or an undo: every sentence pair it changed, and the pair's progress."""
     changes = [{"simple": e.simple_sentence_id, "complex": e.complex_sentence_id, "label": e.new_label, "event": e.pk} for e in events]
     return {"changes": changes, "progress": screen.pair_progress(project, annotator, assignment.pair).as_dict()}

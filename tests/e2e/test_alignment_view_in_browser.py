@@ -11,6 +11,7 @@ from playwright.sync_api import Page, expect
 
 from alignment.models import CandidateAlignment
 from annotation import services
+from annotation.labels import latest_event
 from annotation.models import LabelEvent
 from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login, _screen_url
@@ -118,6 +119,22 @@ def test_alignment_view_shows_every_group_and_edits_them_by_keyboard_as_label_ev
     page.keyboard.press("n")
     _saved(page, "1:1 group dissolved")
     assert _current(simple[0], complex_[0]) == "not_aligned" and LabelEvent.objects.filter(project=project).count() == events + 1
+
+    # Another tab labels simple #5 ~ complex #5 first: accepting the paragraph's suggestions (#4 and #5) stores nothing.
+    anna = pair.assignments.get().annotator
+    other_tab = services.label_record(
+        project=project, annotator=anna, pair=pair, simple_sentence_id=simple[4], complex_sentence_id=complex_[4], label="partial",
+        expected_previous=latest_event(project, anna, simple[4], complex_[4]).pk,  # its accept and undo above
+    )  # fmt: skip
+    page.keyboard.press("A")
+    expect(page.locator("#save-status")).to_contain_text("Conflict: this pair was changed elsewhere")
+    expect(page.locator("#pending")).to_contain_text("simple #5 ~ complex #5 changed elsewhere; it is now partial")
+    expect(_row_of(page, "simple", simple[4])).to_have_class(re.compile(r"\bstatus-own\b"))  # the other tab's label, shown
+    assert _current(simple[3], complex_[3]) == "" and LabelEvent.objects.filter(project=project).last() == other_tab
+    page.locator("#pending").get_by_role("button", name="dismiss").click()
+    page.keyboard.press("A")  # again: the one suggestion left
+    _saved(page, "1 suggestion of paragraphs ¶1 ↔ ¶1 accepted")
+    assert (_current(simple[3], complex_[3]), _current(simple[4], complex_[4])) == ("aligned", "partial")
 
     # A reviewer decides complex #4 ~ simple #4 is not aligned; the annotator's suggested link there is marked.
     services.adjudicate(
