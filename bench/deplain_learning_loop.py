@@ -63,7 +63,7 @@ def draw_scores(corpus: Corpus, start: Aligner, old: list[int], domain: list[int
         scores["adapt"][k] = score_learned(adapted, corpus, test).group_task1.f1
         pooled = train_learned(corpus, old + labelled, embedding=False, seed=seed + draw)
         scores["pool"][k] = score_learned(pooled, corpus, test).group_task1.f1
-        print(f"  draw {draw} k={k}: adapt {scores['adapt'][k]:.3f} (kept {report.kept}, prior {report.prior}), pool {scores['pool'][k]:.3f}, "
+        print(f"  draw {draw} k={k}: adapt {scores['adapt'][k]:.3f} (kept {report.kept}: {report.chosen or 'start'}), pool {scores['pool'][k]:.3f}, "
               f"k=0 {scores['adapt'][0]:.3f}", flush=True)  # fmt: skip
     return scores
 

@@ -17,8 +17,9 @@ def test_a_start_that_links_nothing_is_replaced_by_its_fine_tuned_copy() -> None
     weights_before = {name: value.clone() for name, value in start.crf.state_dict().items()}
     adapted, report = adapt_aligner(start, PAIRS[:3], training=TrainingConfig(epochs=5), seed=0, priors=(10.0,))
     assert report.kept == "fine-tuned" and report.held_out and report.pairs == 3 and report.prior == 10.0
-    assert report.tuned_f1 > report.start_f1 and set(report.figures) == {"start", "prior 10"}
-    assert "fine-tuned with scorer prior 10" in report.reason() and "each held out in turn" in report.reason()
+    assert report.tuned_f1 > report.start_f1 and set(report.figures) == {"start"} | {f"prior 10, {e} epochs" for e in range(6)}
+    assert report.figures[report.chosen] == report.tuned_f1 and report.chosen == f"prior 10, {report.epochs} epochs"
+    assert "fine-tuned (scorer prior 10" in report.reason() and "each held out in turn" in report.reason()
     assert adapted is not start and evaluate_aligner(adapted, PAIRS[3:]).group_task1.f1 > 0.5
     assert all((weights_before[name] == value).all() for name, value in start.crf.state_dict().items())  # start untouched
 
@@ -28,7 +29,7 @@ def test_the_start_is_kept_unless_the_copy_wins_on_the_held_out_pairs() -> None:
     train_aligner(PAIRS[:4], aligner=start, training=TrainingConfig(epochs=3), seed=0)
     adapted, report = adapt_aligner(start, PAIRS[4:], training=TrainingConfig(epochs=2), seed=0)
     assert not report.held_out  # one labelled pair: trained and judged on the same one, and the report says so
-    assert set(report.figures) == {"start", "prior 10", "prior 100", "prior 1000"}
+    assert {name.split(",")[0] for name in report.figures} == {"start", "prior 10", "prior 100", "prior 1000"}
     if report.kept == "start":
         assert adapted is start and report.tuned_f1 <= report.start_f1 and report.prior is None
         assert "kept the current model" in report.reason() and "the one labelled pair it trained on" in report.reason()
