@@ -342,4 +342,4 @@ class ParagraphCorrection(models.Model):
 
 # Exports and retraining live in their own modules; importing them here registers their models with this app.
 from annotation.export.models import ExportJob  # noqa: E402, F401 - registers these models with this app
-from annotation.training.models import ModelActivation, ModelVersion, TrainingJob, TrainingSnapshot  # noqa: E402, F401 - as above
+from annotation.training.models import AdaptationJob, ModelActivation, ModelVersion, TrainingJob, TrainingSnapshot  # noqa: E402, F401 - as above

@@ -9,7 +9,7 @@ from django.conf import settings
 
 from alignment.jobs.wrapper import job_task
 from annotation.export.models import ExportJob
-from annotation.training.models import TrainingJob
+from annotation.training.models import AdaptationJob, TrainingJob
 
 
 @job_task(queue="training", name="annotation.train_model", model=TrainingJob)
@@ -19,6 +19,14 @@ def train_model(*, job_id: int) -> None:
     from annotation.training.service import training_job_execute
 
     training_job_execute(job_id=job_id, build_measure=run_measure, device=settings.ENCODER_DEVICE)
+
+
+@job_task(queue="training", name="annotation.adapt_model", model=AdaptationJob)
+def adapt_model(*, job_id: int) -> None:
+    """Adapt a project's active model to its finished pairs; a kept copy re-suggests the pairs nobody has started."""
+    from annotation.training.adaptation import adaptation_job_execute
+
+    adaptation_job_execute(job_id=job_id, device=settings.ENCODER_DEVICE)
 
 
 @job_task(queue="exports", name="annotation.export_dataset", model=ExportJob)

@@ -296,6 +296,11 @@ ALIGNER_MODEL_DIR = envstr("ALIGNER_MODEL_DIR", str(DEFAULT_MODEL_DIR))
 if ALIGNER_MODEL_DIR == "untrained":
     ALIGNER_MODEL_DIR = ""
 CROSS_ENCODER_MODEL_DIR = envstr("CROSS_ENCODER_MODEL_DIR", "")
+# Automatic adaptation (annotation/training/adaptation.py): finishing a pair queues a job that fine-tunes copies of the
+# project's active model on its finished pairs (this many CRF epochs at most), keeps one only when it beats the model on
+# held-out finished pairs, and then re-suggests the pairs nobody has started. False: finishing a pair queues nothing.
+AUTO_ADAPT = envbool("AUTO_ADAPT", True)
+AUTO_ADAPT_EPOCHS = envint("AUTO_ADAPT_EPOCHS", 3)
 # Mining: hnsw.ef_search for nearest-neighbour queries (pgvector's default 40 gave recall@10 0.79 at 1 M vectors).
 MINING_EF_SEARCH = envint("MINING_EF_SEARCH", 100)
 # Mining: where a MUSS job finds each sequence's nearest sequences. pgvector (HNSW inside PostgreSQL) or

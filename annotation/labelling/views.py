@@ -27,6 +27,7 @@ from annotation import selectors, services
 from annotation.labelling import edits, keys, screen
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, LabelEvent
 from annotation.projects import worklist
+from annotation.training import adaptation
 
 
 def _assignment_for(request: HttpRequest, project_id: int, pair_id: int) -> tuple[AnnotationProject, Assignment]:
@@ -162,9 +163,11 @@ def item_event_save(request: HttpRequest, project_id: int, pair_id: int) -> Http
 
 @require_POST
 def assignment_done(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
-    """Mark the pair done. The screen (JSON) is told where to go next: the annotator's next open pair, else My tasks."""
+    """Mark the pair done and queue the project's automatic adaptation. The screen (JSON) is told where to go next:
+    the annotator's next open pair, else My tasks."""
     project, assignment = _assignment_for(request, project_id, pair_id)
     assignment = services.assignment_complete(project=project, annotator=request.user, pair=assignment.pair)
+    adaptation.adaptation_queue(project=project, pair=assignment.pair, by=request.user)  # refreshes the unstarted pairs' suggestions
     if request.htmx:
         return render(
             request, "annotation/annotate_pair.html#done", {"project": project, "pair": assignment.pair, "assignment": assignment}

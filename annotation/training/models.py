@@ -50,6 +50,8 @@ class ModelVersion(models.Model):
     baseline = models.JSONField(
         default=dict, help_text='What it was compared with on the same test documents: {"version": id | null, "name": ..., "test": report}.'
     )
+    automatic = models.BooleanField(default=False, help_text="Adapted by the background job a finished pair queues, not trained by hand.")
+    automatic_reason = models.TextField(blank=True, help_text="Why the automatic adaptation kept this fine-tuned copy.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -97,6 +99,7 @@ class ModelActivation(models.Model):
         PROMOTE = "promote"
         FORCE = "force", "forced promotion"
         ROLLBACK = "rollback"
+        AUTOMATIC = "automatic", "automatic adaptation"
 
     project = models.ForeignKey("annotation.AnnotationProject", on_delete=models.CASCADE, related_name="model_activations")
     version = models.ForeignKey(ModelVersion, null=True, on_delete=models.PROTECT, related_name="activations")
@@ -110,3 +113,43 @@ class ModelActivation(models.Model):
 
     class Meta:
         ordering = ["-pk"]
+
+
+class AdaptationJob(Job):
+    """Adapts the project's active model to its finished pairs (queued when an annotator finishes a pair).
+
+    At most one is queued per project: finishing more pairs while it waits only moves ``after_pair``, and
+    the job reads the finished pairs when it runs. Its outcome is recorded whatever happens, so the Models
+    page can say why the model did or did not change. Not resumable: a requeue after a dead worker restarts.
+    """
+
+    kind = "adaptation"
+    resumable = False
+
+    class Outcome(models.TextChoices):
+        ADAPTED = "adapted", "adapted: a new version is active"
+        KEPT = "kept", "kept the current model"
+        NOT_ADAPTED = "not_adapted", "not adapted"
+
+    project = models.ForeignKey("annotation.AnnotationProject", on_delete=models.CASCADE, related_name="adaptation_jobs")
+    after_pair = models.ForeignKey(
+        "alignment.DocumentPair", null=True, on_delete=models.SET_NULL, related_name="+", help_text="The finished pair that queued it last."
+    )
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True)
+    reason = models.TextField(blank=True, help_text="One sentence for the Models page: what was kept and why, or why nothing was tried.")
+    figures = models.JSONField(default=dict, help_text="Each candidate's held-out (group F1, pair F1), as AdaptReport.figures.")
+    stage = models.CharField(max_length=200, blank=True)
+    version = models.OneToOneField(ModelVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="adaptation_job")
+    alignment_run = models.ForeignKey(AlignmentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-pk"]
+
+    def __str__(self) -> str:
+        return f"adaptation job {self.pk} ({self.status})"
+
+    @property
+    def lane_user_id(self) -> int | None:
+        """Nobody's lane: an annotator's finished pair must not hold their own next jobs behind a project's adaptation."""
+        return None

@@ -197,9 +197,11 @@ def _stored_comparison(version: ModelVersion, project: AnnotationProject) -> dic
     return None
 
 
-def realign(project: AnnotationProject, version: ModelVersion | None, by: AbstractBaseUser | None) -> AlignmentRun | None:
-    """Queue a run over the project's pairs with ``version`` (None: untrained) and mark it pending."""
-    pairs = list(project.pairs.all())
+def realign(
+    project: AnnotationProject, version: ModelVersion | None, by: AbstractBaseUser | None, *, pair_ids: set[int] | None = None
+) -> AlignmentRun | None:
+    """Queue a run over the project's pairs (or those of ``pair_ids``) with ``version`` (None: untrained) and mark it pending."""
+    pairs = list(project.pairs.all() if pair_ids is None else project.pairs.filter(pk__in=pair_ids))
     if not pairs:
         return None
     suggestion = project.suggestion_run
@@ -216,6 +218,20 @@ def realign(project: AnnotationProject, version: ModelVersion | None, by: Abstra
     return run
 
 
+def _comparison(version: ModelVersion, project: AnnotationProject, build_measure: MeasureBuilder, device: str) -> dict:
+    """:func:`version_compare`, except for a version adapted automatically from every finished pair: it has no
+    held-out test figures (its pairs were judged leave-one-out), so only a forced promotion brings it back."""
+    if version.automatic and "test" not in version.metrics:
+        name = version_name(project, project.active_model)
+        return {
+            "version": project.active_model_id,
+            "name": name,
+            "beats": False,
+            "losses": ["adapted automatically: no held-out test figures"],
+        }
+    return version_compare(version, build_measure=build_measure, device=device)
+
+
 def version_promote(
     *, version: ModelVersion, by: AbstractBaseUser, build_measure: MeasureBuilder, force: bool = False, reason: str = "",
     device: str = "",
@@ -225,7 +241,7 @@ def version_promote(
     if project.active_model_id == version.pk:
         raise ValueError(f"{version} is already the active model of {project}")
     version_load(version, device=device)  # refuse a corrupted model before anything changes
-    comparison = _stored_comparison(version, project) or version_compare(version, build_measure=build_measure, device=device)
+    comparison = _stored_comparison(version, project) or _comparison(version, project, build_measure, device)
     if not comparison["beats"] and not force:
         raise ValueError(
             f"{version} does not beat the active model ({comparison['name']}) on the same {version.snapshot.counts['pairs']['test']} "
@@ -268,5 +284,14 @@ def _activate(
 
 
 def suggestions_switch(run: AlignmentRun) -> int:
-    """A finished re-alignment becomes the suggestion run of the projects waiting for it; returns how many."""
-    return AnnotationProject.objects.filter(pending_suggestion_run=run).update(suggestion_run=run, pending_suggestion_run=None)
+    """A finished re-alignment becomes the suggestion run of the projects waiting for it; returns how many.
+
+    A run that re-suggests only the pairs nobody had started (automatic adaptation) first gets the current
+    suggestions of every pair started by now (:func:`annotation.training.resuggest.started_pairs_keep`).
+    """
+    from annotation.training.resuggest import started_pairs_keep
+
+    with transaction.atomic():
+        for project in AnnotationProject.objects.select_for_update().filter(pending_suggestion_run=run):
+            started_pairs_keep(project, run)
+        return AnnotationProject.objects.filter(pending_suggestion_run=run).update(suggestion_run=run, pending_suggestion_run=None)

@@ -17,13 +17,13 @@ from collections import Counter
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from alignment.aligning.service import side_sentences
 from alignment.models import DocumentPair, Sentence
 from annotation.adjudication.review import pair_item_states
 from annotation.labels import LINKED_LABELS, NOT_ALIGNED, imported_label, latest_label_events, pair_verified
-from annotation.models import AnnotationProject
+from annotation.models import AnnotationProject, Assignment
 from annotation.training.models import TrainingSnapshot
 from models_ml.data.io import GoldPair, connected_groups
 from models_ml.data.splits import SPLITS, assign_splits
@@ -37,11 +37,22 @@ class TrainingDataError(ValueError):
     """The project's labels cannot train a model; the message says what is missing."""
 
 
-def gold_items(project: AnnotationProject) -> tuple[list[list], list[int]]:
-    """([pair id, simple id, complex id, label], ...) and the ids of the label events behind them."""
+def finished_pair_ids(project: AnnotationProject) -> set[int]:
+    """Pairs every annotator assigned to them marked done."""
+    counts = Assignment.objects.filter(project=project).values("pair_id").annotate(open=Count("pk", filter=Q(completed_at__isnull=True)))
+    return {row["pair_id"] for row in counts if row["open"] == 0}
+
+
+def gold_items(project: AnnotationProject, *, finished: bool = False) -> tuple[list[list], list[int]]:
+    """([pair id, simple id, complex id, label], ...) and the ids of the label events behind them.
+
+    ``finished`` (automatic adaptation): also the pairs every assigned annotator marked done, with the labels
+    review gives them (agreed or adjudicated); such a pair with an item still in disagreement waits for review.
+    """
     from annotation.labelling.queue import flagged_annotator_ids
 
     flagged = flagged_annotator_ids(project) if project.exclude_flagged else set()
+    done = finished_pair_ids(project) if finished else set()
     items: list[list] = []
     event_ids: list[int] = []
     for pair in project.pairs.order_by("pk"):
@@ -50,8 +61,12 @@ def gold_items(project: AnnotationProject) -> tuple[list[list], list[int]]:
             "pk", "simple_sentence_id", "complex_sentence_id", "new_label", "source"
         ):
             latest.setdefault((simple_id, complex_id), []).append((pk, label, source))
-        if pair_verified(project, pair) is not None:
-            for state in pair_item_states(project, pair, flagged=flagged):
+        verified = pair_verified(project, pair) is not None
+        if verified or pair.pk in done:
+            states = pair_item_states(project, pair, flagged=flagged)
+            if not verified and any(state.final is None for state in states):
+                continue
+            for state in states:
                 key = (state.simple.pk, state.complex.pk)
                 items.append([pair.pk, *key, state.final])
                 if state.adjudication is not None:
@@ -146,13 +161,32 @@ def snapshot_create(*, project: AnnotationProject, seed: int = 0, created_by: Ab
         )  # fmt: skip
 
 
-def snapshot_gold_pairs(snapshot: TrainingSnapshot, split: str) -> list[GoldPair]:
-    """The snapshot's document pairs of one split as gold for models_ml (groups from its aligned/partial items)."""
+def finished_snapshot_create(*, project: AnnotationProject, seed: int = 0) -> TrainingSnapshot:
+    """Freeze the labels of the project's finished pairs (:func:`gold_items` with ``finished``) for automatic adaptation,
+    which judges leave-one-pair-out and so needs one pair, not three; TrainingDataError when no finished pair has labels.
+    The splits are the project's sticky ones, so a later snapshot of the gold keeps every pair where it was."""
+    with transaction.atomic():
+        AnnotationProject.objects.select_for_update().get(pk=project.pk)
+        items, event_ids = gold_items(project, finished=True)
+        if not items:
+            raise TrainingDataError(
+                f"no finished pair of project {project.name!r} has settled labels yet: a pair counts once every annotator "
+                f"assigned to it marked it done and they agree on every label (or a reviewer settled it)"
+            )
+        splits = _splits(project, items, seed)
+        return TrainingSnapshot.objects.create(
+            project=project, seed=seed, splits=splits, items=items, label_event_ids=event_ids, counts=_counts(items, splits)
+        )
+
+
+def snapshot_gold_pairs(snapshot: TrainingSnapshot, split: str | None) -> list[GoldPair]:
+    """The snapshot's document pairs of one split (None: every pair) as gold for models_ml (groups from its aligned/partial items)."""
     by_pair: dict[int, list[list]] = {}
     for item in snapshot.items:
         by_pair.setdefault(int(item[0]), []).append(item)
     gold = []
-    for pair in DocumentPair.objects.filter(pk__in=snapshot.pair_ids(split)).select_related("complex_document").order_by("pk"):
+    pair_ids = snapshot.pair_ids(split) if split is not None else sorted(by_pair)
+    for pair in DocumentPair.objects.filter(pk__in=pair_ids).select_related("complex_document").order_by("pk"):
         simple = side_sentences(pair.simple_document_id, "")
         complex_side = side_sentences(pair.complex_document_id, "")
         simple_index = {pk: k for k, pk in enumerate(simple.ids)}

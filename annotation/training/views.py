@@ -14,6 +14,7 @@ from alignment.aligning.measures import run_measure
 from alignment.aligning.model_names import stored_model_label
 from annotation import selectors
 from annotation.models import (
+    AdaptationJob,
     ModelActivation,
     ModelVersion,
     ProjectMembership,
@@ -38,8 +39,8 @@ def version_rows(project) -> list[dict]:
     for version in ModelVersion.objects.filter(project=project).select_related("snapshot", "created_by"):
         baseline = version.baseline.get("test") if version.baseline else None
         rows.append({
-            "version": version, "active": version.pk == project.active_model_id, "dev": version.metrics["dev"],
-            "test": version.metrics["test"], "baseline": baseline, "baseline_name": stored_model_label(version.baseline.get("name", "")),
+            "version": version, "active": version.pk == project.active_model_id, "dev": version.metrics.get("dev"),
+            "test": version.metrics.get("test"), "baseline": baseline, "baseline_name": stored_model_label(version.baseline.get("name", "")),
             "beats": training.beats_active(version), "domains": _domain_rows(version),
         })  # fmt: skip
     return rows
@@ -89,7 +90,8 @@ def project_models(request: HttpRequest, project_id: int) -> HttpResponse:
         "project": project, "role": role, "form": TrainForm(base_label=names["base_label"]), "preview": _preview(project),
         "corpus_visible": selectors.corpus_visible(request.user, project),
         "jobs": TrainingJob.objects.filter(project=project).select_related("version", "created_by")[:10],
-        "rows": version_rows(project), "promote_form": PromoteForm(), **names,
+        "rows": version_rows(project), "promote_form": PromoteForm(), **names, "auto_adapt": settings.AUTO_ADAPT,
+        "adaptations": AdaptationJob.objects.filter(project=project).select_related("after_pair__complex_document", "after_pair__simple_document")[:10],
     }  # fmt: skip
     return render(request, "annotation/project_models.html", context)
 
