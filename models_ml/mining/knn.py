@@ -8,9 +8,11 @@ score block plus O(queries x k) for the running best lists, whatever the collect
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-__all__ = ["Neighbours", "normalise", "top_k"]
+__all__ = ["Neighbours", "normalise", "top_k", "top_k_blocks"]
 
 
 def normalise(vectors: np.ndarray) -> np.ndarray:
@@ -42,21 +44,44 @@ def top_k(
     queries (q, d) and keys (n, d) are unit vectors. exclude_self: queries and keys are the
     same collection and a query never returns itself (index equality). Ties keep the lower index.
     """
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
     queries = np.asarray(queries, dtype=np.float32)
     keys = np.asarray(keys, dtype=np.float32)
     if queries.ndim != 2 or keys.ndim != 2 or (len(queries) and len(keys) and queries.shape[1] != keys.shape[1]):
         raise ValueError(f"queries {queries.shape} and keys {keys.shape} must be 2-D with the same dimension")
-    q, n = len(queries), len(keys)
+    return top_k_blocks(
+        lambda rows, columns: queries[rows] @ keys[columns].T,  # (qc, kc)
+        len(queries), len(keys), k, exclude_self=exclude_self, query_chunk=query_chunk, key_chunk=key_chunk,
+    )  # fmt: skip
+
+
+def top_k_blocks(
+    score_block: Callable[[slice, slice], np.ndarray],
+    query_count: int,
+    key_count: int,
+    k: int,
+    *,
+    exclude_self: bool = False,
+    query_chunk: int = 1024,
+    key_chunk: int = 16384,
+) -> Neighbours:
+    """The k best keys of every query, best first, from scores computed one block at a time.
+
+    score_block(query rows, key columns) returns the float32 scores of that block, shape
+    (len(rows), len(columns)), higher is better; any score (dense cosine, sparse TF-IDF cosine,
+    a fusion of both) can be searched exactly this way. Ties keep the lower index.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    q, n = query_count, key_count
     best_idx = np.full((q, k), -1, dtype=np.int64)  # (q, k)
     best_score = np.full((q, k), -np.inf, dtype=np.float32)  # (q, k)
     for q0 in range(0, q, query_chunk):
         rows = slice(q0, min(q0 + query_chunk, q))
         idx, score = best_idx[rows], best_score[rows]
         for k0 in range(0, n, key_chunk):
-            block = queries[rows] @ keys[k0 : k0 + key_chunk].T  # (qc, kc)
+            block = np.asarray(score_block(rows, slice(k0, min(k0 + key_chunk, n))), dtype=np.float32)  # (qc, kc)
             if exclude_self:
+                block = block.copy()  # the caller's block is not ours to write
                 own = np.arange(rows.start, rows.stop)[:, None] - k0  # (qc, 1) column of each query's own key
                 inside = (own >= 0) & (own < block.shape[1])
                 block[np.nonzero(inside)[0], own[inside]] = -np.inf

@@ -1,0 +1,215 @@
+"""Nearest sentences of a collection for each query sentence: dense, lexical or hybrid retrieval, searched exactly.
+
+Why three: the default encoder (MiniLM) is English. On German DEplain-web, character 3-gram TF-IDF
+finds a simple sentence's gold complex partner far more often than MiniLM does, and the two views
+fail on different sentences, so a fusion of both beats either (``bench/deplain_retrieval.py``).
+
+* ``dense``: cosine of the encoder's unit vectors (what mining searches with today).
+* ``lexical``: cosine of character 3-gram TF-IDF vectors (:func:`models_ml.similarity.measures.char_trigrams`,
+  the aligner's C3G measure) hashed into :data:`LEXICAL_DIMENSIONS` columns and cut to the
+  :data:`MAX_LEXICAL_NONZEROS` heaviest, so each fits a pgvector ``sparsevec`` that an HNSW index takes.
+* ``hybrid``: both, fused either by a weighted sum of the two cosines (exact over all keys) or by
+  reciprocal-rank fusion (Cormack, Clarke & Büttcher 2009) of each view's ``rrf_depth`` best.
+
+The search is exact (numpy / scipy sparse products, :func:`models_ml.mining.knn.top_k_blocks`); memory
+is one (query_chunk x key_chunk) score block plus the running best lists, whatever the collection size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from sklearn.feature_extraction.text import HashingVectorizer
+
+from models_ml.mining.knn import Neighbours, normalise, top_k_blocks
+from models_ml.similarity.measures import char_trigrams, validate_sentences
+
+__all__ = [
+    "DEFAULT_FUSION",
+    "DEFAULT_RETRIEVAL",
+    "FUSIONS",
+    "LEXICAL_DIMENSIONS",
+    "MAX_LEXICAL_NONZEROS",
+    "RETRIEVALS",
+    "LexicalVectoriser",
+    "RetrievalConfig",
+    "reciprocal_rank_fusion",
+    "retrieve",
+]
+
+RETRIEVALS = ("dense", "lexical", "hybrid")
+FUSIONS = ("rrf", "weighted")
+DEFAULT_RETRIEVAL = "hybrid"
+DEFAULT_FUSION = "rrf"
+# 2^20 columns: hash collisions are rare among the ~10^4-10^5 distinct 3-grams of a language, and
+# pgvector's sparsevec allows up to 10^9 dimensions.
+LEXICAL_DIMENSIONS = 2**20
+# pgvector's HNSW index takes sparse vectors of at most 1,000 non-zeros; a sentence has about one
+# 3-gram per character, so only sentences longer than ~1,000 characters lose their lightest 3-grams.
+MAX_LEXICAL_NONZEROS = 1000
+
+Encode = Callable[[list[str]], np.ndarray]  # sentences -> (n, d) vectors
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Which retrieval, and for ``hybrid`` how the two views are fused.
+
+    dense_weight: the weighted sum's share of the dense cosine (the lexical cosine gets the rest).
+    rrf_constant: RRF's k in 1 / (k + rank), 60 as in the paper; rrf_depth: how many of each view's
+    best enter the fusion (at least the k asked for). query_chunk x key_chunk bounds the score block.
+    """
+
+    retrieval: str = DEFAULT_RETRIEVAL
+    fusion: str = DEFAULT_FUSION
+    dense_weight: float = 0.5
+    rrf_constant: int = 60
+    rrf_depth: int = 100
+    query_chunk: int = 256
+    key_chunk: int = 16384
+
+    def __post_init__(self) -> None:
+        if self.retrieval not in RETRIEVALS:
+            raise ValueError(f"unknown retrieval {self.retrieval!r}; known: {', '.join(RETRIEVALS)}")
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {self.fusion!r}; known: {', '.join(FUSIONS)}")
+        if not 0.0 <= self.dense_weight <= 1.0:
+            raise ValueError(f"dense_weight must be in [0, 1], got {self.dense_weight}")
+        if self.rrf_constant < 0 or min(self.rrf_depth, self.query_chunk, self.key_chunk) < 1:
+            raise ValueError("rrf_constant must be >= 0 and rrf_depth, query_chunk, key_chunk >= 1")
+
+    @property
+    def uses_encoder(self) -> bool:
+        return self.retrieval != "lexical"
+
+
+@dataclass(frozen=True)
+class LexicalVectoriser:
+    """Character 3-gram TF-IDF, hashed: ``idf`` (LEXICAL_DIMENSIONS,) float32 per hashed column.
+
+    Term frequency is the raw count and IDF the smoothed ``log((1 + N) / (1 + df)) + 1`` of
+    :class:`models_ml.similarity.measures.TfidfCosine`, fitted on the collection searched (N of its
+    sentences); a 3-gram the collection lacks gets the largest IDF. It changes no query's ranking,
+    as it only scales that query's vector.
+    """
+
+    idf: np.ndarray
+
+    @classmethod
+    def fit(cls, collection: Sequence[str]) -> LexicalVectoriser:
+        counts = _hashed_counts(validate_sentences(collection, "collection"))  # (N, D)
+        document_frequency = np.bincount(counts.indices, minlength=LEXICAL_DIMENSIONS)  # (D,) csr rows hold each column once
+        idf = np.log((1.0 + counts.shape[0]) / (1.0 + document_frequency)) + 1.0
+        return cls(idf.astype(np.float32))
+
+    def transform(self, sentences: Sequence[str]) -> sparse.csr_matrix:
+        """(n, LEXICAL_DIMENSIONS) float32, rows of unit length (blank sentences: zero rows), <= MAX_LEXICAL_NONZEROS each."""
+        weighted = _hashed_counts(validate_sentences(sentences, "sentences"))  # (n, D) counts
+        weighted.data *= self.idf[weighted.indices]  # tf x idf, entry by entry
+        weighted = _keep_heaviest(weighted, MAX_LEXICAL_NONZEROS)
+        norms = np.sqrt(np.asarray(weighted.multiply(weighted).sum(axis=1)).ravel())  # (n,)
+        inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        return sparse.csr_matrix(sparse.diags(inverse.astype(np.float32)) @ weighted, dtype=np.float32)
+
+
+def _hashed_counts(sentences: list[str]) -> sparse.csr_matrix:
+    hashing = HashingVectorizer(analyzer=char_trigrams, n_features=LEXICAL_DIMENSIONS, alternate_sign=False, norm=None, dtype=np.float32)
+    counts = hashing.transform(sentences).tocsr()  # (n, D), one entry per distinct hashed 3-gram
+    counts.sum_duplicates()
+    return counts
+
+
+def _keep_heaviest(matrix: sparse.csr_matrix, limit: int) -> sparse.csr_matrix:
+    """Each row cut to its ``limit`` largest entries (ties: the lower column), so it fits a sparsevec index."""
+    lengths = np.diff(matrix.indptr)  # (n,) entries per row
+    if matrix.nnz == 0 or lengths.max() <= limit:
+        return matrix
+    keep = np.ones(matrix.nnz, dtype=bool)  # (nnz,)
+    for row in np.flatnonzero(lengths > limit):
+        start, stop = matrix.indptr[row], matrix.indptr[row + 1]
+        order = np.lexsort((matrix.indices[start:stop], -matrix.data[start:stop]))  # heaviest first
+        keep[start + order[limit:]] = False
+    kept_per_row = np.bincount(np.repeat(np.arange(matrix.shape[0]), lengths)[keep], minlength=matrix.shape[0])  # (n,)
+    indptr = np.concatenate([[0], np.cumsum(kept_per_row)])
+    return sparse.csr_matrix((matrix.data[keep], matrix.indices[keep], indptr), shape=matrix.shape)
+
+
+def retrieve(
+    queries: Sequence[str], collection: Sequence[str], k: int, *, config: RetrievalConfig | None = None, encode: Encode | None = None
+) -> Neighbours:
+    """The k best sentences of ``collection`` for every query, best first: indices (q, k) and scores (q, k).
+
+    ``encode`` turns sentences into vectors (the encoder's ``encode``) and is needed unless the
+    retrieval is lexical. Scores: the cosine (dense, lexical), the weighted sum of both cosines, or
+    the RRF score. Where the collection has fewer than k sentences, the rest is -1 / -inf. Ties keep
+    the lower index, so equal inputs give equal outputs.
+    """
+    config = config or RetrievalConfig()
+    queries, collection = validate_sentences(queries, "query"), validate_sentences(collection, "collection")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if not collection:
+        raise ValueError("the collection holds no sentences")
+    if config.uses_encoder and encode is None:
+        raise ValueError(f"{config.retrieval} retrieval needs an encoder")
+    chunks = {"query_chunk": config.query_chunk, "key_chunk": config.key_chunk}
+    sizes = (len(queries), len(collection))
+    lexical = _lexical_scorer(queries, collection) if config.retrieval != "dense" else None
+    dense = _dense_scorer(queries, collection, encode) if config.uses_encoder and encode is not None else None
+    if dense is None or lexical is None:
+        return top_k_blocks(dense or lexical, *sizes, k, **chunks)  # type: ignore[arg-type]
+    if config.fusion == "weighted":
+        weight = np.float32(config.dense_weight)
+        fused = lambda rows, columns: weight * dense(rows, columns) + (1 - weight) * lexical(rows, columns)  # noqa: E731
+        return top_k_blocks(fused, *sizes, k, **chunks)
+    depth = max(k, config.rrf_depth)
+    rankings = [top_k_blocks(view, *sizes, depth, **chunks).indices for view in (dense, lexical)]
+    return reciprocal_rank_fusion(rankings, k, constant=config.rrf_constant)
+
+
+Scorer = Callable[[slice, slice], np.ndarray]  # (query rows, key columns) -> (rows, columns) float32 scores
+
+
+def _lexical_scorer(queries: list[str], collection: list[str]) -> Scorer:
+    vectoriser = LexicalVectoriser.fit(collection)
+    query_vectors = vectoriser.transform(queries)  # (q, D) csr
+    key_vectors_t = vectoriser.transform(collection).T.tocsc()  # (D, n): a column slice is one key block
+    return lambda rows, columns: (query_vectors[rows] @ key_vectors_t[:, columns]).toarray()  # (qc, kc)
+
+
+def _dense_scorer(queries: list[str], collection: list[str], encode: Encode) -> Scorer:
+    query_vectors = normalise(encode(queries))  # (q, d)
+    key_vectors = normalise(encode(collection))  # (n, d)
+    if query_vectors.shape != (len(queries), key_vectors.shape[1]) or key_vectors.shape[0] != len(collection):
+        raise ValueError(
+            f"the encoder returned {query_vectors.shape} and {key_vectors.shape} for {len(queries)} and {len(collection)} sentences"
+        )
+    return lambda rows, columns: query_vectors[rows] @ key_vectors[columns].T  # (qc, kc)
+
+
+def reciprocal_rank_fusion(rankings: Sequence[np.ndarray], k: int, *, constant: int = 60) -> Neighbours:
+    """Fuse several rankings of the same keys: a key scores sum over rankings of 1 / (constant + rank), rank from 1.
+
+    rankings: (q, depth_r) key indices each, best first, -1 for none. A key missing from a ranking
+    gets nothing from it. The k best per query, best first; ties keep the lower index. -1 / -inf pad.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if not rankings or len({len(r) for r in rankings}) != 1:
+        raise ValueError("need at least one ranking, all with the same number of queries")
+    query_count = len(rankings[0])
+    indices = np.full((query_count, k), -1, dtype=np.int64)  # (q, k)
+    scores = np.full((query_count, k), -np.inf, dtype=np.float32)  # (q, k)
+    contributions = [1.0 / (constant + np.arange(1, r.shape[1] + 1)) for r in rankings]  # (depth_r,) each
+    for query in range(query_count):
+        keys = np.concatenate([r[query] for r in rankings])  # (sum depth_r,)
+        gains = np.concatenate(contributions)
+        present = keys >= 0
+        found, position = np.unique(keys[present], return_inverse=True)  # sorted keys
+        fused = np.bincount(position, weights=gains[present], minlength=len(found))  # (distinct,)
+        order = np.lexsort((found, -fused))[:k]  # best first, lower index on ties
+        indices[query, : len(order)], scores[query, : len(order)] = found[order], fused[order]
+    return Neighbours(indices, scores)
