@@ -20,6 +20,7 @@ from django.conf import settings
 from procrastinate.contrib.django import app
 
 from alignment import services
+from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_create
 from alignment.importing.jobs import import_job_create
 from alignment.importing.models import ImportJob, ImportJobFile
@@ -32,8 +33,10 @@ from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, Docu
 from alignment.services import corpus_get_or_create
 from annotation.export import service as export
 from annotation.export.models import ExportJob
+from annotation.models import AnnotationProject
+from annotation.training import adaptation
 from annotation.training import service as training
-from annotation.training.models import ModelVersion, TrainingJob
+from annotation.training.models import AdaptationJob, ModelActivation, ModelVersion, TrainingJob
 from tests.alignment.conftest import big_corpus, python_executable, run_worker, worker_subprocess_env  # noqa: F401 - pytest fixtures used as arguments
 from tests.alignment.test_alignment_runs import LEXICAL, STORIES, TFIDF_CONFIG
 from tests.alignment.test_mining import PARAPHRASES
@@ -180,6 +183,21 @@ def training_restart(request, killed_worker) -> None:
     assert not _staging(root) and Path(job.version.path).is_dir()
 
 
+def adaptation_restart(request, killed_worker) -> None:
+    project = _gold_project(request)
+    weak = training.training_job_create(project=project, created_by=None, epochs=1, lr=0.001, base="untrained")
+    weak = training.training_job_execute(job_id=weak.pk, build_measure=run_measure, device="cpu").version
+    AnnotationProject.objects.filter(pk=project.pk).update(active_model=weak)
+    request.getfixturevalue("settings").AUTO_ADAPT_EPOCHS = 1  # the second worker runs in this process
+    job = adaptation.adaptation_queue(project=project, pair=project.pairs.first(), by=None)
+    root = Path(settings.MODEL_DIR) / f"project-{project.pk}"
+    killed_worker(lambda: _running(AdaptationJob, pk=job.pk, stage__startswith="adapting"), AUTO_ADAPT_EPOCHS="1")
+    job.refresh_from_db()
+    assert job.status == "succeeded" and job.outcome == AdaptationJob.Outcome.ADAPTED, (job.error, job.reason)
+    assert job.attempts == 2 and list(ModelVersion.objects.filter(project=project, automatic=True)) == [job.version]
+    assert ModelActivation.objects.filter(project=project).count() == 1 and not _staging(root) and Path(job.version.path).is_dir()
+
+
 def export_restart(request, killed_worker) -> None:
     project = _gold_project(request)
     job = export.export_job_create(project=project, created_by=None, formats="tsv")
@@ -251,6 +269,7 @@ CASES = {
     "mining_prepare": mining_prepare,
     "mining_shard": mining_shard,
     "training_restart": training_restart,
+    "adaptation_restart": adaptation_restart,
     "export_restart": export_restart,
     "export_gave_up": export_gave_up,
     "webhook_delivery": webhook_delivery,
