@@ -32,6 +32,7 @@ from annotation.client_actions import (
     stored_action,
 )
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, ItemEvent, LabelEvent, ProjectMembership
+from annotation.provenance import shown_provenance
 from annotation.selectors import project_name_refusal
 
 SECONDS_SPENT_MAX = 24 * 60 * 60  # more is not a time on one item but a broken client: refused (the database too, SECONDS_SPENT_SANE)
@@ -167,6 +168,7 @@ def label_record(
     seconds_spent: float | None = None,
     client_action_id: str = "",
     event_of_action: int = 0,
+    shown: str = "",
 ) -> LabelEvent:
     """Append the annotator's new label for a sentence pair of ``pair``.
 
@@ -176,9 +178,10 @@ def label_record(
     and LabelConflict when the label changed meanwhile. A resend of an action already stored
     (the same ``client_action_id``, see :mod:`annotation.client_actions`) stores nothing and
     returns the sentence pair's latest event, whatever ``expected_previous`` says. ``event_of_action``
-    is the event's position in an action that stores several (``labelling/edits.py``).
+    is the event's position in an action that stores several (``labelling/edits.py``); ``shown``: which suggestions it showed.
     """
     labels.label_check(label, unlabelled=True)
+    provenance = shown_provenance(project, pair, shown, source)  # {} unless the screen showed refreshed suggestions
     if source not in LabelEvent.Source.values or source in (LabelEvent.Source.UNDO, LabelEvent.Source.ADJUDICATION):
         raise ValueError(f"unknown or reserved source {source!r}")
     seconds_spent = seconds_spent_clean(seconds_spent)
@@ -197,18 +200,10 @@ def label_record(
                 raise _stale(latest)
             old = latest.new_label if latest else LabelEvent.Label.NONE
             return LabelEvent.objects.create(
-                project=project,
-                pair=pair,
-                annotator=annotator,
-                simple_sentence_id=simple_sentence_id,
-                complex_sentence_id=complex_sentence_id,
-                old_label=old,
-                new_label=label,
-                source=source,
-                previous_id=latest.pk if latest else None,
-                seconds_spent=seconds_spent,
-                client_action_id=client_action_id,
-            )
+                project=project, pair=pair, annotator=annotator, simple_sentence_id=simple_sentence_id,
+                complex_sentence_id=complex_sentence_id, old_label=old, new_label=label, source=source,
+                previous_id=latest.pk if latest else None, seconds_spent=seconds_spent, client_action_id=client_action_id, **provenance,
+            )  # fmt: skip
     except IntegrityError as error:  # the lock makes this rare; the constraints make it safe
         if not _is_chain_race(error):
             raise

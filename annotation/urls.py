@@ -35,6 +35,7 @@ urlpatterns = [
     path("projects/<int:project_id>/pairs/<int:pair_id>/label/", annotate_views.label_save, name="label_save"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/edit/", annotate_views.label_edit, name="label_edit"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/undo/", annotate_views.label_undo, name="label_undo"),
+    path("projects/<int:project_id>/pairs/<int:pair_id>/suggestions/", annotate_views.suggestions_refresh, name="suggestions_refresh"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/item-event/", annotate_views.item_event_save, name="item_event_save"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/done/", annotate_views.assignment_done, name="assignment_done"),
 ]

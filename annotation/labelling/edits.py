@@ -101,10 +101,11 @@ def label_edit_record(
     changes: list[LabelChange],
     seconds_spent: float | None,
     client_action_id: str,
+    shown: str = "",
 ) -> list[LabelEvent]:
     """Store every change of the edit as a label event, in one transaction: all of them, or none.
 
-    The edit's time is shared by its events. A resend of an edit already stored (the same
+    The edit's time is shared by its events; ``shown`` (which suggestions the screen showed) is recorded on each. A resend of an edit already stored (the same
     ``client_action_id``) stores nothing and returns the sentence pairs' latest events.
     """
     if not changes:
@@ -130,6 +131,7 @@ def label_edit_record(
                         seconds_spent=share,
                         client_action_id=client_action_id,
                         event_of_action=k,
+                        shown=shown,
                     )  # fmt: skip
                 )
             except services.LabelConflict as conflict:

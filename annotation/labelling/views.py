@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from alignment.errors import error_answer, error_json
 from annotation import selectors, services
-from annotation.labelling import edits, keys, screen
+from annotation.labelling import edits, keys, refresh, screen
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, LabelEvent
 from annotation.projects import worklist
 from annotation.training import adaptation
@@ -87,6 +87,7 @@ def label_save(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
             expected_previous=expected,
             seconds_spent=seconds,
             client_action_id=request.POST.get("client_action_id", ""),
+            shown=request.POST.get("suggestions", ""),
         )
     except services.LabelConflict as conflict:
         current = conflict.current
@@ -108,6 +109,7 @@ def label_edit(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
             changes=edits.changes_parse(request.POST.get("changes", "")),
             seconds_spent=services.seconds_spent_parse(request.POST.get("seconds_spent")),
             client_action_id=request.POST.get("client_action_id", ""),
+            shown=request.POST.get("suggestions", ""),
         )
     except edits.EditConflict as conflict:
         current = conflict.current
@@ -116,6 +118,17 @@ def label_edit(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
     except (ValueError, PermissionError) as error:
         return error_json(error)
     return JsonResponse(_events_state(events, project, assignment, request.user))
+
+
+@require_GET
+@never_cache
+def suggestions_refresh(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
+    """The unlabelled sentences' suggestions re-decoded given the annotator's labels (:mod:`annotation.labelling.refresh`), as JSON."""
+    project, assignment = _assignment_for(request, project_id, pair_id)
+    try:
+        return JsonResponse(refresh.refreshed_suggestions(project, request.user, assignment.pair))
+    except refresh.RefreshUnavailable as error:
+        return error_json(error)
 
 
 @require_POST

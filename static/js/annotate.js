@@ -6,7 +6,8 @@
  * table (#annotate-keys, the same table as the help dialog) says which action each key runs in each view,
  * and each button runs what its key runs. annotate_saving.js sends every action at once, in order, and
  * retries or lists it until saved (an edit's changes go as one action, undone as one); annotate_unsent.js
- * keeps unsent actions across a reload, annotate_session.js gets a lost session back; jumplist.js,
+ * keeps unsent actions across a reload, annotate_session.js gets a lost session back; annotate_suggest.js
+ * re-decodes the unlabelled sentences' suggestions after each saved change; jumplist.js,
  * item_notes.js and guidelines.js are the g list, the notes and the guidelines. */
 (function () {
   "use strict";
@@ -58,6 +59,7 @@
   const hint = (text) => setStatus("hint", text);
   const focus = window.annotateFocus.create({ root, state, hint, clearHint: saving.clearHint });
   const alignment = window.annotateAlignment.create({ root, box: $("alignment-view"), state, edit: editAction, hint });
+  const suggest = window.annotateSuggest.create({ url: root.dataset.suggestUrl, state, currentSimple: () => view.currentSimple(state), render });
 
   function render() {
     view.render(root, state);
@@ -77,7 +79,8 @@
     const simpleId = view.currentSimple(state);
     if (simpleId === null) return hint("Pick a pair first: a simple sentence (j), then a candidate (l, g or click).");
     if (state.complexId === null) return hint(`Simple #${number(simpleEl(simpleId))} has no suggestion: pick a complex sentence (l, g or click) first.`);
-    saving.enqueue({ kind: "label", simple: simpleId, complex: state.complexId, label, seconds: secondsOnItem() });
+    const suggestions = suggest.shown(simpleId); // which suggestions it was made on: the export's provenance
+    saving.enqueue({ kind: "label", simple: simpleId, complex: state.complexId, label, suggestions, seconds: secondsOnItem() });
   }
 
   function acceptSuggestion() {
@@ -89,7 +92,8 @@
   // An edit of several sentence pairs (alignment view, or A): one action, saved and undone as a whole.
   function editAction(result) {
     if (saving.waiting().count) return hint("Wait a moment: the last change is being saved, and the next edit builds on it.");
-    saving.enqueue({ kind: "edit", changes: result.changes, text: result.text, seconds: secondsOnItem() });
+    const suggestions = result.changes.some((change) => suggest.shown(change.simple)) ? "refreshed" : "";
+    saving.enqueue({ kind: "edit", changes: result.changes, text: result.text, suggestions, seconds: secondsOnItem() });
   }
 
   function acceptParagraph() {
@@ -188,6 +192,7 @@
     if (action.kind === "undo" && !payload.undone) return hint(payload.message);
     const changes = payload.changes || [payload];
     applyChanges(changes);
+    suggest.schedule(); // the rest of the pair, decoded again given this change
     const first = changes.reduce((a, b) => (state.simpleIds.indexOf(b.simple) < state.simpleIds.indexOf(a.simple) ? b : a)); // in document order
     if (action.kind === "undo") {
       alignment.focus("simple", first.simple);
@@ -231,6 +236,7 @@
     render();
     window.itemNotes.render(state.notes);
     setStatus("idle", "All saved ✓ (labels read again from the server)");
+    if (Object.keys(state.labels).length) suggest.schedule();
   }
 
   function applyConflict(action, payload) {

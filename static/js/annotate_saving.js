@@ -128,6 +128,7 @@
         });
         body.set("changes", JSON.stringify(changes));
         body.set("seconds_spent", action.seconds.toFixed(2));
+        if (action.suggestions) body.set("suggestions", action.suggestions);
       }
       if (action.kind === "label") {
         const current = currentLabel(action.simple, action.complex);
@@ -136,6 +137,7 @@
         body.set("label", action.label);
         body.set("expected_previous", current ? current.event : ""); // read now: earlier actions may have changed it
         body.set("seconds_spent", action.seconds.toFixed(2));
+        if (action.suggestions) body.set("suggestions", action.suggestions);
       }
       return body;
     }

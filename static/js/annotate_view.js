@@ -70,11 +70,18 @@
   function render(root, state) {
     const simpleId = currentSimple(state);
     root.querySelectorAll(".sentence").forEach((el) => {
-      el.classList.remove("selected", "candidate", "current", "labelled");
+      el.classList.remove("selected", "candidate", "current", "labelled", "suggestion-changed");
       el.className = el.className.replace(/\b(pred|own)-\S+/g, "").trim();
       el.querySelector(".sent-marks").replaceChildren();
     });
     linkChips(state);
+    for (const changedId of Object.keys(state.changed || {})) {
+      const el = simpleEl(changedId);
+      if (!el || el.classList.contains("labelled")) continue;
+      el.classList.add("suggestion-changed");
+      const chip = el.querySelector(".sent-marks").appendChild(badge("↻ new suggestion", "suggest-changed"));
+      chip.title = "Its suggestion changed: the aligner decoded the pair again given your labels";
+    }
     if (simpleId !== null) {
       simpleEl(simpleId).classList.add("selected");
       for (const candidate of candidatesOf(state, simpleId)) {

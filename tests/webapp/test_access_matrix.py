@@ -128,6 +128,7 @@ RULES: dict[str, tuple[str, str]] = {
     "annotation:label_save": ("own_assignment", "own_assignment"),
     "annotation:label_edit": ("own_assignment", "own_assignment"),
     "annotation:label_undo": ("own_assignment", "own_assignment"),
+    "annotation:suggestions_refresh": ("own_assignment", "own_assignment"),
     "annotation:item_event_save": ("own_assignment", "own_assignment"),
     "annotation:assignment_done": ("own_assignment", "own_assignment"),
     "api:corpus-list": ("user", "user"),
