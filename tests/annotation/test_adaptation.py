@@ -13,10 +13,11 @@ from alignment.aligning import service as aligning
 from alignment.aligning.measures import run_measure
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment
 from annotation import services
-from annotation.models import AdaptationJob, AnnotationProject, LabelEvent, ModelActivation, ModelVersion, TrainingSnapshot
+from annotation.models import AdaptationJob, AnnotationProject, Assignment, LabelEvent, ModelActivation, ModelVersion, TrainingSnapshot
 from annotation.training import service as training
 from annotation.training.adaptation import ADAPT_TASK, adaptation_job_execute, adaptation_queue
-from tests.annotation.gold_set import build_gold_project
+from annotation.training.snapshot import finished_snapshot_create
+from tests.annotation.gold_set import build_gold_project, label_pair_as_gold
 
 
 @pytest.fixture(autouse=True)
@@ -151,3 +152,20 @@ def test_without_finished_labelled_pairs_nothing_is_adapted_and_the_record_says_
     assert job.status == AdaptationJob.Status.SUCCEEDED and job.outcome == AdaptationJob.Outcome.NOT_ADAPTED, job.error
     assert "not adapted: no finished pair of project 'Gold retraining' has settled labels yet" in job.reason
     assert not ModelVersion.objects.exists() and not TrainingSnapshot.objects.exists()
+
+
+def test_finished_pairs_count_once_every_annotator_is_done_and_agrees(owner, django_user_model) -> None:
+    """Unverified pairs count when finished; a pair someone still works on, or with a disagreement, waits."""
+    project, annotator = build_gold_project(owner, labelled=3, verify=False)
+    pairs = list(project.pairs.order_by("pk"))
+    other = django_user_model.objects.create_user("otto", password="otto-pass-123")
+    services.membership_set(project=project, user=other, role="annotator")
+    for pair in pairs[:2]:
+        Assignment.objects.create(project=project, pair=pair, annotator=other)
+    label_pair_as_gold(project, other, pairs[1])  # agrees with gina on every item, and is done
+    snapshot = finished_snapshot_create(project=project)
+    assert sorted(snapshot.splits) == sorted(str(pair.pk) for pair in pairs[1:3])  # pair 1: otto is still working on it
+    assert {item[0] for item in snapshot.items} == {pairs[1].pk, pairs[2].pk} and snapshot.counts["labels"]["aligned"] == 8
+    label_one(project, other, pairs[0])  # one link, then done: his unlabelled items count as not aligned, which gina linked
+    services.assignment_complete(project=project, annotator=other, pair=pairs[0])
+    assert sorted(finished_snapshot_create(project=project).splits) == sorted(str(pair.pk) for pair in pairs[1:3])
