@@ -54,7 +54,7 @@ class AdaptReport:
     chosen: str = ""  # the kept candidate's name in ``figures``
     figures: dict[str, tuple[float, float]] = field(default_factory=dict)
     pairs: int = 0
-    held_out: bool = True  # False when the only labelled pair was also the one judged on
+    held_out: bool = True  # False with one labelled pair: nothing to judge a copy on, so the start is kept untried
     training: TrainingReport | None = None
 
     @property
@@ -69,7 +69,10 @@ class AdaptReport:
     def reason(self) -> str:
         """One sentence for the user: what was kept and why."""
         start = self.start_f1
-        scope = f"on {self.pairs} labelled pairs, each held out in turn" if self.held_out else "on the one labelled pair it trained on"
+        if not self.held_out:
+            return (f"kept the current model: a fine-tuned copy is judged on labelled pairs it did not train on, and there is "
+                    f"only one yet (group F1 {start[0]:.3f} on it); adapting starts at two")  # fmt: skip
+        scope = f"on {self.pairs} labelled pairs, each held out in turn"
         if self.kept == "start":
             return (f"kept the current model: no fine-tuned copy beat it {scope} "
                     f"(best group F1 {self.tuned_f1[0]:.3f} against {start[0]:.3f})")  # fmt: skip
@@ -103,6 +106,8 @@ def adapt_aligner(
     held_out = len(labelled) > 1
     report = AdaptReport(kept="start", prior=None, pairs=len(labelled), held_out=held_out)
     report.figures["start"] = _mean_f1([_f1(start, [labelled[h]], _pick(features, [h])) for _, h in folds])
+    if not held_out:  # judged on the pair it trained on, a copy looks better than it is: the learning-loop bench saw k = 1 lose
+        return start, report
     for prior in priors:  # each prior's held-out curve over the epochs: (group F1, pair F1) per epoch, averaged over folds
         curves = [_held_out_curve(start, labelled, fold, replace(training, scorer_prior_l2=prior), seed, features) for fold in folds]
         for epoch in range(min(len(curve) for curve in curves)):
