@@ -1,4 +1,4 @@
-"""Command line without a database: ``python -m models_ml align | evaluate | train | mine``.
+"""Command line without a database: ``python -m models_ml align | evaluate | train | mine | neighbours``.
 
 align     aligns one document pair given as two sentence files (one sentence a line, a blank
           line between paragraphs) and writes one JSON group a line.
@@ -8,6 +8,8 @@ train     trains the aligner's CRF on gold alignments (Wiki-Manual TSV or DEplai
           saves it as a model directory that ``align --model`` reads.
 mine      mines pseudo-parallel pairs from unpaired documents (LHA between two folders, or MUSS
           paraphrase mining within one) and writes one JSON item a line.
+neighbours  each query sentence's k nearest sentences of a collection (dense, lexical or hybrid
+          retrieval), one JSON line per query.
 
 Bad input ends with exit status 2 and one line on stderr that names the file.
 """
@@ -21,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from models_ml.cli_mine import add_mine, run_mine
+from models_ml.cli_neighbours import add_neighbours, run_neighbours
 from models_ml.cli_support import EXIT_BAD_INPUT, InputError, check_writable_directory, read_sentences
 from models_ml.data.deplain import read_deplain, unplaced_summary
 from models_ml.data.io import AlignmentGroup, GoldPair, read_groups_jsonl, read_known_links, write_groups_jsonl
@@ -34,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m models_ml", description="Sentence alignment of complex and simplified documents, without a database."
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for add_command in (_add_align, _add_evaluate, _add_train, add_mine):
+    for add_command in (_add_align, _add_evaluate, _add_train, add_mine, add_neighbours):
         add_command(commands)
     return parser
 
@@ -354,6 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(run_train(args))
         elif args.command == "mine":
             print(run_mine(args))
+        elif args.command == "neighbours":
+            print(run_neighbours(args))
         else:
             print(run_evaluate(args))
     except InputError as error:
