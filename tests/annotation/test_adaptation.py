@@ -116,6 +116,8 @@ def test_an_adapted_copy_becomes_an_automatic_version_and_re_suggests_only_unsta
     page = client.get(f"/annotate/projects/{project.pk}/models/").content.decode()
     assert 'id="version-2" class="active"' in page and "automatic</span>" in page and escape(job.reason) in page
     assert "automatic adaptation" in page  # the version's maker and its activation in the history
+    listed = client.get(f"/api/projects/{project.pk}/model-versions/").json()["results"]
+    assert [(v["name"], v["automatic"], v["automatic_reason"]) for v in listed] == [("v2", True, job.reason), ("v1", False, "")]
 
 
 def test_when_no_copy_beats_the_active_model_it_stays_and_the_models_page_says_why(owner, client) -> None:

@@ -248,6 +248,8 @@ class ModelVersionSerializer(serializers.ModelSerializer):
             "checksum",
             "metrics",
             "baseline",
+            "automatic",
+            "automatic_reason",
             "created_by",
             "created_at",
         ]
