@@ -10,7 +10,7 @@ from pathlib import Path
 
 from models_ml.cli_support import InputError, read_sentences
 
-RETRIEVAL_HELP = "dense (the encoder's cosine), lexical (char 3-gram TF-IDF cosine) or hybrid (both, fused); default hybrid"
+RETRIEVAL_HELP = "lexical (char 3-gram TF-IDF cosine, the default), dense (the encoder's cosine) or hybrid (0.3 dense + 0.7 lexical)"
 
 
 def add_neighbours(commands: argparse._SubParsersAction) -> None:

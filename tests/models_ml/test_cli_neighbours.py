@@ -55,9 +55,15 @@ def test_k_above_the_corpus_size_lists_every_sentence_once(tmp_path: Path) -> No
     assert_contract(out, len(CORPUS))
 
 
-def test_default_retrieval_is_hybrid_with_the_default_encoder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out = neighbours(tmp_path, "--k", "3", "--device", "cpu")
-    assert status == 0 and "(hybrid)" in capsys.readouterr().out
+def test_default_retrieval_is_lexical(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _ = neighbours(tmp_path, "--k", "1")
+    assert status == 0 and "(lexical)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("retrieval", ["dense", "hybrid"])
+def test_encoder_retrievals_follow_the_contract(retrieval: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out = neighbours(tmp_path, "--k", "3", "--retrieval", retrieval, "--device", "cpu")
+    assert status == 0 and f"({retrieval})" in capsys.readouterr().out
     lines = assert_contract(out, 3)
     assert [line["neighbours"][0][0] for line in lines] == [1, 0]
 
