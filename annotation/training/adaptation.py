@@ -33,7 +33,7 @@ from annotation.models import AnnotationProject
 from annotation.training.models import AdaptationJob, ModelActivation, ModelVersion, TrainingSnapshot
 from annotation.training.registry import ModelCorrupted, base_aligner_name, base_model_dir, realign, untrained_aligner, version_load
 from annotation.training.resuggest import unstarted_pair_ids
-from annotation.training.snapshot import TrainingDataError, finished_snapshot_create, snapshot_gold_pairs
+from annotation.training.snapshot import TrainingDataError, finished_snapshot, snapshot_gold_pairs
 from models_ml.aligning.adapt import AdaptReport, adapt_aligner
 from models_ml.aligning.aligner import Aligner
 from models_ml.aligning.train import TrainingConfig
@@ -78,7 +78,7 @@ def adaptation_job_execute(*, job_id: int, device: str = "") -> AdaptationJob:
         return AdaptationJob.objects.get(pk=job_id)
     staging: Path | None = None
     try:
-        start, start_name = _start(job.project, device)
+        start, start_name, start_id = _start(job.project, device)
         snapshot = _snapshot(job.project)
         labelled = snapshot_gold_pairs(snapshot, None)
         job.heartbeat(stage=f"adapting {start_name} to {len(labelled)} finished pair(s)")
@@ -90,7 +90,7 @@ def adaptation_job_execute(*, job_id: int, device: str = "") -> AdaptationJob:
         else:
             staging = _staging(job)
             adapted.save(staging)
-            _register(job, snapshot, staging, report, reason, figures, start_name)
+            _register(job, snapshot, staging, report, reason, figures, (start_name, start_id))
             staging = None  # renamed into place and registered
     except NotAdaptable as why:
         job.mark_succeeded(outcome=AdaptationJob.Outcome.NOT_ADAPTED, reason=f"{_after(job)}: not adapted: {why}", stage="done")
@@ -107,14 +107,14 @@ def _after(job: AdaptationJob) -> str:
     return f"Automatic adaptation after {job.after_pair}" if job.after_pair is not None else "Automatic adaptation"
 
 
-def _start(project: AnnotationProject, device: str) -> tuple[Aligner, str]:
-    """The active model to adapt and its name; NotAdaptable when it has no trained weights or cannot be loaded."""
+def _start(project: AnnotationProject, device: str) -> tuple[Aligner, str, int | None]:
+    """The active model to adapt, its name and version id; NotAdaptable when it has no trained weights or cannot be loaded."""
     project = AnnotationProject.objects.select_related("active_model", "suggestion_run").get(pk=project.pk)
     try:
         if project.active_model is not None:
-            return version_load(project.active_model, device=device), str(project.active_model)
+            return version_load(project.active_model, device=device), str(project.active_model), project.active_model_id
         if base_model_dir(project):
-            return untrained_aligner(project, device=device), base_aligner_name(project)
+            return untrained_aligner(project, device=device), base_aligner_name(project), None
     except ModelCorrupted as error:
         raise NotAdaptable(f"the active model cannot be loaded ({error})") from None
     raise NotAdaptable(
@@ -125,7 +125,7 @@ def _start(project: AnnotationProject, device: str) -> tuple[Aligner, str]:
 
 def _snapshot(project: AnnotationProject) -> TrainingSnapshot:
     try:
-        return finished_snapshot_create(project=project)
+        return finished_snapshot(project)
     except TrainingDataError as error:
         raise NotAdaptable(str(error)) from None
 
@@ -140,17 +140,23 @@ def _staging(job: AdaptationJob) -> Path:
 
 
 def _register(
-    job: AdaptationJob, snapshot: TrainingSnapshot, staging: Path, report: AdaptReport, reason: str, figures: dict, start_name: str
-) -> ModelVersion:
-    """Register the adapted copy as an automatic version, make it active and queue the re-suggestion of the unstarted
-    pairs, in one transaction with the job's success; the folder is renamed into place last."""
+    job: AdaptationJob, snapshot: TrainingSnapshot, staging: Path, report: AdaptReport, reason: str, figures: dict,
+    start: tuple[str, int | None],
+) -> ModelVersion:  # fmt: skip
+    """Save the snapshot, register the adapted copy as an automatic version, make it active and queue the re-suggestion
+    of the unstarted pairs, in one transaction with the job's success (the folder is renamed into place before the run,
+    which checks it, is queued)."""
     with transaction.atomic():
         project = AnnotationProject.objects.select_for_update().get(pk=job.project_id)
+        start_name, start_id = start
+        if project.active_model_id != start_id:  # a promotion or rollback meanwhile: the manager's choice stands
+            raise NotAdaptable(f"the active model changed from {start_name} while it adapted; the next finished pair adapts the new one")
         number = (ModelVersion.objects.filter(project=project).aggregate(n=Max("number"))["n"] or 0) + 1
         final = staging.parent / f"v{number}"
         if final.exists():  # left by a registration whose transaction rolled back after the rename
             shutil.rmtree(final)
         aligner = Aligner.load(staging)
+        snapshot.save()
         version = ModelVersion.objects.create(
             project=project, number=number, snapshot=snapshot, path=str(final), checksum=sha256(staging / CHECKSUMS),
             config=aligner.config.to_dict(), metrics={"adaptation": {"figures": figures, "chosen": report.chosen, "pairs": report.pairs,

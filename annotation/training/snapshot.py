@@ -161,22 +161,20 @@ def snapshot_create(*, project: AnnotationProject, seed: int = 0, created_by: Ab
         )  # fmt: skip
 
 
-def finished_snapshot_create(*, project: AnnotationProject, seed: int = 0) -> TrainingSnapshot:
-    """Freeze the labels of the project's finished pairs (:func:`gold_items` with ``finished``) for automatic adaptation,
-    which judges leave-one-pair-out and so needs one pair, not three; TrainingDataError when no finished pair has labels.
-    The splits are the project's sticky ones, so a later snapshot of the gold keeps every pair where it was."""
-    with transaction.atomic():
-        AnnotationProject.objects.select_for_update().get(pk=project.pk)
-        items, event_ids = gold_items(project, finished=True)
-        if not items:
-            raise TrainingDataError(
-                f"no finished pair of project {project.name!r} has settled labels yet: a pair counts once every annotator "
-                f"assigned to it marked it done and they agree on every label (or a reviewer settled it)"
-            )
-        splits = _splits(project, items, seed)
-        return TrainingSnapshot.objects.create(
-            project=project, seed=seed, splits=splits, items=items, label_event_ids=event_ids, counts=_counts(items, splits)
+def finished_snapshot(project: AnnotationProject, *, seed: int = 0) -> TrainingSnapshot:
+    """The labels of the project's finished pairs (:func:`gold_items` with ``finished``) for automatic adaptation, as an
+    unsaved snapshot (saved only with the version it makes). Adaptation judges leave-one-pair-out, so one pair is enough;
+    TrainingDataError when no finished pair has labels. The splits are the project's sticky ones."""
+    items, event_ids = gold_items(project, finished=True)
+    if not items:
+        raise TrainingDataError(
+            f"no finished pair of project {project.name!r} has settled labels yet: a pair counts once every annotator "
+            f"assigned to it marked it done and they agree on every label (or a reviewer settled it)"
         )
+    splits = _splits(project, items, seed)
+    return TrainingSnapshot(
+        project=project, seed=seed, splits=splits, items=items, label_event_ids=event_ids, counts=_counts(items, splits)
+    )
 
 
 def snapshot_gold_pairs(snapshot: TrainingSnapshot, split: str | None) -> list[GoldPair]:

@@ -14,9 +14,10 @@ from alignment.aligning.measures import run_measure
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment
 from annotation import services
 from annotation.models import AdaptationJob, AnnotationProject, Assignment, LabelEvent, ModelActivation, ModelVersion, TrainingSnapshot
+from annotation.training import adaptation
 from annotation.training import service as training
 from annotation.training.adaptation import ADAPT_TASK, adaptation_job_execute, adaptation_queue
-from annotation.training.snapshot import finished_snapshot_create
+from annotation.training.snapshot import finished_snapshot
 from tests.annotation.gold_set import build_gold_project, label_pair_as_gold
 
 
@@ -132,6 +133,7 @@ def test_when_no_copy_beats_the_active_model_it_stays_and_the_models_page_says_w
         f"each held out in turn (best group F1 1.000 against 1.000)"
     )
     assert list(ModelVersion.objects.all()) == [strong] and not ModelActivation.objects.exists()
+    assert list(TrainingSnapshot.objects.all()) == [strong.snapshot]  # what it judged on is kept only with a version
     project.refresh_from_db()
     assert project.active_model == strong and project.suggestion_run == old_run and project.pending_suggestion_run is None
     client.force_login(owner)
@@ -165,9 +167,29 @@ def test_finished_pairs_count_once_every_annotator_is_done_and_agrees(owner, dja
     for pair in pairs[:2]:
         Assignment.objects.create(project=project, pair=pair, annotator=other)
     label_pair_as_gold(project, other, pairs[1])  # agrees with gina on every item, and is done
-    snapshot = finished_snapshot_create(project=project)
+    snapshot = finished_snapshot(project)
     assert sorted(snapshot.splits) == sorted(str(pair.pk) for pair in pairs[1:3])  # pair 1: otto is still working on it
     assert {item[0] for item in snapshot.items} == {pairs[1].pk, pairs[2].pk} and snapshot.counts["labels"]["aligned"] == 8
     label_one(project, other, pairs[0])  # one link, then done: his unlabelled items count as not aligned, which gina linked
     services.assignment_complete(project=project, annotator=other, pair=pairs[0])
-    assert sorted(finished_snapshot_create(project=project).splits) == sorted(str(pair.pk) for pair in pairs[1:3])
+    assert sorted(finished_snapshot(project).splits) == sorted(str(pair.pk) for pair in pairs[1:3])
+
+
+def test_a_promotion_while_it_adapts_stands_and_the_record_says_so(owner, monkeypatch) -> None:
+    project, annotator = build_gold_project(owner, labelled=3)
+    weak = with_active_version(project, owner, epochs=1, lr=0.001)
+
+    def adapt_then_roll_back(*args, **kwargs):
+        answer = real_adapt(*args, **kwargs)
+        AnnotationProject.objects.filter(pk=project.pk).update(active_model=None)  # a manager's rollback meanwhile
+        return answer
+
+    real_adapt = adaptation.adapt_aligner
+    monkeypatch.setattr(adaptation, "adapt_aligner", adapt_then_roll_back)
+    job = adapt_now(project, project.pairs.first(), annotator)
+    assert job.outcome == AdaptationJob.Outcome.NOT_ADAPTED, (job.error, job.reason)
+    assert f"not adapted: the active model changed from {weak} while it adapted" in job.reason
+    assert list(ModelVersion.objects.all()) == [weak] and not ModelActivation.objects.exists()
+    project.refresh_from_db()
+    assert project.active_model is None and project.pending_suggestion_run is None
+    assert not [p for p in (Path(weak.path).parent).iterdir() if p.name != "v1"]  # no staging folder, no v2
