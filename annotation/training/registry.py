@@ -242,6 +242,11 @@ def version_promote(
         raise ValueError(f"{version} is already the active model of {project}")
     version_load(version, device=device)  # refuse a corrupted model before anything changes
     comparison = _stored_comparison(version, project) or _comparison(version, project, build_measure, device)
+    if not comparison["beats"] and not force and version.automatic and "test" not in version.metrics:
+        raise ValueError(
+            f"{version} was adapted automatically, judged leave-one-pair-out on the finished pairs, and has no held-out test "
+            f"figures to compare with the active model ({comparison['name']}). A manager may force the promotion with a reason."
+        )
     if not comparison["beats"] and not force:
         raise ValueError(
             f"{version} does not beat the active model ({comparison['name']}) on the same {version.snapshot.counts['pairs']['test']} "

@@ -14,7 +14,7 @@ from alignment.aligning.measures import run_measure
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment
 from annotation import services
 from annotation.models import AdaptationJob, AnnotationProject, Assignment, LabelEvent, ModelActivation, ModelVersion, TrainingSnapshot
-from annotation.training import adaptation
+from annotation.training import adaptation, registry
 from annotation.training import service as training
 from annotation.training.adaptation import ADAPT_TASK, adaptation_job_execute, adaptation_queue
 from annotation.training.snapshot import finished_snapshot
@@ -119,6 +119,11 @@ def test_an_adapted_copy_becomes_an_automatic_version_and_re_suggests_only_unsta
     assert "automatic adaptation" in page  # the version's maker and its activation in the history
     listed = client.get(f"/api/projects/{project.pk}/model-versions/").json()["results"]
     assert [(v["name"], v["automatic"], v["automatic_reason"]) for v in listed] == [("v2", True, job.reason), ("v1", False, "")]
+    registry.version_rollback(project=project, by=owner)  # back to v1, as after any promotion
+    with pytest.raises(ValueError, match=r"v2 was adapted automatically, .* has no held-out test figures .* force the promotion"):
+        registry.version_promote(version=version, by=owner, build_measure=run_measure)
+    forced = registry.version_promote(version=version, by=owner, build_measure=run_measure, force=True, reason="the adapted one")
+    assert forced.action == ModelActivation.Action.FORCE and forced.previous == weak
 
 
 def test_when_no_copy_beats_the_active_model_it_stays_and_the_models_page_says_why(owner, client) -> None:
