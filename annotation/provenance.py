@@ -34,6 +34,16 @@ UNKNOWN = "unknown"
 RECORDED = "recorded"
 BACKFILLED = "backfilled"
 REFRESHED = "refreshed"
+KEPT_FROM = "kept_from"  # run config: pair id -> the run whose rows were copied in for it (annotation.training.resuggest)
+
+
+def origin_run(run: AlignmentRun, pair_id: int) -> AlignmentRun:
+    """The run whose model made ``run``'s suggestions for the pair: ``run`` itself, or the run an automatic
+    adaptation's re-suggestion copied a started pair's rows from (their scores and model are that run's)."""
+    origin = (run.config or {}).get(KEPT_FROM, {}).get(str(pair_id))
+    return AlignmentRun.objects.filter(pk=origin).first() or run if origin else run
+
+
 SHOWN = (STORED, REFRESHED)  # what a screen may say it showed for the label it sends
 
 
@@ -57,6 +67,7 @@ def suggestion_provenance(project: AnnotationProject, pair: DocumentPair, *, sho
             "suggestion": {"run_id": None, "model": None, "model_version": None, "kind": NONE, "basis": RECORDED},
         }
     aligned = AlignedPair.objects.filter(run=run, pair=pair).exists()
+    run = origin_run(run, pair.pk)  # the run whose model made what the screen shows
     suggestion = {
         "run_id": run.pk,
         "model": run.model_label,

@@ -35,6 +35,7 @@ from annotation.labelling.confidence import CRF, GROUP, NOT_SCORED, Confidence
 from annotation.labelling.screen import suggestion_run_for
 from annotation.labels import LINKED_LABELS, current_labels
 from annotation.models import AnnotationProject, LabelEvent
+from annotation.provenance import origin_run
 from models_ml.aligning.aligner import Aligner, AlignmentResult
 
 ALIGNERS_KEPT = 4  # aligners of recent suggestion runs kept loaded in each web process
@@ -59,6 +60,7 @@ def refreshed_suggestions(project: AnnotationProject, annotator: AbstractBaseUse
         raise RefreshUnavailable(note)
     started = time.perf_counter()
     similarity = _stored_scores(run, pair)
+    run = origin_run(run, pair.pk)  # scores copied from an earlier run are decoded with that run's model
     simple_ids, simple_paragraphs = _side(pair.simple_document_id)
     complex_ids, complex_paragraphs = _side(pair.complex_document_id)
     if similarity.shape != (len(simple_ids), len(complex_ids)):

@@ -7,7 +7,9 @@ correction; no assignment marked done). When that run succeeds, just before it b
 suggestion run (:func:`annotation.training.registry.suggestions_switch`), every pair started by then
 gets a copy of the rows the current suggestion run stored for it (paragraph groups, candidates, the
 pair's matrices), replacing what the new run stored if someone started it meanwhile. So a started
-pair's suggestions never change, and the old run is left exactly as it was. The new run's page counts
+pair's suggestions never change, and the old run is left exactly as it was. The new run's config names,
+per copied pair, the run that made its rows (``kept_from``, :func:`annotation.provenance.origin_run`):
+labels made on them cite that run's model, and the screen re-decodes them with it. The new run's page counts
 the copied pairs as its own; the adaptation job's record says which pairs were re-suggested.
 """
 
@@ -18,6 +20,7 @@ from django.db.models import Count, F, Sum
 
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, ParagraphAlignment
 from annotation.models import AnnotationProject, Assignment, ItemEvent, LabelEvent, ParagraphCorrection
+from annotation.provenance import KEPT_FROM
 from annotation.training.models import AdaptationJob
 
 PER_PAIR_ROWS = (AlignedPair, ParagraphAlignment, CandidateAlignment)  # what a run stores for one pair
@@ -50,6 +53,11 @@ def started_pairs_keep(project: AnnotationProject, run: AlignmentRun) -> None:
     shown = set(AlignedPair.objects.filter(run_id=current, pair_id__in=started).values_list("pair_id", flat=True)) if current else set()
     for model in PER_PAIR_ROWS:
         _copy_rows(model, current, run.pk, shown)
+    if shown:
+        origins = (project.suggestion_run.config or {}).get(KEPT_FROM, {})
+        config = {**run.config, KEPT_FROM: {str(pair): origins.get(str(pair), current) for pair in sorted(shown)}}
+        AlignmentRun.objects.filter(pk=run.pk).update(config=config)
+        run.config = config
     run.pairs.remove(*(started - shown))  # started before any run aligned them: they keep having no suggestions
     run.pairs.add(*shown)
     _recount(run)

@@ -113,6 +113,12 @@ def test_an_adapted_copy_becomes_an_automatic_version_and_re_suggests_only_unsta
     run.refresh_from_db()
     assert run.pairs_done == run.pairs_total == 6 and run.candidates_written == CandidateAlignment.objects.filter(run=run).count()
     assert list(LabelEvent.objects.order_by("pk").values_list("pk", "pair_id", "new_label", "source")) == labels
+    assert run.config["kept_from"] == {str(pair.pk): old_run.pk for pair in pairs[:5]}  # whose model made the copied rows
+    later = LabelEvent.objects.filter(pair=pairs[4]).first()
+    services.label_record(project=project, annotator=annotator, pair=pairs[4], simple_sentence_id=later.simple_sentence_id,
+                          complex_sentence_id=later.complex_sentence_id, label="partial", expected_previous=later.pk)  # fmt: skip
+    cited = LabelEvent.objects.filter(pair=pairs[4]).last()
+    assert cited.suggestion_run == old_run and cited.suggestion["run_id"] == old_run.pk  # what the screen showed, not the new model
     client.force_login(owner)
     page = client.get(f"/annotate/projects/{project.pk}/models/").content.decode()
     assert 'id="version-2" class="active"' in page and "automatic</span>" in page and escape(job.reason) in page
