@@ -1,6 +1,6 @@
 """The learning loop in a new domain: label k pairs of it, retrain, score the rest of the domain.
 
-    .venv/bin/python bench/deplain_learning_loop.py [--draws 8] [--seed 0] [--domains fiction,health] [--plot FILE.svg]
+    .venv/bin/python bench/deplain_learning_loop.py [--draws 8] [--seed 0] [--domains fiction,health] [--plot FILE.svg] [--no-pool]
 
 Needs ../shared/data/deplain-web-dev. The starting model is the shipped recipe (learned scorer +
 CRF, lexical features) trained on the language-learner and bible pairs. For a new domain with six
@@ -46,7 +46,9 @@ def interval(values: list[float]) -> tuple[float, float]:
     return float(array.mean()), float(stats.t.ppf(0.975, len(array) - 1) * array.std(ddof=1) / np.sqrt(len(array)))
 
 
-def draw_scores(corpus: Corpus, start: Aligner, old: list[int], domain: list[int], draw: int, seed: int) -> dict[str, dict[int, float]]:
+def draw_scores(
+    corpus: Corpus, start: Aligner, old: list[int], domain: list[int], draw: int, seed: int, pool_too: bool = True
+) -> dict[str, dict[int, float]]:
     order = [domain[k] for k in np.random.default_rng(seed + draw).permutation(len(domain))]
     test, pool = order[-3:], order[:-3]
     scores: dict[str, dict[int, float]] = {"adapt": {}, "pool": {}}
@@ -61,8 +63,11 @@ def draw_scores(corpus: Corpus, start: Aligner, old: list[int], domain: list[int
             start, [corpus.pairs[i] for i in labelled], seed=seed + draw, features=[corpus.lexical[i] for i in labelled]
         )
         scores["adapt"][k] = score_learned(adapted, corpus, test).group_task1.f1
-        pooled = train_learned(corpus, old + labelled, embedding=False, seed=seed + draw)
-        scores["pool"][k] = score_learned(pooled, corpus, test).group_task1.f1
+        if pool_too:
+            pooled = train_learned(corpus, old + labelled, embedding=False, seed=seed + draw)
+            scores["pool"][k] = score_learned(pooled, corpus, test).group_task1.f1
+        else:
+            scores["pool"][k] = float("nan")
         print(f"  draw {draw} k={k}: adapt {scores['adapt'][k]:.3f} (kept {report.kept}: {report.chosen or 'start'}), pool {scores['pool'][k]:.3f}, "
               f"k=0 {scores['adapt'][0]:.3f}", flush=True)  # fmt: skip
     return scores
@@ -74,6 +79,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--domains", default="fiction,health")
     parser.add_argument("--plot", type=Path, default=None, help="write an SVG of group F1 against k")
+    parser.add_argument("--no-pool", action="store_true", help="leave out the old loop (retrain on old + new pairs): half the time")
     args = parser.parse_args()
     corpus = load_corpus(embeddings=False)
     old = [k for k, d in enumerate(corpus.domains) if d in ("language learner", "bible")]
@@ -84,7 +90,7 @@ def main() -> None:
         if len(domain) < 4:
             raise SystemExit(f"domain {name!r} has {len(domain)} pairs; the loop needs at least 4")
         print(f"\n{name}: {len(domain)} pairs, {args.draws} draws, 3 test pairs each")
-        draws = [draw_scores(corpus, start, old, domain, draw, args.seed) for draw in range(args.draws)]
+        draws = [draw_scores(corpus, start, old, domain, draw, args.seed, pool_too=not args.no_pool) for draw in range(args.draws)]
         print(f"{'k':>3}  {'adapt: F1 (95% CI)':>22}  {'adapt - k0':>18}  {'pool: F1 (95% CI)':>22}  {'pool - k0':>18}")
         for k in KS:
             cells = []
