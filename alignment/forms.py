@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from alignment.importing.language import LANGUAGE_DETECT
 from alignment.importing.layout import PARAGRAPH_MODE_LABELS
 from alignment.importing.patterns import PATTERN_MAX_LENGTH
 from alignment.importing.readers import DEFAULT_FILENAME_PATTERN, FORMATS, ImportOptions, file_levels
@@ -41,7 +42,12 @@ class CorpusImportForm(forms.Form):
         help_text="An existing corpus adds the new documents; a new name creates it.",
         widget=forms.TextInput(attrs={"list": "corpus-names", "autocomplete": "off"}),
     )
-    language = forms.CharField(max_length=16, initial="en", help_text="ISO 639-1 code, e.g. en or de.")
+    language = forms.CharField(
+        max_length=16, required=False, initial=LANGUAGE_DETECT,
+        widget=forms.TextInput(attrs={"placeholder": "detect from the text", "autocomplete": "off"}),
+        help_text="ISO 639-1 code, e.g. en or de. Leave it empty to detect a new corpus's language from its text "
+        "(an existing corpus keeps its own).",
+    )  # fmt: skip
     format = forms.ChoiceField(choices=[(f, f"{f}: {FORMAT_HELP[f]}") for f in FORMATS], initial="text")
     paragraph_mode = forms.ChoiceField(
         choices=[("auto", "detect it in each file"), *PARAGRAPH_MODE_LABELS.items()],
@@ -116,6 +122,12 @@ def _uploaded_levels(files, options: ImportOptions) -> list[str]:
         levels.update(dict.fromkeys(file_levels(uploaded.name, uploaded.read(), options)))
         uploaded.seek(0)
     return list(levels)
+
+
+class CorpusLanguageForm(forms.Form):
+    """The corpus page's language field; the service checks the code against the known languages."""
+
+    language = forms.CharField(max_length=16, help_text="ISO 639-1 code, e.g. en or de; und when it is not known.")
 
 
 class CorpusImportPreviewForm(CorpusImportForm):

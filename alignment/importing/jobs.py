@@ -16,6 +16,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 
 from alignment import services
+from alignment.importing.language import UNDETERMINED
 from alignment.importing.models import ImportJob, ImportJobFile
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import FileImportResult
@@ -47,8 +48,8 @@ def import_job_create(
     a new corpus's settings are not valid, or the level order would turn the corpus's pairs round.
     """
     corpus = import_target_check(user=user, name=corpus_name, language=language)
-    if corpus is None:
-        services.corpus_settings_check(language=language, pairing=pairing)
+    if corpus is None:  # an empty language is detected by the worker, from the files' text
+        services.corpus_settings_check(language=language or UNDETERMINED, pairing=pairing)
     elif options.level_order:
         level_order_check_against_pairs(corpus, options.level_order)
     with transaction.atomic():
@@ -132,7 +133,8 @@ def _finish(job: ImportJob, outcome: ImportOutcome) -> None:
     report = outcome.report
     fields = {
         "corpus": outcome.corpus, "corpus_removed": outcome.corpus_removed, "pairs_created": report.pairs_created,
-        "direction": report.direction, "embedding_run": outcome.embedding_run, "alignment_run": outcome.alignment_run,
+        "direction": report.direction, "language_note": report.language_note,
+        "embedding_run": outcome.embedding_run, "alignment_run": outcome.alignment_run,
     }  # fmt: skip
     with transaction.atomic():
         job.staged_files.all().delete()

@@ -41,6 +41,7 @@ class ImportJob(Job):
     results = models.JSONField(default=list, help_text="One FileImportResult (as a dict) per file done, in upload order.")
     pairs_created = models.PositiveIntegerField(default=0)
     direction = models.JSONField(default=list, blank=True, help_text="The level order the pairs follow and why, one note per line.")
+    language_note = models.TextField(blank=True, help_text="For a corpus whose language was detected: what was found, and how surely.")
     embedding_run = models.ForeignKey("alignment.EmbeddingRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     alignment_run = models.ForeignKey("alignment.AlignmentRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
@@ -66,7 +67,10 @@ class ImportJob(Job):
         from alignment.importing.service import FileImportResult, ImportReport  # the service imports alignment.models
 
         return ImportReport(
-            files=[FileImportResult(**result) for result in self.results], pairs_created=self.pairs_created, direction=self.direction
+            files=[FileImportResult(**result) for result in self.results],
+            pairs_created=self.pairs_created,
+            direction=self.direction,
+            language_note=self.language_note,
         )
 
 

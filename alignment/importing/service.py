@@ -48,6 +48,7 @@ class ImportReport:
     files: list[FileImportResult] = field(default_factory=list)
     pairs_created: int = 0
     direction: list[str] = field(default_factory=list)  # the level order the pairs follow, and why (LevelOrder.notes)
+    language_note: str = ""  # for an import that detected the language: what it found, and how sure it was
 
     @property
     def errors(self) -> list[FileImportResult]:

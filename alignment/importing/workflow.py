@@ -7,8 +7,9 @@ again, so a failed import never leaves an empty corpus behind.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -17,7 +18,9 @@ from django.db import transaction
 from alignment import selectors, services
 from alignment.aligning.service import alignment_run_for_new_pairs
 from alignment.errors import ServiceError
-from alignment.importing.readers import ImportOptions
+from alignment.importing.cleaning import ImportFormatError
+from alignment.importing.language import LANGUAGE_DETECT, language_detect
+from alignment.importing.readers import ImportOptions, read_file
 from alignment.importing.service import FileImportResult, ImportReport, corpus_import_files
 from alignment.models import AlignmentRun, Corpus, EmbeddingRun
 
@@ -61,9 +64,10 @@ def import_target_check(*, user: AbstractBaseUser, name: str, language: str) -> 
 
     ServiceError on ``corpus_name`` when it is someone else's (without confirming that a private corpus
     exists), on ``language`` when it is in another language: sentence splitting and encoders depend on it.
+    LANGUAGE_DETECT (empty) matches any corpus: the import then keeps the corpus's language.
     """
     corpus = selectors.corpus_for_import(user, name)
-    if corpus is not None and corpus.language != language:
+    if corpus is not None and language != LANGUAGE_DETECT and corpus.language != language:
         raise ServiceError(f"corpus {corpus.name!r} is in {corpus.language!r}, not {language!r}", field="language")
     return corpus
 
@@ -86,6 +90,49 @@ def import_corpus_remove_if_empty(*, corpus: Corpus) -> bool:
             return False
         locked.delete()
     return True
+
+
+@dataclass(frozen=True)
+class ImportLanguage:
+    """The language an import goes in, the note the report gives about it, and the files to import."""
+
+    code: str
+    note: str
+    files: Iterable[tuple[str, bytes]]  # the same files: those read for the sample are put back in front
+
+
+def import_language_settle(
+    *, target: CorpusTarget, files: Iterable[tuple[str, bytes]], options: ImportOptions, for_user: AbstractBaseUser | None
+) -> ImportLanguage:
+    """The language given; for LANGUAGE_DETECT the existing corpus's, or the one detected in a new corpus's first files.
+
+    Only the files the sample needs are read ahead (usually the first), so a worker still holds one file at a time;
+    a file that cannot be read adds nothing to the sample and gets its error from the import itself.
+    """
+    if target.language != LANGUAGE_DETECT:
+        return ImportLanguage(target.language, "", files)
+    existing = (
+        selectors.corpus_for_import(for_user, target.name) if for_user is not None else Corpus.objects.filter(name=target.name).first()
+    )
+    if existing is not None:
+        return ImportLanguage(existing.language, f"language: the corpus's own, {existing.language!r}", files)
+    read_ahead: list[tuple[str, bytes]] = []
+    rest = iter(files)
+    guess = language_detect(_document_texts(rest, read_ahead, options))
+    return ImportLanguage(guess.code, guess.note, itertools.chain(read_ahead, rest))
+
+
+def _document_texts(files: Iterator[tuple[str, bytes]], read_ahead: list[tuple[str, bytes]], options: ImportOptions) -> Iterator[str]:
+    """Each parsed document's text, file by file; every file taken from ``files`` is kept in ``read_ahead``."""
+    for name, data in files:
+        read_ahead.append((name, data))
+        try:
+            parsed = read_file(name, data, options)
+        except ImportFormatError:
+            continue
+        for document in parsed:
+            paragraphs = document.paragraphs or [" ".join(sentences) for sentences in document.sentences or []]
+            yield "\n\n".join(paragraphs)
 
 
 @dataclass(frozen=True)
@@ -127,15 +174,19 @@ def corpus_import_and_queue(
     attempt already imported (``files`` then holds only the rest); they count in the report.
     Queueing is idempotent (an active embedding run is reused, pairs in a queued run count as
     covered), so a resumed attempt never adds a second active run. ValueError (nothing stored)
-    when the corpus is refused.
+    when the corpus is refused. ``target.language`` LANGUAGE_DETECT: see :func:`import_language_settle`;
+    the report's ``language_note`` says what it found.
     """
     earlier = earlier or ImportProgress()
+    language = import_language_settle(target=target, files=files, options=options, for_user=for_user)
+    target, options, files = replace(target, language=language.code), replace(options, language=language.code), language.files
     corpus, created = import_corpus_get_or_create(target=target, for_user=for_user)
     created = created or earlier.corpus_created
     if on_corpus is not None:
         on_corpus(corpus, created)
     report = corpus_import_files(corpus=corpus, files=files, options=options, on_file_done=on_file_done)
     report.files[:0] = earlier.files_done
+    report.language_note = language.note
     if created and not report.documents_created and import_corpus_remove_if_empty(corpus=corpus):
         return ImportOutcome(report=report, corpus=None, corpus_created=True, corpus_removed=True)
     queued = import_jobs_queue(corpus=corpus, report=report, created_by=created_by, embed=embed, align=align)

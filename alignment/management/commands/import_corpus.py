@@ -23,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("path", type=Path, help="A file, or a folder whose files of the format are all imported.")
         parser.add_argument("--format", choices=FORMATS, default="text")
         parser.add_argument("--corpus", required=True, help="Corpus name; created if it does not exist.")
-        parser.add_argument("--language", default="en", help="ISO 639-1 code (default en).")
+        parser.add_argument("--language", default="en", help='ISO 639-1 code (default en); "" detects a new corpus\'s from its text.')
         parser.add_argument("--owner", help="Username owning a new corpus (default: the first superuser).")
         parser.add_argument("--description", default="")
         parser.add_argument("--shared", action="store_true", help="Make a new corpus visible to every user.")
@@ -131,6 +131,8 @@ class Command(BaseCommand):
             f"{report.documents_unchanged} unchanged, {report.sentences_created} sentences, {report.pairs_created} new pairs; "
             f"{report.control_characters_removed} control characters removed, {report.punctuation_repaired} quote/dash characters repaired."
         )
+        if report.language_note:
+            self.stdout.write(report.language_note[0].upper() + report.language_note[1:] + ".")
         for note in report.direction:
             self.stdout.write(note)
         if outcome.embedding_run is not None:
