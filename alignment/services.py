@@ -21,6 +21,7 @@ from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
 from alignment.errors import ServiceError
+from alignment.importing.language import language_codes
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup
 from alignment.jobs.slices import TimeSlice, slice_check
@@ -71,6 +72,22 @@ def corpus_get_or_create(
     if not created and corpus.language != language:
         raise ValueError(f"corpus {name!r} exists with language {corpus.language!r}, not {language!r}")
     return corpus, created
+
+
+def corpus_language_set(*, corpus: Corpus, language: str) -> Corpus:
+    """Give the corpus another language: an ISO 639 code the language detector knows, or "und" (undetermined).
+
+    For a detection that was unsure or wrong. ServiceError on ``language``, nothing changed, for any other
+    value. Documents already imported keep their sentences; later imports split with the new language.
+    """
+    code = language.strip().lower()
+    if code not in language_codes():
+        raise ServiceError(
+            f"language {language!r} is not an ISO 639 code this app knows, such as 'en', 'de' or 'und' (undetermined)", field="language"
+        )
+    corpus.language = code
+    corpus.save(update_fields=["language"])
+    return corpus
 
 
 def level_sort_key(corpus: Corpus) -> Callable[[str], tuple]:

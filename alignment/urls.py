@@ -12,6 +12,7 @@ urlpatterns = [
     path("imports/<int:job_id>/", import_views.import_job, name="import_job"),
     path("corpora/<int:corpus_id>/", views.corpus_detail, name="corpus_detail"),
     path("corpora/<int:corpus_id>/embed/", views.corpus_embed, name="corpus_embed"),
+    path("corpora/<int:corpus_id>/language/", views.corpus_language, name="corpus_language"),
     path("corpora/<int:corpus_id>/jobs/", views.corpus_jobs, name="corpus_jobs"),
     path("embedding-runs/<int:run_id>/retry/", views.embedding_run_retry, name="embedding_run_retry"),
     path("pairs/<int:pair_id>/", views.pair_detail, name="pair_detail"),

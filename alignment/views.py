@@ -13,8 +13,8 @@ from django.views.decorators.http import require_POST
 
 from alignment import selectors, services
 from alignment.aligning import service as aligning
-from alignment.errors import error_answer
-from alignment.forms import AlignmentRunForm
+from alignment.errors import error_answer, form_error
+from alignment.forms import AlignmentRunForm, CorpusLanguageForm
 from alignment.level_order import corpus_direction
 from alignment.models import AlignmentRun, EmbeddingRun
 from alignment.pairs_flip import corpus_pairs_flip
@@ -26,16 +26,42 @@ def corpus_list(request: HttpRequest) -> HttpResponse:
 
 
 def corpus_detail(request: HttpRequest, corpus_id: int) -> HttpResponse:
-    corpus = selectors.corpus_get_for_user(request.user, corpus_id)
+    return _corpus_page(request, selectors.corpus_get_for_user(request.user, corpus_id))
+
+
+def _corpus_page(request: HttpRequest, corpus, *, language_form: CorpusLanguageForm | None = None, status: int = 200) -> HttpResponse:
     context = {
         "corpus": corpus,
+        "language_form": language_form or CorpusLanguageForm(initial={"language": corpus.language}),
         "documents": corpus.documents.order_by("external_id", "level").only("id", "external_id", "title", "level", "source"),
         "pairs": corpus.pairs.select_related("complex_document", "simple_document__corpus"),
         "run_form": AlignmentRunForm(),
         "direction": corpus_direction(corpus),
         **_jobs_context(request, corpus),
     }
-    return render(request, "alignment/corpus_detail.html", context)
+    return render(request, "alignment/corpus_detail.html", context, status=status)
+
+
+@require_POST
+def corpus_language(request: HttpRequest, corpus_id: int) -> HttpResponse:
+    """Change the corpus's language (the owner and staff); a refused code shows on the field, nothing changed (400)."""
+    corpus = selectors.corpus_get_for_user(request.user, corpus_id)
+    if not selectors.user_may_run_jobs(request.user, corpus):  # the same people who run its jobs
+        raise PermissionDenied(f"only the owner of corpus {corpus.name!r} and staff change its language")
+    form = CorpusLanguageForm(request.POST)
+    if form.is_valid():
+        try:
+            services.corpus_language_set(corpus=corpus, language=form.cleaned_data["language"])
+        except ValueError as error:  # the service refused before changing anything
+            form_error(form, error)
+    status = 400 if form.errors else 200
+    if request.htmx:
+        context = {"corpus": corpus, "language_form": form, "may_control": True, "oob": not form.errors}
+        return render(request, "alignment/corpus_detail.html#language", context, status=status)
+    if form.errors:
+        return _corpus_page(request, corpus, language_form=form, status=status)
+    messages.success(request, f"The language of {corpus.name} is now {corpus.language}.")
+    return redirect("alignment:corpus_detail", corpus_id=corpus.pk)
 
 
 def corpus_jobs(request: HttpRequest, corpus_id: int) -> HttpResponse:

@@ -82,6 +82,7 @@ RULES: dict[str, tuple[str, str]] = {
     "alignment:corpus_detail": ("corpus_read", "corpus_read"),
     "alignment:corpus_jobs": ("corpus_read", "corpus_read"),
     "alignment:corpus_embed": ("corpus_write", "corpus_write"),
+    "alignment:corpus_language": ("corpus_write", "corpus_write"),  # the owner and staff correct the detected language
     "alignment:embedding_run_retry": ("corpus_write", "corpus_write"),
     "alignment:pair_detail": ("corpus_read", "corpus_read"),
     "alignment:pair_inspect": ("corpus_read", "corpus_read"),
