@@ -6,10 +6,15 @@ import os
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 # Playwright's sync API keeps an event loop running in the test thread; the ORM
 # calls the tests make between browser steps are still plain synchronous code.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+# A 2-core CI machine running the whole suite answers a request in seconds at worst: expectations wait up to 15 s
+# (the default 5 s failed a queue undo there that passes alone); a passing expectation returns as soon as it holds.
+expect.set_options(timeout=15_000)
 
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 
