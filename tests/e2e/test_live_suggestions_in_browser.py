@@ -13,6 +13,7 @@ from playwright.sync_api import Page, expect
 from alignment.models import CandidateAlignment
 from annotation.models import LabelEvent
 from tests.annotation.labelling.test_refresh import lighthouse_project
+from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login, _screen_url
 
 
@@ -47,6 +48,7 @@ def test_one_label_changes_a_neighbours_suggestion_on_the_screen_and_nothing_lab
     expect(page.locator("#suggest-status")).to_contain_text("from your 1 labelled sentence: 1 changed")
     expect(page.locator(f"#s-{simple[1]}")).to_have_class(re.compile(r"\bsuggestion-changed\b"))
     expect(page.locator(f"#s-{simple[1]} .badge.suggest-changed")).to_have_text("↻ new suggestion")
+    shot(page, "live_suggestions.png")
     expect(page.locator(f"#s-{simple[0]} .badge.own-count")).to_contain_text(f"✓ ↔ {complex_.index(first) + 1}")  # as labelled
 
     page.keyboard.press("j")  # simple #2: its best suggestion is now the refreshed one
