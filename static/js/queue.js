@@ -24,7 +24,13 @@
     help: () => toggleHelp(),
     close: () => toggleHelp(false),
   };
-  const busy = () => document.querySelector("#queue-main.htmx-request, #queue-main .htmx-request");
+  // An answer is on its way until htmx has its response (and has swapped the next card in): keys wait for that card.
+  // Not read from the htmx-request class: while the new card settles, htmx copies the old form's classes onto the new
+  // one (same id), so a key pressed just after the card appeared was dropped.
+  let answering = false;
+  document.addEventListener("htmx:beforeRequest", (event) => { if (event.target.closest && event.target.closest("#queue-main")) answering = true; });
+  document.addEventListener("htmx:afterRequest", () => { answering = false; });
+  const busy = () => answering;
 
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey || event.target.closest("input, select, textarea")) return;
