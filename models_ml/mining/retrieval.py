@@ -18,6 +18,7 @@ is one (query_chunk x key_chunk) score block plus the running best lists, whatev
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,7 @@ __all__ = [
     "RETRIEVALS",
     "LexicalVectoriser",
     "RetrievalConfig",
+    "document_frequency",
     "reciprocal_rank_fusion",
     "retrieve",
 ]
@@ -102,10 +104,31 @@ class LexicalVectoriser:
 
     @classmethod
     def fit(cls, collection: Sequence[str]) -> LexicalVectoriser:
-        counts = _hashed_counts(validate_sentences(collection, "collection"))  # (N, D)
-        document_frequency = np.bincount(counts.indices, minlength=LEXICAL_DIMENSIONS)  # (D,) csr rows hold each column once
-        idf = np.log((1.0 + counts.shape[0]) / (1.0 + document_frequency)) + 1.0
+        sentences = validate_sentences(collection, "collection")
+        return cls.from_document_frequency(document_frequency(sentences), len(sentences))
+
+    @classmethod
+    def from_document_frequency(cls, frequency: np.ndarray, count: int) -> LexicalVectoriser:
+        """From (LEXICAL_DIMENSIONS,) counts of sentences holding each hashed 3-gram, over ``count`` sentences."""
+        if frequency.shape != (LEXICAL_DIMENSIONS,) or count < 0 or (count and int(frequency.max()) > count):
+            raise ValueError(f"need ({LEXICAL_DIMENSIONS},) document frequencies of at most {count} sentences, got {frequency.shape}")
+        idf = np.log((1.0 + count) / (1.0 + frequency)) + 1.0
         return cls(idf.astype(np.float32))
+
+    def to_bytes(self) -> bytes:
+        """The IDF, compressed (only the columns some sentence holds differ from the largest value)."""
+        top = self.idf.max()
+        columns = np.flatnonzero(self.idf < top).astype(np.int32)
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, columns=columns, values=self.idf[columns], top=np.float32(top))
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> LexicalVectoriser:
+        with np.load(io.BytesIO(bytes(data))) as stored:
+            idf = np.full(LEXICAL_DIMENSIONS, stored["top"], dtype=np.float32)
+            idf[stored["columns"]] = stored["values"]
+        return cls(idf)
 
     def transform(self, sentences: Sequence[str]) -> sparse.csr_matrix:
         """(n, LEXICAL_DIMENSIONS) float32, rows of unit length (blank sentences: zero rows), <= MAX_LEXICAL_NONZEROS each."""
@@ -115,6 +138,12 @@ class LexicalVectoriser:
         norms = np.sqrt(np.asarray(weighted.multiply(weighted).sum(axis=1)).ravel())  # (n,)
         inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
         return sparse.csr_matrix(sparse.diags(inverse.astype(np.float32)) @ weighted, dtype=np.float32)
+
+
+def document_frequency(sentences: Sequence[str]) -> np.ndarray:
+    """(LEXICAL_DIMENSIONS,) int64: how many of ``sentences`` hold each hashed 3-gram; sums over batches to a collection's."""
+    counts = _hashed_counts(list(sentences))  # (n, D): csr rows hold each column once
+    return np.bincount(counts.indices, minlength=LEXICAL_DIMENSIONS).astype(np.int64)
 
 
 def _hashed_counts(sentences: list[str]) -> sparse.csr_matrix:

@@ -1,0 +1,112 @@
+"""Hybrid nearest-neighbour search of a collection against itself: dense and lexical candidates, one fused score.
+
+A MUSS job with hybrid retrieval scores two sequences by ``w x dense cosine + (1 - w) x lexical cosine``
+(:class:`models_ml.mining.retrieval.RetrievalConfig`'s weighted sum). Searching that sum exactly means
+scoring every pair; instead each view proposes its ``depth`` best candidates and the union is scored
+exactly, which finds every neighbour that is among the ``depth`` best of either view (a neighbour that
+is in neither list would need both cosines to be mediocre and their sum still to beat k others).
+
+* the dense candidates come from :class:`models_ml.mining.vector_index.FaissIndex` (exact up to 20,000
+  vectors) when faiss-cpu is installed, else from an exact numpy product;
+* the lexical candidates from a sparse product in which each query keeps only its ``probe`` heaviest
+  3-grams (the rare ones: common 3-grams like "en " are in most sentences and cost the most while
+  ranking the least); the candidates' exact lexical cosines are then computed with every 3-gram.
+
+``exact_hybrid`` is the reference: the fused score of every pair, searched in blocks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+from models_ml.mining.knn import Neighbours, top_k_blocks
+from models_ml.mining.retrieval import _keep_heaviest
+from models_ml.mining.vector_index import FaissIndex, faiss_available
+
+__all__ = ["HybridIndex", "exact_hybrid"]
+
+DEFAULT_PROBE = 32  # heaviest 3-grams per query for lexical candidates (a 150-character sentence has ~150)
+
+
+def _checked(dense: np.ndarray, lexical: sparse.csr_matrix, ids: np.ndarray) -> tuple[np.ndarray, sparse.csr_matrix, np.ndarray]:
+    dense = np.ascontiguousarray(dense, dtype=np.float32)
+    ids = np.asarray(ids, dtype=np.int64)
+    if dense.ndim != 2 or dense.shape[0] == 0 or lexical.shape[0] != dense.shape[0] or ids.shape != (dense.shape[0],):
+        raise ValueError(f"need dense (n, d), lexical (n, D) and ids (n,) with n >= 1, got {dense.shape}, {lexical.shape}, {ids.shape}")
+    if np.any(np.diff(ids) <= 0):
+        raise ValueError("ids must be unique and increasing")
+    return dense, sparse.csr_matrix(lexical, dtype=np.float32), ids
+
+
+def exact_hybrid(dense: np.ndarray, lexical: sparse.csr_matrix, ids: np.ndarray, k: int, *, dense_weight: float) -> Neighbours:
+    """Every row's k best other rows by the fused score, exactly (the tests' reference); ids as in :class:`HybridIndex`."""
+    dense, lexical, ids = _checked(dense, lexical, ids)
+    lexical_t = lexical.T.tocsc()
+    weight = np.float32(dense_weight)
+
+    def fused(rows: slice, columns: slice) -> np.ndarray:
+        scores = weight * (dense[rows] @ dense[columns].T) + (1 - weight) * (lexical[rows] @ lexical_t[:, columns]).toarray()
+        own = np.arange(rows.start, rows.stop)[:, None] == np.arange(columns.start, columns.stop)[None, :]  # (r, c) self
+        return np.where(own, -np.inf, scores).astype(np.float32)
+
+    found = top_k_blocks(fused, len(ids), len(ids), k)
+    return Neighbours(np.where(found.indices >= 0, ids[np.maximum(found.indices, 0)], -1), found.scores)
+
+
+class HybridIndex:
+    """The rows (dense unit vectors, lexical unit sparse rows) of one collection under increasing ``ids``.
+
+    :meth:`search_ids` gives rows already in the index their k best other rows by the fused score, best
+    first, ties to the lower id; -1 / -inf where fewer exist. ``depth``: candidates per view per query.
+    """
+
+    def __init__(
+        self, dense: np.ndarray, lexical: sparse.csr_matrix, ids: np.ndarray, *, dense_weight: float, depth: int = 32,
+        probe: int = DEFAULT_PROBE, ef_search: int = 100, threads: int = 1,
+    ) -> None:  # fmt: skip
+        self.dense, self.lexical, self.ids = _checked(dense, lexical, ids)
+        if not 0.0 <= dense_weight <= 1.0 or depth < 1 or probe < 1:
+            raise ValueError(f"need 0 <= dense_weight <= 1, depth >= 1 and probe >= 1, got {dense_weight}, {depth}, {probe}")
+        self.weight, self.depth, self.probe = np.float32(dense_weight), depth, probe
+        self.size = len(self.ids)
+        self._lexical_t = self.lexical.T.tocsr()  # (D, n): the inverted lists, one row per 3-gram
+        self._dense_index = FaissIndex(self.dense, self.ids, ef_search=ef_search, threads=threads) if faiss_available() else None
+
+    def search_ids(self, ids: np.ndarray, k: int) -> Neighbours:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        ids = np.asarray(ids, dtype=np.int64)
+        rows = np.searchsorted(self.ids, ids)
+        if np.any(rows >= self.size) or np.any(self.ids[np.minimum(rows, self.size - 1)] != ids):
+            raise ValueError(f"ids not in the index: {sorted(set(ids.tolist()) - set(self.ids.tolist()))[:10]}")
+        depth = min(max(self.depth, k), self.size)
+        candidates = np.concatenate([self._dense_candidates(rows, depth), self._lexical_candidates(rows, depth)], axis=1)  # (q, 2 depth)
+        indices = np.full((len(rows), k), -1, dtype=np.int64)
+        scores = np.full((len(rows), k), -np.inf, dtype=np.float32)
+        for position, (row, found) in enumerate(zip(rows, candidates)):
+            found = np.unique(found[(found >= 0) & (found != row)])  # rows, sorted, itself left out
+            fused = (
+                self.weight * (self.dense[found] @ self.dense[row])
+                + (1 - self.weight) * (self.lexical[found] @ self.lexical[row].T).toarray().ravel()
+            )  # (c,)
+            order = np.lexsort((found, -fused))[:k]  # best first, the lower row (so id) on ties
+            indices[position, : len(order)], scores[position, : len(order)] = self.ids[found[order]], fused[order]
+        return Neighbours(indices, scores)
+
+    def _dense_candidates(self, rows: np.ndarray, depth: int) -> np.ndarray:
+        """(q, depth) rows by dense cosine, -1 where none (the index returns ids; map them back to rows)."""
+        if self._dense_index is not None:
+            found = self._dense_index.search_ids(self.ids[rows], depth).indices  # (q, depth) ids
+            return np.where(found >= 0, np.searchsorted(self.ids, np.maximum(found, 0)), -1)
+        scores = self.dense[rows] @ self.dense.T  # (q, n)
+        scores[np.arange(len(rows)), rows] = -np.inf
+        return np.argsort(-scores, axis=1, kind="stable")[:, :depth]
+
+    def _lexical_candidates(self, rows: np.ndarray, depth: int) -> np.ndarray:
+        """(q, depth) rows by the lexical cosine of each query's ``probe`` heaviest 3-grams, -1 where none."""
+        probes = _keep_heaviest(self.lexical[rows], self.probe)  # (q, D)
+        partial = (probes @ self._lexical_t).toarray()  # (q, n)
+        partial[np.arange(len(rows)), rows] = -np.inf
+        order = np.argsort(-partial, axis=1, kind="stable")[:, :depth]
+        return np.where(np.take_along_axis(partial, order, axis=1) > 0, order, -1)

@@ -1,0 +1,76 @@
+"""The in-memory hybrid index against the exact fused search, and the lexical view's IDF as a job stores it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models_ml.mining.hybrid_index import HybridIndex, exact_hybrid
+from models_ml.mining.retrieval import LEXICAL_DIMENSIONS, LexicalVectoriser, document_frequency
+
+SENTENCES = [
+    "Der Gemeinderat hat den Haushalt beschlossen.",
+    "Den Haushalt hat der Gemeinderat beschlossen.",
+    "Im Hafen liegen viele kleine Boote.",
+    "Viele kleine Boote liegen im Hafen.",
+    "Die Bibliothek bleibt im August geschlossen.",
+    "Im August ist die Bibliothek geschlossen.",
+    "Starker Regen überflutete die Altstadt.",
+    "Die Mannschaft gewann das Spiel.",
+    "Das Spiel gewann die Mannschaft klar.",
+    "Ein ganz anderer Satz über Katzen.",
+]
+
+
+def _views(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    lexical = LexicalVectoriser.fit(SENTENCES).transform(SENTENCES)
+    dense = rng.normal(size=(len(SENTENCES), 16)).astype(np.float32)
+    dense /= np.linalg.norm(dense, axis=1, keepdims=True)
+    ids = np.arange(len(SENTENCES)) * 3 + 5  # the caller's keys, not row numbers
+    return dense, lexical, ids
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.3, 1.0])
+def test_with_every_row_a_candidate_the_index_equals_the_exact_fused_search(weight) -> None:
+    dense, lexical, ids = _views()
+    index = HybridIndex(dense, lexical, ids, dense_weight=weight, depth=len(ids))
+    found = index.search_ids(ids, 4)
+    expected = exact_hybrid(dense, lexical, ids, 4, dense_weight=weight)
+    assert found.indices.tolist() == expected.indices.tolist()
+    assert found.scores == pytest.approx(expected.scores, abs=1e-5)
+    assert not np.any(found.indices == ids[:, None])  # never itself
+
+
+def test_shallow_candidates_still_find_the_lexical_twin_and_pad_when_few_rows_exist() -> None:
+    dense, lexical, ids = _views(1)
+    index = HybridIndex(dense, lexical, ids, dense_weight=0.3, depth=1, probe=4)
+    found = index.search_ids(ids[[0, 2]], 1)  # the twin shares its rarest 3-grams
+    assert found.indices[:, 0].tolist() == [ids[1], ids[3]]
+    few = HybridIndex(dense[:3], lexical[:3], ids[:3], dense_weight=0.3).search_ids(ids[:1], 5)
+    assert few.indices[0, 2:].tolist() == [-1, -1, -1] and np.isneginf(few.scores[0, 2:]).all()
+
+
+def test_bad_input_is_refused_with_what_is_wrong() -> None:
+    dense, lexical, ids = _views()
+    with pytest.raises(ValueError, match="ids must be unique and increasing"):
+        HybridIndex(dense, lexical, ids[::-1], dense_weight=0.3)
+    with pytest.raises(ValueError, match="need dense"):
+        HybridIndex(dense[:3], lexical, ids, dense_weight=0.3)
+    with pytest.raises(ValueError, match="0 <= dense_weight <= 1"):
+        HybridIndex(dense, lexical, ids, dense_weight=1.5)
+    with pytest.raises(ValueError, match="ids not in the index"):
+        HybridIndex(dense, lexical, ids, dense_weight=0.3).search_ids(np.array([4]), 2)
+
+
+def test_document_frequency_summed_over_batches_gives_the_fitted_idf_and_survives_storage() -> None:
+    frequency = document_frequency(SENTENCES[:4]) + document_frequency(SENTENCES[4:])
+    streamed = LexicalVectoriser.from_document_frequency(frequency, len(SENTENCES))
+    fitted = LexicalVectoriser.fit(SENTENCES)
+    assert np.array_equal(streamed.idf, fitted.idf)
+    stored = LexicalVectoriser.from_bytes(fitted.to_bytes())
+    assert np.array_equal(stored.idf, fitted.idf) and len(fitted.to_bytes()) < 20_000
+    with pytest.raises(ValueError, match="document frequencies of at most 1 sentences"):
+        LexicalVectoriser.from_document_frequency(frequency, 1)
+    with pytest.raises(ValueError, match=f"need \\({LEXICAL_DIMENSIONS},\\)"):
+        LexicalVectoriser.from_document_frequency(frequency[:10], len(SENTENCES))
