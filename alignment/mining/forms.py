@@ -28,7 +28,14 @@ class MiningJobForm(forms.Form):
 class MussJobForm(forms.Form):
     """MUSS settings; defaults are models_ml.mining.muss.MussConfig's."""
 
+    retrieval = forms.ChoiceField(
+        choices=[("", "by the corpus's language"), ("dense", "dense (encoder)"), ("hybrid", "hybrid (3-grams + encoder)")],
+        required=False, help_text="by the language: dense with MiniLM for English, hybrid with USE multilingual otherwise",
+    )  # fmt: skip
     k = forms.IntegerField(min_value=1, max_value=50, initial=8, label="K neighbours")
-    max_distance = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.25, label="Max cosine distance")
+    max_distance = forms.FloatField(
+        min_value=0.0, max_value=2.0, required=False, label="Max distance (1 − score)",
+        help_text="empty: 0.25 for dense, 0.6 for hybrid retrieval",
+    )  # fmt: skip
     min_margin = forms.FloatField(min_value=0.0, initial=1.06, label="Min ratio margin")
     language = forms.ChoiceField(choices=[("en", "English"), ("de", "German")], initial="en")

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector
 from django.db import models
-from pgvector.django import VectorField
+from pgvector.django import SparseVectorField, VectorField
 
 from alignment.jobs.models import Job
 
@@ -39,7 +39,18 @@ class MiningJob(Job):
         LHA = "lha", "LHA (documents, then sentences)"
         MUSS = "muss", "MUSS paraphrase mining"
 
+    class Retrieval(models.TextChoices):
+        DENSE = "dense", "dense (encoder cosine)"
+        HYBRID = "hybrid", "hybrid (character 3-gram TF-IDF + encoder cosine)"
+
     method = models.CharField(max_length=8, choices=Method.choices)
+    retrieval = models.CharField(
+        max_length=8, choices=Retrieval.choices, default=Retrieval.DENSE,
+        help_text="How neighbours were found and scored; jobs made before hybrid retrieval existed were dense.",
+    )  # fmt: skip
+    lexical_idf = models.BinaryField(
+        null=True, editable=False, help_text="Hybrid: the character 3-gram IDF fitted on what the job searches (its one version)."
+    )
     source_corpus = models.ForeignKey("alignment.Corpus", on_delete=models.CASCADE, related_name="mining_jobs_as_source")
     target_corpus = models.ForeignKey("alignment.Corpus", on_delete=models.CASCADE, related_name="mining_jobs_as_target")
     config = models.JSONField(help_text="The method's settings (LHAConfig / MussConfig fields) and the encoder.")
@@ -63,6 +74,12 @@ class MiningJob(Job):
     @property
     def percent(self) -> int:
         return int(100 * self.documents_done / self.documents_total) if self.documents_total else 0
+
+    @property
+    def lexical_weight(self) -> float | None:
+        """Hybrid: the lexical cosine's share of the fused score (1 - dense_weight); None for a dense job."""
+        weight = (self.config or {}).get("dense_weight")
+        return None if weight is None else round(1.0 - float(weight), 3)
 
     @property
     def unit(self) -> str:
@@ -110,8 +127,9 @@ class MiningSequence(models.Model):
     end = models.PositiveIntegerField()
     text = models.TextField()
     vector = VectorField()
-    neighbours = models.JSONField(null=True, help_text="[[index, cosine], ...] best first, self excluded.")
-    knn_mean = models.FloatField(null=True, help_text="Mean cosine to the k neighbours (the margin's denominator).")
+    lexical = SparseVectorField(null=True, help_text="Hybrid jobs: unit character 3-gram TF-IDF, hashed, <= 1,000 non-zeros.")
+    neighbours = models.JSONField(null=True, help_text="[[index, score], ...] best first, self excluded (score: the job's retrieval's).")
+    knn_mean = models.FloatField(null=True, help_text="Mean score to the k neighbours (the margin's denominator).")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "index"], name="one_sequence_per_index")]

@@ -25,6 +25,7 @@ from dataclasses import asdict, fields
 import numpy as np
 from django.db import connection, transaction
 from django.db.models import F
+from pgvector import SparseVector
 
 from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
 from alignment.mining.search_backend import nearest_sequences, search_prepare
@@ -37,6 +38,7 @@ from models_ml.mining.muss import (
     ratio_margin,
     rejection_reason,
 )
+from models_ml.mining.retrieval import LEXICAL_DIMENSIONS, LexicalVectoriser, document_frequency
 from models_ml.mining.types import MiningDocument
 
 SHARD_SEQUENCES = 2000
@@ -44,18 +46,41 @@ BATCH = 100
 Encode = Callable[[list[str]], np.ndarray]
 
 
+# Hybrid retrieval's defaults: the weighted sum's dense share (bench/deplain_retrieval.py: 0.3 was best with USE
+# multilingual v3) and the bound on 1 - fused score (see docs/mining.md, "Hybrid mining").
+HYBRID_DENSE_WEIGHT = 0.3
+HYBRID_MAX_DISTANCE = 0.6
+JOB_SETTINGS = {"encoder", "shard_sequences", "retrieval", "dense_weight"}
+
+
 def muss_config(config: dict | None) -> MussConfig:
     known = {f.name for f in fields(MussConfig)}
-    unknown = set(config or {}) - known - {"encoder", "shard_sequences"}
+    unknown = set(config or {}) - known - JOB_SETTINGS
     if unknown:
-        raise ValueError(f"unknown MUSS setting(s) {sorted(unknown)}; settings: {', '.join(sorted(known))}")
+        raise ValueError(f"unknown MUSS setting(s) {sorted(unknown)}; settings: {', '.join(sorted(known | JOB_SETTINGS))}")
     return MussConfig(**{k: v for k, v in (config or {}).items() if k in known})
 
 
-def muss_stored_config(config: dict | None, encoder: str, shard_sequences: int) -> dict:
+def muss_stored_config(config: dict | None, encoder: str, shard_sequences: int, retrieval: str = "dense") -> dict:
+    """The job's settings as stored (and hashed). A dense job stores no retrieval keys, so jobs made before hybrid
+    retrieval existed keep their identity; a hybrid one stores ``retrieval``, ``dense_weight`` and, unless given,
+    the hybrid bound on ``max_distance`` (its scores are on another scale than the dense cosine)."""
     if shard_sequences < 1:
         raise ValueError(f"shard_sequences must be >= 1, got {shard_sequences}")
-    return {**asdict(muss_config(config)), "encoder": encoder, "shard_sequences": shard_sequences}
+    config = dict(config or {})
+    config.pop("retrieval", None)
+    if retrieval == "dense":
+        if "dense_weight" in config:
+            raise ValueError("dense_weight is a setting of hybrid retrieval; this job's retrieval is dense")
+        return {**asdict(muss_config(config)), "encoder": encoder, "shard_sequences": shard_sequences}
+    if retrieval != "hybrid":
+        raise ValueError(f"unknown retrieval {retrieval!r}; MUSS jobs search dense or hybrid")
+    weight = config.pop("dense_weight", HYBRID_DENSE_WEIGHT)
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0.0 <= weight <= 1.0:
+        raise ValueError(f"dense_weight must be a number from 0 to 1, got {weight!r}")
+    config.setdefault("max_distance", HYBRID_MAX_DISTANCE)
+    stored = asdict(muss_config(config))
+    return {**stored, "encoder": encoder, "shard_sequences": shard_sequences, "retrieval": retrieval, "dense_weight": float(weight)}
 
 
 def _stream_sequences(job: MiningJob, config: MussConfig) -> Iterator[Sequence]:
@@ -73,15 +98,20 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
     """
     config = muss_config(job.config)
     done = MiningSequence.objects.filter(job=job).count()
+    vectoriser = _lexical_vectoriser(job, config) if job.retrieval == MiningJob.Retrieval.HYBRID else None
     total = 0
     batch: list[tuple[int, Sequence]] = []
 
     def flush() -> None:
-        vectors = encode([s.text for _, s in batch])  # (b, d) unit rows
+        texts = [s.text for _, s in batch]
+        vectors = encode(texts)  # (b, d) unit rows
+        lexical = [None] * len(batch) if vectoriser is None else _sparse_rows(vectoriser.transform(texts))
         MiningSequence.objects.bulk_create(
             [
-                MiningSequence(job=job, index=index, document_id=int(s.doc_id), start=s.start, end=s.end, text=s.text, vector=v.tolist())
-                for (index, s), v in zip(batch, vectors)
+                MiningSequence(
+                    job=job, index=index, document_id=int(s.doc_id), start=s.start, end=s.end, text=s.text, vector=v.tolist(), lexical=w
+                )
+                for (index, s), v, w in zip(batch, vectors, lexical)
             ],
             ignore_conflicts=True,
         )
@@ -113,6 +143,33 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
         .exclude(status=MiningShard.Status.SUCCEEDED)
         .values_list("pk", flat=True)
     )
+
+
+def _lexical_vectoriser(job: MiningJob, config: MussConfig) -> LexicalVectoriser:
+    """The job's one IDF version: fitted on all its sequences on the first prepare (one streamed pass) and stored,
+    so a resumed prepare and every shard weigh 3-grams the same way."""
+    if job.lexical_idf is not None:
+        return LexicalVectoriser.from_bytes(job.lexical_idf)
+    frequency = np.zeros(LEXICAL_DIMENSIONS, dtype=np.int64)
+    count, texts = 0, []
+    for sequence in _stream_sequences(job, config):
+        texts.append(sequence.text)
+        if len(texts) >= 1000:
+            frequency += document_frequency(texts)
+            count, texts = count + len(texts), []
+            job.heartbeat()
+    if texts:
+        frequency += document_frequency(texts)
+        count += len(texts)
+    vectoriser = LexicalVectoriser.from_document_frequency(frequency, count)
+    job.lexical_idf = vectoriser.to_bytes()
+    MiningJob.objects.filter(pk=job.pk).update(lexical_idf=job.lexical_idf)
+    return vectoriser
+
+
+def _sparse_rows(matrix) -> list[SparseVector]:
+    """csr rows as pgvector sparse vectors (their dimensions are LEXICAL_DIMENSIONS)."""
+    return [SparseVector(matrix[row]) for row in range(matrix.shape[0])]
 
 
 def pairs_shards_create(job: MiningJob) -> list[int]:

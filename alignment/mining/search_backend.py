@@ -25,12 +25,18 @@ import numpy as np
 from django.conf import settings
 from django.core import checks
 from django.db import connection
+from scipy import sparse
 
 from alignment.mining.models import MiningJob, MiningSequence
+from models_ml.mining.hybrid_index import HybridIndex
+from models_ml.mining.retrieval import LEXICAL_DIMENSIONS
 from models_ml.mining.vector_index import FaissIndex, faiss_available
 
 _lock = threading.Lock()
-_cached: tuple[tuple[int, int], FaissIndex] | None = None  # ((job pk, sequences), index): one job per worker process
+_cached: tuple[tuple[int, int], FaissIndex | HybridIndex] | None = None  # ((job pk, sequences), index): one job per worker process
+
+
+HYBRID_DEPTH = 32  # hybrid: candidates each view proposes per sequence before the fused score ranks them
 
 
 def hnsw_search_settings() -> None:
@@ -59,16 +65,25 @@ def search_prepare(job: MiningJob, sequences: int) -> None:
     dimensions = len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first() or [])
     if dimensions:
         partial_hnsw_index(f"mining_sequence_hnsw_{int(job.pk)}", MiningSequence._meta.db_table, dimensions, "job_id", job.pk)
+    if job.retrieval == MiningJob.Retrieval.HYBRID:
+        partial_hnsw_index(
+            f"mining_sequence_lexical_hnsw_{int(job.pk)}", MiningSequence._meta.db_table, LEXICAL_DIMENSIONS, "job_id", job.pk,
+            column="lexical", kind="sparsevec", ops="sparsevec_ip_ops",
+        )  # fmt: skip
 
 
-def partial_hnsw_index(name: str, table: str, dimensions: int, owner_column: str, owner: int) -> None:
-    """``CREATE INDEX IF NOT EXISTS`` an HNSW cosine index over the rows of one owner (a job, an encoder)."""
+def partial_hnsw_index(
+    name: str, table: str, dimensions: int, owner_column: str, owner: int, *, column: str = "vector", kind: str = "vector",
+    ops: str = "vector_cosine_ops",
+) -> None:  # fmt: skip
+    """``CREATE INDEX IF NOT EXISTS`` an HNSW index over the rows of one owner (a job, an encoder): dense cosine by default,
+    or the lexical ``sparsevec`` column by inner product (its rows are unit vectors, so that is their cosine)."""
     with connection.cursor() as cursor:
         if connection.in_atomic_block:  # inside a transaction: fire the deferred FK checks first, or PostgreSQL refuses
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(
             f"CREATE INDEX IF NOT EXISTS {name} ON {table} "
-            f"USING hnsw ((vector::vector({int(dimensions)})) vector_cosine_ops) WHERE {owner_column} = {int(owner)}"
+            f"USING hnsw (({column}::{kind}({int(dimensions)})) {ops}) WHERE {owner_column} = {int(owner)}"
         )
 
 
@@ -79,9 +94,10 @@ def nearest_sequences(job: MiningJob, rows: list[MiningSequence], k: int) -> lis
     """
     if not rows:
         return []
+    hybrid = job.retrieval == MiningJob.Retrieval.HYBRID
     if uses_faiss(job.documents_total // 2):  # prepare stores 2 x the sequences (both phases' progress)
         return _faiss_nearest(job, rows, k)
-    return _pgvector_nearest(job, rows, k)
+    return _pgvector_hybrid_nearest(job, rows, k) if hybrid else _pgvector_nearest(job, rows, k)
 
 
 def _pgvector_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> list[list[list[float]]]:
@@ -104,6 +120,32 @@ def _pgvector_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> lis
     return [by_index[row.index] for row in rows]
 
 
+def _pgvector_hybrid_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> list[list[list[float]]]:
+    """Hybrid: each view's HNSW index proposes its ``depth`` best (a LATERAL join each), and the union is scored
+    exactly by the fused score ``w x dense cosine + (1 - w) x lexical cosine`` (see models_ml.mining.hybrid_index)."""
+    hnsw_search_settings()
+    table = MiningSequence._meta.db_table
+    weight, depth = float(job.config["dense_weight"]), max(HYBRID_DEPTH, int(k))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT vector_dims(vector) FROM {table} WHERE job_id = %s LIMIT 1", [job.pk])
+        dense = f"vector::vector({int(cursor.fetchone()[0])})"
+        lexical = f"lexical::sparsevec({LEXICAL_DIMENSIONS})"
+        job_rows = f"FROM {table} AS o WHERE o.job_id = {int(job.pk)} AND o.index <> q.index"
+        cursor.execute(
+            f"WITH q AS (SELECT id, index, {dense} AS d, {lexical} AS l FROM {table} WHERE id = ANY(%s)), "
+            f"c AS (SELECT q.index AS query, n.id FROM q CROSS JOIN LATERAL (SELECT o.id {job_rows} ORDER BY o.{dense} <=> q.d LIMIT %s) AS n"
+            f" UNION SELECT q.index, n.id FROM q CROSS JOIN LATERAL (SELECT o.id {job_rows} ORDER BY o.{lexical} <#> q.l LIMIT %s) AS n) "
+            f"SELECT c.query, o.index, %s * (1 - (o.{dense} <=> q.d)) + %s * -(o.{lexical} <#> q.l) AS score "
+            f"FROM c JOIN {table} AS o ON o.id = c.id JOIN q ON q.index = c.query ORDER BY c.query, score DESC, o.index",
+            [[row.pk for row in rows], depth, depth, weight, 1.0 - weight],
+        )
+        by_index: dict[int, list[list[float]]] = {row.index: [] for row in rows}
+        for index, other, score in cursor.fetchall():
+            if len(by_index[index]) < k:
+                by_index[index].append([other, float(score)])
+    return [by_index[row.index] for row in rows]
+
+
 def _faiss_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> list[list[list[float]]]:
     result = job_index(job).search_ids(np.array([row.index for row in rows], dtype=np.int64), k)  # the index holds the vectors
     return [
@@ -112,8 +154,9 @@ def _faiss_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> list[l
     ]  # fmt: skip
 
 
-def job_index(job: MiningJob) -> FaissIndex:
-    """The job's faiss index, built from its stored vectors on first use in this process and kept for its shards."""
+def job_index(job: MiningJob) -> FaissIndex | HybridIndex:
+    """The job's in-memory index, built from its stored vectors on first use in this process and kept for its shards:
+    faiss over the dense vectors, or for a hybrid job a :class:`HybridIndex` over both views."""
     global _cached
     count = MiningSequence.objects.filter(job=job).count()
     key = (int(job.pk), count)
@@ -121,19 +164,42 @@ def job_index(job: MiningJob) -> FaissIndex:
         if _cached is not None and _cached[0] == key:
             return _cached[1]
         _cached = None  # free the previous job's index before reading this one's vectors
-        ids = np.empty(count, dtype=np.int64)
-        vectors: np.ndarray | None = None
-        stored = MiningSequence.objects.filter(job=job).order_by("index").values_list("index", "vector")
-        for position, (sequence, vector) in enumerate(stored.iterator(chunk_size=2000)):
-            if vectors is None:
-                vectors = np.empty((count, len(vector)), dtype=np.float32)
-            ids[position], vectors[position] = sequence, vector
-        if vectors is None:
-            raise ValueError(f"mining job {job.pk} has no sequence vectors to search")
+        hybrid = job.retrieval == MiningJob.Retrieval.HYBRID
+        ids, vectors, lexical = _stored_views(job, count, hybrid)
         threads = int(settings.ENCODER_THREADS) or (os.cpu_count() or 1)
-        index = FaissIndex(vectors, ids, ef_search=int(settings.MINING_EF_SEARCH), threads=threads)
+        settings_ = {"ef_search": int(settings.MINING_EF_SEARCH), "threads": threads}
+        if hybrid:
+            index = HybridIndex(vectors, lexical, ids, dense_weight=float(job.config["dense_weight"]), depth=HYBRID_DEPTH, **settings_)
+        else:
+            index = FaissIndex(vectors, ids, **settings_)
         _cached = (key, index)
         return index
+
+
+def _stored_views(job: MiningJob, count: int, hybrid: bool) -> tuple[np.ndarray, np.ndarray, sparse.csr_matrix | None]:
+    """The job's sequence ids (n,), dense vectors (n, d) and, for a hybrid job, lexical rows (n, D), in index order."""
+    ids = np.empty(count, dtype=np.int64)
+    vectors: np.ndarray | None = None
+    columns, values, lengths = [], [], []
+    fields = ("index", "vector", "lexical") if hybrid else ("index", "vector")
+    stored = MiningSequence.objects.filter(job=job).order_by("index").values_list(*fields)
+    for position, row in enumerate(stored.iterator(chunk_size=2000)):
+        if vectors is None:
+            vectors = np.empty((count, len(row[1])), dtype=np.float32)
+        ids[position], vectors[position] = row[0], row[1]
+        if hybrid:
+            if row[2] is None:
+                raise ValueError(f"mining job {job.pk}: sequence {row[0]} has no lexical vector; mine again to prepare it")
+            columns.append(np.asarray(row[2].indices(), dtype=np.int32))
+            values.append(np.asarray(row[2].values(), dtype=np.float32))
+            lengths.append(len(columns[-1]))
+    if vectors is None:
+        raise ValueError(f"mining job {job.pk} has no sequence vectors to search")
+    if not hybrid:
+        return ids, vectors, None
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    lexical = sparse.csr_matrix((np.concatenate(values), np.concatenate(columns), indptr), shape=(count, LEXICAL_DIMENSIONS))
+    return ids, vectors, lexical
 
 
 @checks.register()

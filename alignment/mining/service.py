@@ -42,6 +42,7 @@ from alignment.mining.muss_service import (
 from alignment.mining.search_backend import hnsw_search_settings, partial_hnsw_index
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
 from models_ml.mining.lha import LHAConfig, align_sentences
+from models_ml.similarity.multilingual import encoder_for_language
 from models_ml.similarity.stop_words import unigram_overlap
 
 SHARD_DOCUMENTS = 50
@@ -64,9 +65,14 @@ def mining_job_create(
     The same corpora, method and settings return the existing job (resumed when it had failed or was cancelled).
     """
     encoder = (config or {}).get("encoder", settings.ENCODER_MODEL)
+    retrieval = (config or {}).get("retrieval", "dense")
     if method == "muss":
         target_corpus = source_corpus
-        stored = muss_stored_config(config, encoder, shard_sequences)
+        retrieval = (config or {}).get("retrieval") or mining_retrieval_for(source_corpus.language)
+        encoder = (config or {}).get("encoder") or mining_encoder_for(source_corpus.language)
+        stored = muss_stored_config(config, encoder, shard_sequences, retrieval)
+    elif retrieval != "dense":
+        raise ValueError(f"LHA jobs in the app search dense vectors (retrieval {retrieval!r}: MUSS jobs only)")
     elif method == "lha":
         if target_corpus is None:
             raise ServiceError("LHA needs a target corpus", field="target_corpus")
@@ -87,6 +93,7 @@ def mining_job_create(
             config_hash=digest,
             defaults={
                 "method": method,
+                "retrieval": stored.get("retrieval", MiningJob.Retrieval.DENSE),
                 "source_corpus": source_corpus,
                 "target_corpus": target_corpus,
                 "config": stored,
@@ -98,6 +105,17 @@ def mining_job_create(
         enqueue_on_commit(PREPARE_TASK, job, job_id=job.pk)
     job.refresh_from_db()
     return job, created
+
+
+def mining_retrieval_for(language: str) -> str:
+    """A new MUSS job's default retrieval: dense for English, where MiniLM is at home, hybrid for any other language
+    (on German, character 3-grams + USE multilingual v3 find the partner far more often: docs/mining.md)."""
+    return "dense" if mining_encoder_for(language) == settings.ENCODER_MODEL else "hybrid"
+
+
+def mining_encoder_for(language: str) -> str:
+    """A new MUSS job's default encoder: ENCODER_MODEL for English, else the multilingual one that covers the language."""
+    return encoder_for_language(language, settings.ENCODER_MODEL)
 
 
 def corpora_ready_for_mining(*, corpora: list[Corpus], encoder_name: str | None, field_by_corpus: dict[int, str] | None = None) -> None:
