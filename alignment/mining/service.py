@@ -70,6 +70,8 @@ def mining_job_create(
         target_corpus = source_corpus
         retrieval = (config or {}).get("retrieval") or mining_retrieval_for(source_corpus.language)
         encoder = (config or {}).get("encoder") or mining_encoder_for(source_corpus.language)
+        known = source_corpus.language.split("-")[0].lower()  # the ACCESS attributes' word ranks in the corpus's language
+        config = {"language": known, **(config or {})} if known and known != "und" else config
         stored = muss_stored_config(config, encoder, shard_sequences, retrieval)
     elif retrieval != "dense":
         raise ValueError(f"LHA jobs in the app search dense vectors (retrieval {retrieval!r}: MUSS jobs only)")

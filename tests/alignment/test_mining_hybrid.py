@@ -58,6 +58,7 @@ def test_a_german_corpus_is_mined_with_hybrid_retrieval_and_the_multilingual_enc
     job = _hybrid_job(owner, run_worker, settings, "pgvector")
     assert job.retrieval == MiningJob.Retrieval.HYBRID and job.config["encoder"] == USE_ENCODER
     assert job.config["retrieval"] == "hybrid" and job.config["dense_weight"] == pytest.approx(0.3)
+    assert job.config["language"] == "de"  # the ACCESS attributes rank words in the corpus's language
     rows, ids, dense, lexical = _stored(job)
     assert dense.shape == (12, 512)  # 4 documents x (2 sentences + both together)
     assert lexical.shape == (12, LEXICAL_DIMENSIONS) and 0 < np.diff(lexical.indptr).max() <= 1000
