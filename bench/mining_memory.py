@@ -15,6 +15,9 @@ the memory the job allocates in this process (tracemalloc: every Python and NumP
 allocation, reset before the job; faiss's own C++ memory is not in it), plus the process RSS before and at its peak during the job
 (RSS keeps memory freed earlier, so it only bounds from above). A bounded job keeps the
 tracemalloc peak flat as N grows; PostgreSQL's own memory is not in these figures.
+For MUSS a second line splits the time by step (``bench/_muss_phases.py``): prepare into sequence
+building, encoding, storing the rows and the HNSW build; the neighbours phase's search; the pairs
+phase's ACCESS attributes; and sequences/s of the shards alone and end to end (prepare + shards).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from alignment.models import Document, Encoder, Paragraph, Sentence, SentenceEmb
 from alignment.services import corpus_get_or_create
 from bench._django import bench_owner
 from bench._memory import PeakRss
+from bench._muss_phases import PhaseClock
 from models_ml.mining.muss import access_attributes
 
 
@@ -270,11 +274,12 @@ def main() -> None:
             job, encode = setup_lha(size, args.sentences, args.dim, owner, rng, encoder), None
         else:
             job, encode = setup_muss(size, args.sentences, owner, corpora), topic_encoder(args.dim)
+        clock = PhaseClock()
         tracemalloc.start()
         tracemalloc.reset_peak()
-        with PeakRss() as memory:
+        with PeakRss() as memory, clock:
             baseline = memory.peak
-            started, prepared, finished, phases = run_job(job, encode)
+            started, prepared, finished, phases = run_job(job, encode and clock.encoder(encode))
         allocated_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         job.refresh_from_db()
@@ -286,6 +291,8 @@ def main() -> None:
             + ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in sorted(phases.items())),
             flush=True,
         )
+        if args.method == "muss":
+            print(clock.report(prepared - started, phases, job.documents_total // 2), flush=True)
 
 
 if __name__ == "__main__":
