@@ -28,6 +28,7 @@ from django.db.models import F
 from pgvector import SparseVector
 
 from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
+from alignment.mining.muss_rows import SequenceRow, batch_rows
 from alignment.mining.search_backend import nearest_sequences, search_prepare
 from alignment.models import Document, Sentence
 from models_ml.mining.muss import (
@@ -203,17 +204,14 @@ def neighbours_batch(job: MiningJob, begin: int, end: int) -> int:
     return len(rows)
 
 
-def _as_sequence(row: MiningSequence) -> Sequence:
+def _as_sequence(row: SequenceRow) -> Sequence:
     return Sequence(str(row.document_id), row.start, row.end, row.text)
 
 
 def pairs_batch(job: MiningJob, begin: int, end: int) -> list[MinedPair]:
     """The mined pairs emitted by sequences [begin, end), as unsaved MinedPair rows."""
     config = muss_config(job.config)
-    sequences = MiningSequence.objects.filter(job=job).defer("vector")  # the neighbours carry the cosines
-    rows = list(sequences.filter(index__gte=begin, index__lt=end).order_by("index"))
-    wanted = {int(j) for row in rows for j, _ in row.neighbours or []}
-    others = {r.index: r for r in sequences.filter(index__in=wanted)}
+    rows, others = batch_rows(job, begin, end)  # plain rows: model instances were half of a batch
     found = []
     for row in rows:
         for other_index, cosine in row.neighbours or []:
