@@ -1,6 +1,6 @@
 """LHA sentence alignment on deplain-web-dev with the document pairing known: group-level P/R/F1.
 
-    .venv/bin/python bench/deplain_lha.py [--skip-rerank]
+    .venv/bin/python bench/deplain_lha.py [--skip-rerank] [--retrieval hybrid]
 
 Needs ../shared/data/deplain-web-dev (44 German complex/simple pairs, manual n:m gold). Source
 = complex documents, target = simple documents, encoded once with the bundled MiniLM on CPU
@@ -16,6 +16,11 @@ known pairing and the global variant (groups in a wrong document pair count as f
 positives). The default theta_s was picked on this same data, so the bench also checks it held
 out: split the 44 pairs in two halves by document (5 seeds), pick theta_s on one half, score the
 other half at that theta_s (and at the default), both ways round. No database is used.
+
+``--retrieval hybrid`` measures hybrid LHA instead (``models_ml.mining.hybrid_lha``, as the app's hybrid LHA
+jobs: sentence score w x MiniLM cosine + (1 - w) x character 3-gram TF-IDF cosine, one IDF fitted on both
+sides' documents): a theta_s sweep for w = 0.1, 0.3, 0.5 beside dense (K = 5, filters on), the held-out check for
+the best weight, and the hybrid document step's nearest documents and fused scores.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import numpy as np
 from models_ml.data.deplain import read_deplain
 from models_ml.data.evaluate import PRF, evaluate_pairs
 from models_ml.data.io import AlignmentGroup, GoldPair
+from models_ml.mining.hybrid_lha import document_text, document_vectoriser, hybrid_document_neighbours, mine_hybrid_lha
 from models_ml.mining.lha import LHAConfig, align_documents, document_vectors, mine_lha
 from models_ml.mining.types import MinedPair, MiningDocument
 from models_ml.similarity.encoders import load_sentence_encoder
@@ -41,6 +47,9 @@ from models_ml.similarity.wordalign import TokenVectorizer
 
 DEPLAIN = REPO_ROOT.parent / "shared" / "data" / "deplain-web-dev"
 THETAS = [round(t, 2) for t in np.arange(0.30, 0.91, 0.05)]
+HYBRID_THETAS = [round(t, 2) for t in np.arange(0.20, 0.81, 0.05)]  # fused scores sit lower: lexical cosines are lower
+HYBRID_WEIGHTS = (0.1, 0.3, 0.5)
+DENSE_SWEEP = [t for t in THETAS if t >= 0.5]  # below, dense F1 falls under .6 (see the dense sweep)
 PUBLISHED = {
     "MASSalign": (0.819, 0.509, 0.628),
     "Sent-LaBSE": (0.961, 0.444, 0.608),
@@ -85,7 +94,19 @@ def score(pairs: list[GoldPair], mined: list[MinedPair], *, exclude_identical: b
     return group, sentence
 
 
-def held_out(pairs: list[GoldPair], encode, default: LHAConfig, seeds: int = 5) -> None:
+def mine_pairs(subset: list[GoldPair], encode, config: LHAConfig, dense_weight: float | None) -> list[MinedPair]:
+    """LHA over ``subset`` with its known pairing: dense (``dense_weight`` None) or hybrid."""
+    source = [MiningDocument(p.pair_id, p.complex_sentences) for p in subset]
+    target = [MiningDocument(p.pair_id, p.simple_sentences) for p in subset]
+    known = [(k, k) for k in range(len(subset))]
+    if dense_weight is None:
+        return list(mine_lha(source, target, encode=encode, config=config, document_pairs=known))
+    return list(mine_hybrid_lha(source, target, encode=encode, config=config, dense_weight=dense_weight, document_pairs=known))
+
+
+def held_out(
+    pairs: list[GoldPair], encode, default: LHAConfig, seeds: int = 5, dense_weight: float | None = None, thetas: list[float] = THETAS
+) -> None:
     """2-fold by document pair, several seeds: theta_s tuned on one half, scored on the other."""
     tuned_f1, default_f1, chosen = [], [], []
     for seed in range(seeds):
@@ -95,18 +116,15 @@ def held_out(pairs: list[GoldPair], encode, default: LHAConfig, seeds: int = 5) 
 
             def group_f1(indices, theta: float) -> float:
                 subset = [pairs[i] for i in indices]
-                source = [MiningDocument(p.pair_id, p.complex_sentences) for p in subset]
-                target = [MiningDocument(p.pair_id, p.simple_sentences) for p in subset]
-                config = replace(default, theta_s=theta)
-                mined = mine_lha(source, target, encode=encode, config=config, document_pairs=[(k, k) for k in range(len(subset))])
-                return score(subset, list(mined))[0].f1
+                return score(subset, mine_pairs(subset, encode, replace(default, theta_s=theta), dense_weight))[0].f1
 
-            best = max(THETAS, key=lambda theta: group_f1(tune, theta))
+            best = max(thetas, key=lambda theta: group_f1(tune, theta))
             chosen.append(best)
             tuned_f1.append(group_f1(test, best))
             default_f1.append(group_f1(test, default.theta_s))
     print(
-        f"held out (2-fold by document pair x {seeds} seeds, K=5 filters on): theta_s tuned on one half "
+        (f"hybrid w={dense_weight} " if dense_weight is not None else "")
+        + f"held out (2-fold by document pair x {seeds} seeds, K=5 filters on): theta_s tuned on one half "
         f"{min(chosen):.2f}..{max(chosen):.2f} (median {float(np.median(chosen)):.2f}); group F1 on the other half "
         f"{np.mean(tuned_f1):.3f} +- {np.std(tuned_f1):.3f} at the tuned theta_s, {np.mean(default_f1):.3f} +- "
         f"{np.std(default_f1):.3f} at the default {default.theta_s}"
@@ -117,10 +135,56 @@ def prf(value: PRF) -> str:
     return f"{value.precision:.3f} {value.recall:.3f} {value.f1:.3f}"
 
 
+def hybrid_bench(pairs: list[GoldPair], encode, default: LHAConfig) -> None:
+    """Hybrid against dense, K = 5 filters on, document pairing known; then the hybrid document step."""
+    print("Task 1, alignment-group level, P R F1; K=5 filters on; document pairing known")
+    print("theta_s | dense             | " + " | ".join(f"hybrid w={w}      " for w in HYBRID_WEIGHTS))
+    best: dict[str, tuple[float, float, str]] = {}
+    for theta in sorted(set(THETAS) | set(HYBRID_THETAS)):
+        cells = []
+        for weight in (None, *HYBRID_WEIGHTS):
+            name = "dense" if weight is None else f"hybrid w={weight}"
+            if theta not in (DENSE_SWEEP if weight is None else HYBRID_THETAS):  # far from the best: slow and useless
+                cells.append(" " * 17)
+                continue
+            group = score(pairs, mine_pairs(pairs, encode, replace(default, theta_s=theta), weight))[0]
+            cells.append(prf(group))
+            if group.f1 > best.get(name, (-1.0, 0.0, ""))[0]:
+                best[name] = (group.f1, theta, prf(group))
+        print(f"  {theta:.2f}  | " + " | ".join(cells))
+    for name, (_, theta, figures) in best.items():
+        print(f"best {name}: P R F1 {figures} at theta_s {theta:.2f}")
+    hybrid_documents(pairs, encode)
+    weight = max(HYBRID_WEIGHTS, key=lambda w: best[f"hybrid w={w}"][0])  # held out for the best weight only (slow)
+    theta = best[f"hybrid w={weight}"][1]
+    near = [t for t in HYBRID_THETAS if abs(t - theta) <= 0.151]
+    held_out(pairs, encode, replace(default, theta_s=theta), dense_weight=weight, thetas=near)
+
+
+def hybrid_documents(pairs: list[GoldPair], encode) -> None:
+    """The hybrid document step on the known pairs: is the nearest simple document the right one, and by how much."""
+    source = [MiningDocument(p.pair_id, p.complex_sentences) for p in pairs]
+    target = [MiningDocument(p.pair_id, p.simple_sentences) for p in pairs]
+    vectoriser = document_vectoriser([d.sentences for d in source] + [d.sentences for d in target])
+    views = (
+        document_vectors([encode(d.sentences) for d in source]), document_vectors([encode(d.sentences) for d in target]),
+        vectoriser.transform([document_text(d.sentences) for d in source]), vectoriser.transform([document_text(d.sentences) for d in target]),
+    )  # fmt: skip
+    for weight in (1.0, *HYBRID_WEIGHTS):
+        found = hybrid_document_neighbours(*views, k=2, theta_d=-1.0, dense_weight=weight)  # by source: best, runner-up
+        right = [v for s, t, v in found[::2] if s == t]
+        second = [v for _, _, v in found[1::2]]
+        print(
+            f"document step w={weight}: nearest simple document right for {len(right)} of {len(pairs)}; fused score of the "
+            f"right nearest {min(right):.3f}-{max(right):.3f}, of the runner-up {min(second):.3f}-{max(second):.3f}"
+        )
+
+
 def main() -> None:
     """Long because it is one measurement script read top to bottom: each step prints its figures as it goes."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-rerank", action="store_true", help="leave out the RWMD / WMD re-ranking lines")
+    parser.add_argument("--retrieval", choices=["dense", "hybrid"], default="dense", help="hybrid: the hybrid sweep instead")
     args = parser.parse_args()
     if not DEPLAIN.exists():
         sys.exit(f"{DEPLAIN} is missing: this benchmark needs ../shared/data/deplain-web-dev beside the checkout.")
@@ -146,6 +210,10 @@ def main() -> None:
         f"deplain-web-dev: {len(pairs)} document pairs, {sentences} sentences, {gold_groups} gold groups; "
         f"MiniLM encoding {encode.seconds:.1f} s on CPU ({sentences / encode.seconds:.0f} sentences/s)"
     )
+    if args.retrieval == "hybrid":
+        hybrid_bench(pairs, encode, default)
+        print(f"total {time.perf_counter() - started:.0f} s")
+        return
     print("Task 1, alignment-group level, P R F1 (identical pairs included); document pairing known")
     print("theta_s | K=5 filters on    | K=5 filters off   | K=1 filters on    | K=1 filters off")
     best: dict[str, tuple[float, float]] = {}
