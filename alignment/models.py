@@ -350,4 +350,4 @@ class CandidateAlignment(models.Model):
 
 # Mining and import jobs live in their own modules; importing them here registers their models with this app.
 from alignment.importing.models import ImportJob, ImportJobFile  # noqa: E402, F401 - registers these models with this app
-from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningSequence, MiningShard  # noqa: E402, F401 - as above
+from alignment.mining.models import DocumentEmbedding, MinedPair, MiningDocumentVector, MiningJob, MiningSequence, MiningShard  # noqa: E402, F401 - as above

@@ -6,23 +6,30 @@ from alignment.models import Corpus
 
 
 class MiningJobForm(forms.Form):
-    """LHA settings; defaults are models_ml.mining.lha.LHAConfig's."""
+    """LHA settings; defaults are models_ml.mining.lha.LHAConfig's (dense) or alignment.mining.lha_service's (hybrid)."""
 
     target_corpus = forms.ModelChoiceField(queryset=Corpus.objects.none(), help_text="the corpus in the other style")
+    retrieval = forms.ChoiceField(
+        choices=[("", "by the corpus's language"), ("dense", "dense (sentence vectors)"), ("hybrid", "hybrid (3-grams + sentence vectors)")],
+        required=False, help_text="by the language: hybrid for German, dense otherwise",
+    )  # fmt: skip
     k_documents = forms.IntegerField(min_value=1, max_value=50, initial=5, label="K documents")
-    theta_d = forms.FloatField(min_value=-1.0, max_value=1.0, initial=0.5, label="θd (document cosine)")
+    theta_d = forms.FloatField(min_value=-1.0, max_value=1.0, required=False, label="θd (document score)")
     k_sentences = forms.IntegerField(min_value=1, max_value=50, initial=5, label="K sentences")
-    theta_s = forms.FloatField(min_value=-1.0, max_value=1.0, label="θs (sentence cosine)")
+    theta_s = forms.FloatField(min_value=-1.0, max_value=1.0, required=False, label="θs (sentence score)")
     min_overlap = forms.FloatField(min_value=0.0, max_value=1.0, required=False, initial=0.4, help_text="empty: no overlap filter")
     max_length_ratio = forms.FloatField(min_value=0.01, required=False, initial=1.5, help_text="empty: no length filter")
     language = forms.ChoiceField(choices=[("en", "English"), ("de", "German")], initial="en")
 
     def __init__(self, *args, targets=None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        from alignment.mining.lha_service import LHA_HYBRID_THETA_D, LHA_HYBRID_THETA_S
         from models_ml.mining.lha import LHAConfig
 
         self.fields["target_corpus"].queryset = targets if targets is not None else Corpus.objects.none()
-        self.fields["theta_s"].initial = LHAConfig().theta_s
+        dense = LHAConfig()
+        for name, hybrid in (("theta_d", LHA_HYBRID_THETA_D), ("theta_s", LHA_HYBRID_THETA_S)):
+            self.fields[name].help_text = f"empty: {getattr(dense, name)} for dense, {hybrid} for hybrid retrieval"
 
 
 class MussJobForm(forms.Form):

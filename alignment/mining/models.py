@@ -29,6 +29,18 @@ class DocumentEmbedding(models.Model):
         constraints = [models.UniqueConstraint(fields=["document", "encoder"], name="one_document_vector_per_encoder")]
 
 
+class MiningDocumentVector(models.Model):
+    """Hybrid LHA: one document's character 3-gram TF-IDF under its job's one IDF version (``MiningJob.lexical_idf``),
+    with a partial sparsevec HNSW index per job; the dense view is the document's :class:`DocumentEmbedding`."""
+
+    job = models.ForeignKey("alignment.MiningJob", on_delete=models.CASCADE, related_name="document_vectors")
+    document = models.ForeignKey("alignment.Document", on_delete=models.CASCADE, related_name="+")
+    lexical = SparseVectorField(help_text="Unit TF-IDF of all the document's 3-grams, hashed, <= 1,000 non-zeros.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "document"], name="one_lexical_document_vector_per_job")]
+
+
 class MiningJob(Job):
     """One mining request; its status and attempts are the prepare step's, its shards carry their own."""
 

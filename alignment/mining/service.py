@@ -7,7 +7,8 @@ nearest target documents come from it; the sentence step runs on the two documen
 vectors. A shard covers a range of source documents (by position in id order) and commits
 after each document with its pairs and its new position, so it resumes after a crash, stops
 between documents when cancelled, and never stores a pair twice (unique per job).
-Memory per shard: one source and one target document's vectors at a time.
+Memory per shard: one source and one target document's vectors at a time. A hybrid LHA job adds each document's
+character 3-gram TF-IDF and scores documents and sentences by the fused score (alignment/mining/lha_service.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, fields
 
 import numpy as np
 from django.conf import settings
@@ -31,6 +31,14 @@ from alignment.errors import ServiceError
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
+from alignment.mining.lha_service import (
+    hybrid_document_neighbours,
+    hybrid_sentence_vectors,
+    lexical_documents_ensure,
+    lha_config,
+    lha_retrieval_for,
+    lha_stored_config,
+)
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
 from alignment.mining.muss_service import (
     SHARD_SEQUENCES,
@@ -48,14 +56,6 @@ from models_ml.similarity.stop_words import unigram_overlap
 SHARD_DOCUMENTS = 50
 
 
-def _lha_config(config: dict | None) -> LHAConfig:
-    known = {f.name for f in fields(LHAConfig)}
-    unknown = set(config or {}) - known - {"encoder", "shard_documents"}
-    if unknown:
-        raise ValueError(f"unknown LHA setting(s) {sorted(unknown)}; settings: {', '.join(sorted(known))}")
-    return LHAConfig(**{k: v for k, v in (config or {}).items() if k in known})
-
-
 def mining_job_create(
     *, source_corpus: Corpus, target_corpus: Corpus | None = None, config: dict | None = None, method: str = "lha",
     created_by: AbstractBaseUser | None = None, shard_documents: int = SHARD_DOCUMENTS, shard_sequences: int = SHARD_SEQUENCES,
@@ -65,7 +65,6 @@ def mining_job_create(
     The same corpora, method and settings return the existing job (resumed when it had failed or was cancelled).
     """
     encoder = (config or {}).get("encoder", settings.ENCODER_MODEL)
-    retrieval = (config or {}).get("retrieval", "dense")
     if method == "muss":
         target_corpus = source_corpus
         retrieval = (config or {}).get("retrieval") or mining_retrieval_for(source_corpus.language)
@@ -73,19 +72,11 @@ def mining_job_create(
         known = source_corpus.language.split("-")[0].lower()  # the ACCESS attributes' word ranks in the corpus's language
         config = {"language": known, **(config or {})} if known and known != "und" else config
         stored = muss_stored_config(config, encoder, shard_sequences, retrieval)
-    elif retrieval != "dense":
-        raise ValueError(f"LHA jobs in the app search dense vectors (retrieval {retrieval!r}: MUSS jobs only)")
     elif method == "lha":
         if target_corpus is None:
             raise ServiceError("LHA needs a target corpus", field="target_corpus")
-        lha = _lha_config(config)
-        if lha.global_variant:
-            raise ValueError("the global variant runs in the CLI benchmarks only (python -m models_ml mine); the app mines documents first")
-        if lha.rerank is not None:
-            raise ValueError("re-ranking by word embeddings (rerank) runs in the CLI only (python -m models_ml mine)")
-        if shard_documents < 1:
-            raise ValueError(f"shard_documents must be >= 1, got {shard_documents}")
-        stored = {**asdict(lha), "encoder": encoder, "shard_documents": shard_documents}
+        retrieval = (config or {}).get("retrieval") or lha_retrieval_for(source_corpus.language)
+        stored = lha_stored_config(config, encoder, shard_documents, retrieval)
     else:
         raise ValueError(f"unknown mining method {method!r}; methods: lha, muss")
     key = json.dumps({"method": method, "source": source_corpus.pk, "target": target_corpus.pk, "config": stored}, sort_keys=True)
@@ -242,6 +233,8 @@ def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray]
         for corpus in {job.source_corpus, job.target_corpus}:
             document_vectors_ensure(corpus=corpus, encoder=encoder)
             job.heartbeat()
+        if job.retrieval == MiningJob.Retrieval.HYBRID:
+            lexical_documents_ensure(job)
         total = len(_source_document_ids(job))
         size = int(job.config["shard_documents"])
         with transaction.atomic():
@@ -283,7 +276,7 @@ def mining_shard_execute(*, shard_id: int) -> MiningShard:
         return shard
     if job.method == MiningJob.Method.MUSS:
         return _muss_shard_execute(shard)
-    config = _lha_config(job.config)
+    config = lha_config(job.config)
     encoder = Encoder.objects.get(name=job.config["encoder"])
     ids = _source_document_ids(job)
     try:
@@ -350,14 +343,14 @@ def _finish(job_id: int) -> None:
             job.mark_succeeded(pairs_found=MinedPair.objects.filter(job=job).count())
 
 
-def document_neighbours(*, document_id: int, encoder: Encoder, corpus: Corpus, k: int, theta_d: float) -> list[tuple[int, float]]:
-    """The K target documents nearest to ``document_id`` (pgvector HNSW), with cosine >= theta_d."""
+def document_neighbours(*, job: MiningJob, document_id: int, encoder: Encoder, k: int, theta_d: float) -> list[tuple[int, float]]:
+    """The K documents of the job's target corpus nearest to ``document_id`` (pgvector HNSW), with cosine >= theta_d."""
     own = DocumentEmbedding.objects.get(document_id=document_id, encoder=encoder).vector
     typed = Cast("vector", VectorField(dimensions=encoder.dimensions))
     with transaction.atomic():
         hnsw_search_settings()
         rows = list(
-            DocumentEmbedding.objects.filter(encoder=encoder, document__corpus=corpus)
+            DocumentEmbedding.objects.filter(encoder=encoder, document__corpus=job.target_corpus)
             .exclude(document_id=document_id)
             .annotate(distance=CosineDistance(typed, own))
             .order_by("distance")
@@ -371,14 +364,17 @@ def _texts(document_id: int) -> list[str]:
 
 
 def _mine_document(job: MiningJob, document_id: int, config: LHAConfig, encoder: Encoder) -> list[MinedPair]:
+    """One source document's pairs; a hybrid job finds and scores documents and sentences by the fused score."""
     found = []
+    hybrid = job.retrieval == MiningJob.Retrieval.HYBRID
     source_vectors, source_texts = _sentence_vectors(document_id, encoder), _texts(document_id)
-    neighbours = document_neighbours(
-        document_id=document_id, encoder=encoder, corpus=job.target_corpus, k=config.k_documents, theta_d=config.theta_d
-    )
+    nearest = hybrid_document_neighbours if hybrid else document_neighbours
+    neighbours = nearest(job=job, document_id=document_id, encoder=encoder, k=config.k_documents, theta_d=config.theta_d)
     for target_id, doc_score in neighbours:
-        target_vectors, target_texts = _sentence_vectors(target_id, encoder), _texts(target_id)
-        for source, target, score in align_sentences(source_vectors, target_vectors, k=config.k_sentences, theta_s=config.theta_s):
+        source_rows, target_rows, target_texts = source_vectors, _sentence_vectors(target_id, encoder), _texts(target_id)
+        if hybrid:  # rows whose inner products are the fused scores
+            source_rows, target_rows = hybrid_sentence_vectors(job, source_vectors, target_rows, source_texts, target_texts)
+        for source, target, score in align_sentences(source_rows, target_rows, k=config.k_sentences, theta_s=config.theta_s):
             source_text = " ".join(source_texts[i] for i in source)
             target_text = " ".join(target_texts[j] for j in target)
             overlap = unigram_overlap(source_text, target_text, config.language)

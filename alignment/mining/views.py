@@ -52,8 +52,9 @@ def mining_start(request: HttpRequest, corpus_id: int) -> HttpResponse:
     if request.method == "POST" and chosen.is_valid():
         data = dict(chosen.cleaned_data)
         target = data.pop("target_corpus", None)
-        if method == "muss":  # empty: the retrieval's own default (by the corpus's language; its distance bound)
-            data = {key: value for key, value in data.items() if value not in ("", None)}
+        # empty: the retrieval's own default (by the corpus's language; its thresholds); LHA's empty filters stay None (off)
+        defaulted = set(data) if method == "muss" else {"retrieval", "theta_d", "theta_s"}
+        data = {key: value for key, value in data.items() if key not in defaulted or value not in ("", None)}
         try:
             encoder = settings.ENCODER_MODEL if method == "lha" else None  # LHA reads stored vectors
             fields = {target.pk: "target_corpus"} if target is not None and target.pk != corpus.pk else None

@@ -124,7 +124,6 @@ def test_an_english_dense_job_keeps_the_identity_it_had_before_hybrid_retrieval(
         ("muss", {"retrieval": "hybrid", "dense_weight": 1.5}, "dense_weight must be a number from 0 to 1, got 1.5"),
         ("muss", {"retrieval": "hybrid", "dense_weight": "half"}, "dense_weight must be a number from 0 to 1, got 'half'"),
         ("muss", {"retrieval": "dense", "dense_weight": 0.5}, "dense_weight is a setting of hybrid retrieval"),
-        ("lha", {"retrieval": "hybrid"}, "LHA jobs in the app search dense vectors"),
     ],
 )
 def test_bad_retrieval_settings_are_refused_and_nothing_is_stored(owner, method, config, message) -> None:
