@@ -36,8 +36,8 @@ class MussJobForm(forms.Form):
     """MUSS settings; defaults are models_ml.mining.muss.MussConfig's."""
 
     retrieval = forms.ChoiceField(
-        choices=[("", "by the corpus's language"), ("dense", "dense (encoder)"), ("hybrid", "hybrid (3-grams + encoder)")],
-        required=False, help_text="by the language: dense with MiniLM for English, hybrid with USE multilingual otherwise",
+        choices=[("", "dense (the default)"), ("dense", "dense (encoder)"), ("hybrid", "hybrid (3-grams + encoder)")],
+        required=False, help_text="the encoder follows the corpus's language: MiniLM for English, USE multilingual otherwise",
     )  # fmt: skip
     k = forms.IntegerField(min_value=1, max_value=50, initial=8, label="K neighbours")
     max_distance = forms.FloatField(

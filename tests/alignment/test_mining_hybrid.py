@@ -39,7 +39,9 @@ def _german_corpus(owner):
 
 def _hybrid_job(owner, run_worker, settings, backend: str, **config) -> MiningJob:
     settings.MINING_SEARCH_BACKEND = backend
-    job, _ = mining.mining_job_create(source_corpus=_german_corpus(owner), method="muss", config={"k": 3, **config}, shard_sequences=3)
+    job, _ = mining.mining_job_create(
+        source_corpus=_german_corpus(owner), method="muss", config={"k": 3, "retrieval": "hybrid", **config}, shard_sequences=3
+    )
     run_worker(["mining"])
     job.refresh_from_db()
     assert job.status == MiningJob.Status.SUCCEEDED, job.error
@@ -54,7 +56,7 @@ def _stored(job: MiningJob):
     return rows, ids, dense, lexical
 
 
-def test_a_german_corpus_is_mined_with_hybrid_retrieval_and_the_multilingual_encoder(owner, run_worker, settings) -> None:
+def test_a_hybrid_job_on_a_german_corpus_stores_both_views_and_finds_the_exact_fused_neighbours(owner, run_worker, settings) -> None:
     job = _hybrid_job(owner, run_worker, settings, "pgvector")
     assert job.retrieval == MiningJob.Retrieval.HYBRID and job.config["encoder"] == USE_ENCODER
     assert job.config["retrieval"] == "hybrid" and job.config["dense_weight"] == pytest.approx(0.3)
@@ -138,12 +140,12 @@ def test_the_muss_form_leaves_retrieval_and_bound_to_the_corpus_language_unless_
     client.force_login(owner)
     url = reverse("alignment:mining_start", args=[corpus.pk])
     form = {"method": "muss", "k": 8, "min_margin": 1.06, "language": "de", "retrieval": "", "max_distance": ""}
-    assert client.post(url, form).status_code == 302
+    assert client.post(url, form).status_code == 302  # German: dense (it measured best for MUSS) with USE multilingual
     job = MiningJob.objects.get()
-    assert job.retrieval == "hybrid" and job.config["max_distance"] == 0.6 and job.config["encoder"] == USE_ENCODER
-    assert client.post(url, {**form, "retrieval": "dense"}).status_code == 302
-    dense = MiningJob.objects.exclude(pk=job.pk).get()
-    assert dense.retrieval == "dense" and dense.config["max_distance"] == 0.25
+    assert job.retrieval == "dense" and job.config["max_distance"] == 0.25 and job.config["encoder"] == USE_ENCODER
+    assert client.post(url, {**form, "retrieval": "hybrid"}).status_code == 302
+    hybrid = MiningJob.objects.exclude(pk=job.pk).get()
+    assert hybrid.retrieval == "hybrid" and hybrid.config["max_distance"] == 0.6 and hybrid.config["encoder"] == USE_ENCODER
     refused = client.post(url, {**form, "retrieval": "sparse"})
     assert refused.status_code == 200 and "Select a valid choice" in refused.content.decode()
     assert MiningJob.objects.count() == 2
