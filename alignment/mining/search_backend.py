@@ -130,14 +130,14 @@ def _pgvector_hybrid_nearest(job: MiningJob, rows: list[MiningSequence], k: int)
         cursor.execute(f"SELECT vector_dims(vector) FROM {table} WHERE job_id = %s LIMIT 1", [job.pk])
         dense = f"vector::vector({int(cursor.fetchone()[0])})"
         lexical = f"lexical::sparsevec({LEXICAL_DIMENSIONS})"
-        job_rows = f"FROM {table} AS o WHERE o.job_id = {int(job.pk)} AND o.index <> q.index"
-        cursor.execute(
-            f"WITH q AS (SELECT id, index, {dense} AS d, {lexical} AS l FROM {table} WHERE id = ANY(%s)), "
-            f"c AS (SELECT q.index AS query, n.id FROM q CROSS JOIN LATERAL (SELECT o.id {job_rows} ORDER BY o.{dense} <=> q.d LIMIT %s) AS n"
-            f" UNION SELECT q.index, n.id FROM q CROSS JOIN LATERAL (SELECT o.id {job_rows} ORDER BY o.{lexical} <#> q.l LIMIT %s) AS n) "
-            f"SELECT c.query, o.index, %s * (1 - (o.{dense} <=> q.d)) + %s * -(o.{lexical} <#> q.l) AS score "
-            f"FROM c JOIN {table} AS o ON o.id = c.id JOIN q ON q.index = c.query ORDER BY c.query, score DESC, o.index",
-            [[row.pk for row in rows], depth, depth, weight, 1.0 - weight],
+        fused = f"{weight!r} * (1 - (o.{dense} <=> q.d)) + {1.0 - weight!r} * -(o.{lexical} <#> q.l)"  # floats from the config
+        view = f"SELECT q.index AS query, n.index, n.score FROM q CROSS JOIN LATERAL (SELECT o.index, {fused} AS score FROM {table} AS o"
+        view += f" WHERE o.job_id = {int(job.pk)} AND o.index <> q.index ORDER BY o.{{}} LIMIT {int(depth)}) AS n"
+        cursor.execute(  # each candidate's fused score is computed where its row is read: no second pass over the table
+            f"WITH q AS (SELECT index, {dense} AS d, {lexical} AS l FROM {table} WHERE id = ANY(%s)) "
+            f"SELECT query, index, score FROM ({view.format(f'{dense} <=> q.d')} UNION {view.format(f'{lexical} <#> q.l')}) AS c "
+            "ORDER BY query, score DESC, index",
+            [[row.pk for row in rows]],
         )
         by_index: dict[int, list[list[float]]] = {row.index: [] for row in rows}
         for index, other, score in cursor.fetchall():
