@@ -10,7 +10,7 @@ class MiningJobForm(forms.Form):
 
     target_corpus = forms.ModelChoiceField(queryset=Corpus.objects.none(), help_text="the corpus in the other style")
     retrieval = forms.ChoiceField(
-        choices=[("", "by the corpus's language"), ("dense", "dense (sentence vectors)"), ("hybrid", "hybrid (3-grams + sentence vectors)")],
+        choices=[("", "by language"), ("dense", "dense (sentence vectors)"), ("hybrid", "hybrid (3-grams + sentence vectors)")],
         required=False, help_text="by the language: hybrid for German, dense otherwise",
     )  # fmt: skip
     k_documents = forms.IntegerField(min_value=1, max_value=50, initial=5, label="K documents")

@@ -44,8 +44,9 @@ def mining_start(request: HttpRequest, corpus_id: int) -> HttpResponse:
     targets = selectors.corpora_visible_to(request.user).exclude(pk=corpus.pk)
     method = request.POST.get("method", "lha")
     posted = request.POST if request.method == "POST" else None
-    form = MiningJobForm(posted if method == "lha" else None, targets=targets)
-    muss_form = MussJobForm(posted if method == "muss" else None)
+    language = {"language": corpus.language.split("-")[0]} if corpus.language.split("-")[0] in ("en", "de") else {}
+    form = MiningJobForm(posted if method == "lha" else None, targets=targets, initial=language)
+    muss_form = MussJobForm(posted if method == "muss" else None, initial=language)
     chosen = form if method == "lha" else muss_form
     if request.method == "POST":
         _require_job_control(request, corpus)

@@ -139,6 +139,8 @@ def test_the_muss_form_leaves_retrieval_and_bound_to_the_corpus_language_unless_
     corpus = _german_corpus(owner)
     client.force_login(owner)
     url = reverse("alignment:mining_start", args=[corpus.pk])
+    page = client.get(url).content.decode()  # the filters' language starts at the corpus's
+    assert page.count('<option value="de" selected>German</option>') == 2
     form = {"method": "muss", "k": 8, "min_margin": 1.06, "language": "de", "retrieval": "", "max_distance": ""}
     assert client.post(url, form).status_code == 302  # German: dense (it measured best for MUSS) with USE multilingual
     job = MiningJob.objects.get()

@@ -32,8 +32,8 @@ def test_mining_into_an_empty_corpus_is_refused_with_the_corpus_named(page: Page
     assert not MiningJob.objects.exists()
 
     lha.get_by_label("Target corpus").select_option(label="Simple news")  # thresholds nothing reaches: 0 pairs, and why
-    lha.get_by_label("θd (document cosine)").fill("0.99")
-    lha.get_by_label("θs (sentence cosine)").fill("0.99")
+    lha.get_by_label("θd (document score)").fill("0.99")
+    lha.get_by_label("θs (sentence score)").fill("0.99")
     lha.get_by_role("button", name="Start mining").click()
     expect(page).to_have_url(re.compile(r"/mining/\d+/$"))
     _work(["mining"])
