@@ -1,6 +1,6 @@
 """Memory and speed of the app's mining jobs as the corpus grows (LHA or MUSS), on synthetic data.
 
-    .venv/bin/python bench/mining_memory.py [--method lha|muss] [--sizes 300,1200,4000] [--sentences 10] [--dim 384]
+    .venv/bin/python bench/mining_memory.py [--method lha|muss] [--sizes 300,1200,4000] [--sentences 10] [--dim 384] [--retrieval dense|hybrid]
         [--search pgvector,faiss]
 
 LHA: for each size N it creates two corpora of N documents (a source and a perturbed "simplified"
@@ -204,11 +204,11 @@ def make_muss_corpus(name: str, documents: int, sentences: int, owner) -> object
     return corpus
 
 
-def setup_muss(size: int, sentences: int, owner, corpora: dict[int, object]) -> object:
+def setup_muss(size: int, sentences: int, owner, corpora: dict[int, object], retrieval: str = "dense") -> object:
     """A new MUSS job on the size's corpus (made once: a second search backend mines the same corpus anew)."""
     if size not in corpora:
         corpora[size] = make_muss_corpus(f"muss{size}", size, sentences, owner)
-    config = {"encoder": "bench-topic"}
+    config = {"encoder": "bench-topic", "retrieval": retrieval}
     job = mining.mining_job_create(source_corpus=corpora[size], target_corpus=None, method="muss", config=config)[0]
     if job.status != "queued":  # mined before with the previous backend
         job.delete()
@@ -251,6 +251,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=10)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--search", default="pgvector", help="MUSS: MINING_SEARCH_BACKEND(s) to run in turn, e.g. pgvector,faiss")
+    parser.add_argument("--retrieval", choices=["dense", "hybrid"], default="dense", help="MUSS: the job's retrieval")
     args = parser.parse_args()
     backends = args.search.split(",")
     if any(b not in ("pgvector", "faiss") for b in backends) or (args.method == "lha" and backends != ["pgvector"]):
@@ -273,7 +274,7 @@ def main() -> None:
         if args.method == "lha":
             job, encode = setup_lha(size, args.sentences, args.dim, owner, rng, encoder), None
         else:
-            job, encode = setup_muss(size, args.sentences, owner, corpora), topic_encoder(args.dim)
+            job, encode = setup_muss(size, args.sentences, owner, corpora, args.retrieval), topic_encoder(args.dim)
         clock = PhaseClock()
         tracemalloc.start()
         tracemalloc.reset_peak()
