@@ -82,17 +82,29 @@ class HybridIndex:
             raise ValueError(f"ids not in the index: {sorted(set(ids.tolist()) - set(self.ids.tolist()))[:10]}")
         depth = min(max(self.depth, k), self.size)
         candidates = np.concatenate([self._dense_candidates(rows, depth), self._lexical_candidates(rows, depth)], axis=1)  # (q, 2 depth)
-        indices = np.full((len(rows), k), -1, dtype=np.int64)
-        scores = np.full((len(rows), k), -np.inf, dtype=np.float32)
-        for position, (row, found) in enumerate(zip(rows, candidates)):
-            found = np.unique(found[(found >= 0) & (found != row)])  # rows, sorted, itself left out
-            fused = (
-                self.weight * (self.dense[found] @ self.dense[row])
-                + (1 - self.weight) * (self.lexical[found] @ self.lexical[row].T).toarray().ravel()
-            )  # (c,)
-            order = np.lexsort((found, -fused))[:k]  # best first, the lower row (so id) on ties
-            indices[position, : len(order)], scores[position, : len(order)] = self.ids[found[order]], fused[order]
-        return Neighbours(indices, scores)
+        return self._fused_best(rows, candidates, k)
+
+    def _fused_best(self, rows: np.ndarray, candidates: np.ndarray, k: int) -> Neighbours:
+        """Each query's k best candidates (rows, -1 for none) by the exact fused score; the batch's candidates are
+        scored together: one sparse and one dense product over the distinct candidates, not one per query."""
+        candidates = np.sort(np.where(candidates == rows[:, None], -1, candidates), axis=1)  # (q, c): itself out, repeats adjacent
+        valid = candidates >= 0
+        valid[:, 1:] &= candidates[:, 1:] != candidates[:, :-1]  # a row both views proposed counts once
+        distinct = np.unique(candidates[valid])  # (u,) rows
+        fused = np.full(candidates.shape, -np.inf, dtype=np.float32)  # (q, c)
+        if len(distinct):
+            lexical = (self.lexical[rows] @ self.lexical[distinct].T).toarray()  # (q, u)
+            scores = self.weight * (self.dense[rows] @ self.dense[distinct].T) + (1 - self.weight) * lexical  # (q, u)
+            where = np.searchsorted(distinct, np.maximum(candidates, 0))  # (q, c) column of each candidate
+            fused = np.where(valid, np.take_along_axis(scores, np.minimum(where, len(distinct) - 1), axis=1), -np.inf).astype(np.float32)
+        last = np.iinfo(np.int64).max
+        order = np.lexsort((np.where(valid, candidates, last), -fused), axis=1)[:, :k]  # best first, the lower row on ties
+        scores = np.take_along_axis(fused, order, axis=1)  # (q, <= k)
+        indices = np.where(np.isfinite(scores), self.ids[np.maximum(np.take_along_axis(candidates, order, axis=1), 0)], -1)
+        if indices.shape[1] < k:  # fewer candidates than k: pad
+            indices = np.pad(indices, ((0, 0), (0, k - indices.shape[1])), constant_values=-1)
+            scores = np.pad(scores, ((0, 0), (0, k - scores.shape[1])), constant_values=-np.inf)
+        return Neighbours(indices.astype(np.int64), scores.astype(np.float32))
 
     def _dense_candidates(self, rows: np.ndarray, depth: int) -> np.ndarray:
         """(q, depth) rows by dense cosine, -1 where none (the index returns ids; map them back to rows)."""
@@ -101,12 +113,20 @@ class HybridIndex:
             return np.where(found >= 0, np.searchsorted(self.ids, np.maximum(found, 0)), -1)
         scores = self.dense[rows] @ self.dense.T  # (q, n)
         scores[np.arange(len(rows)), rows] = -np.inf
-        return np.argsort(-scores, axis=1, kind="stable")[:, :depth]
+        return _best_columns(scores, depth)
 
     def _lexical_candidates(self, rows: np.ndarray, depth: int) -> np.ndarray:
         """(q, depth) rows by the lexical cosine of each query's ``probe`` heaviest 3-grams, -1 where none."""
         probes = _keep_heaviest(self.lexical[rows], self.probe)  # (q, D)
         partial = (probes @ self._lexical_t).toarray()  # (q, n)
         partial[np.arange(len(rows)), rows] = -np.inf
-        order = np.argsort(-partial, axis=1, kind="stable")[:, :depth]
+        order = _best_columns(partial, depth)
         return np.where(np.take_along_axis(partial, order, axis=1) > 0, order, -1)
+
+
+def _best_columns(scores: np.ndarray, depth: int) -> np.ndarray:
+    """(q, depth) columns of each row's ``depth`` largest scores, in no particular order (the candidates are
+    rescored exactly; a partition is linear where a full sort of every row was most of a search)."""
+    if depth >= scores.shape[1]:
+        return np.broadcast_to(np.arange(scores.shape[1]), scores.shape).copy()
+    return np.argpartition(-scores, depth - 1, axis=1)[:, :depth]
