@@ -29,7 +29,10 @@ from alignment.mining.service import (
 def _job_for_user(request: HttpRequest, job_id: int) -> MiningJob:
     visible = selectors.corpora_visible_to(request.user)
     return get_object_or_404(
-        MiningJob.objects.select_related("source_corpus", "target_corpus"), pk=job_id, source_corpus__in=visible, target_corpus__in=visible
+        MiningJob.objects.select_related("source_corpus", "target_corpus").defer("lexical_idf"),
+        pk=job_id,
+        source_corpus__in=visible,
+        target_corpus__in=visible,
     )
 
 
@@ -68,7 +71,7 @@ def mining_start(request: HttpRequest, corpus_id: int) -> HttpResponse:
         else:
             messages.success(request, f"Mining job {job.pk} {'queued' if created else 'already exists with these settings'}.")
             return redirect("alignment:mining_job", job_id=job.pk)
-    jobs = MiningJob.objects.filter(source_corpus=corpus).select_related("target_corpus")[:20]
+    jobs = MiningJob.objects.filter(source_corpus=corpus).select_related("target_corpus").defer("lexical_idf")[:20]
     return render(request, "alignment/mining_start.html", {"corpus": corpus, "form": form, "muss_form": muss_form, "jobs": jobs})
 
 

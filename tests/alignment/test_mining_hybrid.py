@@ -151,3 +151,17 @@ def test_the_muss_form_leaves_retrieval_and_bound_to_the_corpus_language_unless_
     refused = client.post(url, {**form, "retrieval": "sparse"})
     assert refused.status_code == 200 and "Select a valid choice" in refused.content.decode()
     assert MiningJob.objects.count() == 2
+
+
+def test_the_mining_pages_never_read_a_jobs_idf(owner, run_worker, settings, client) -> None:
+    """The IDF is hundreds of KB on a real corpus; the job card is polled every few seconds."""
+    from django.test.utils import CaptureQueriesContext
+
+    job = _hybrid_job(owner, run_worker, settings, "pgvector")
+    assert job.lexical_idf
+    client.force_login(owner)
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(reverse("alignment:mining_job_progress", args=[job.pk])).status_code == 200
+        assert client.get(reverse("alignment:mining_job", args=[job.pk])).status_code == 200
+        assert client.get(reverse("alignment:mining_start", args=[job.source_corpus_id])).status_code == 200
+    assert not [query["sql"] for query in queries.captured_queries if "lexical_idf" in query["sql"]]
