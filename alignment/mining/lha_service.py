@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from pgvector import SparseVector
 
 from alignment.mining.models import DocumentEmbedding, MiningDocumentVector, MiningJob
-from alignment.mining.search_backend import HYBRID_DEPTH, hnsw_search_settings, partial_hnsw_index
+from alignment.mining.search_backend import HYBRID_DEPTH, hnsw_search_settings, hybrid_settings, partial_hnsw_index
 from alignment.models import Document, Encoder, Sentence
 from models_ml.mining.hybrid_lha import document_text, document_vectoriser, fused_vectors
 from models_ml.mining.lha import LHAConfig
@@ -64,15 +64,8 @@ def lha_stored_config(config: dict | None, encoder: str, shard_documents: int, r
     LHA existed keep their identity; a hybrid one stores ``retrieval`` and ``dense_weight``, and unless given the
     hybrid theta_d and theta_s (fused scores sit on another scale than MiniLM cosines)."""
     config = dict(config or {})
-    config.pop("retrieval", None)
-    if retrieval not in ("dense", "hybrid"):
-        raise ValueError(f"unknown retrieval {retrieval!r}; LHA jobs search dense or hybrid")
-    if retrieval == "dense" and "dense_weight" in config:
-        raise ValueError("dense_weight is a setting of hybrid retrieval; this job's retrieval is dense")
-    weight = config.pop("dense_weight", LHA_HYBRID_DENSE_WEIGHT)
-    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0.0 <= weight <= 1.0:
-        raise ValueError(f"dense_weight must be a number from 0 to 1, got {weight!r}")
-    if retrieval == "hybrid":
+    hybrid = hybrid_settings(config, retrieval, LHA_HYBRID_DENSE_WEIGHT, "LHA")
+    if hybrid:
         config.setdefault("theta_d", LHA_HYBRID_THETA_D)
         config.setdefault("theta_s", LHA_HYBRID_THETA_S)
     lha = lha_config(config)
@@ -83,7 +76,7 @@ def lha_stored_config(config: dict | None, encoder: str, shard_documents: int, r
     if shard_documents < 1:
         raise ValueError(f"shard_documents must be >= 1, got {shard_documents}")
     stored = {**asdict(lha), "encoder": encoder, "shard_documents": shard_documents}
-    return stored if retrieval == "dense" else {**stored, "retrieval": retrieval, "dense_weight": float(weight)}
+    return {**stored, **hybrid}
 
 
 def _document_sentences(corpora: list[int]) -> Iterator[tuple[int, list[str]]]:

@@ -29,7 +29,7 @@ from pgvector import SparseVector
 
 from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
 from alignment.mining.muss_rows import SequenceRow, batch_rows
-from alignment.mining.search_backend import nearest_sequences, search_prepare
+from alignment.mining.search_backend import hybrid_settings, nearest_sequences, search_prepare
 from alignment.models import Document, Sentence
 from models_ml.mining.muss import (
     MussConfig,
@@ -69,19 +69,10 @@ def muss_stored_config(config: dict | None, encoder: str, shard_sequences: int, 
     if shard_sequences < 1:
         raise ValueError(f"shard_sequences must be >= 1, got {shard_sequences}")
     config = dict(config or {})
-    config.pop("retrieval", None)
-    if retrieval == "dense":
-        if "dense_weight" in config:
-            raise ValueError("dense_weight is a setting of hybrid retrieval; this job's retrieval is dense")
-        return {**asdict(muss_config(config)), "encoder": encoder, "shard_sequences": shard_sequences}
-    if retrieval != "hybrid":
-        raise ValueError(f"unknown retrieval {retrieval!r}; MUSS jobs search dense or hybrid")
-    weight = config.pop("dense_weight", HYBRID_DENSE_WEIGHT)
-    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0.0 <= weight <= 1.0:
-        raise ValueError(f"dense_weight must be a number from 0 to 1, got {weight!r}")
-    config.setdefault("max_distance", HYBRID_MAX_DISTANCE)
-    stored = asdict(muss_config(config))
-    return {**stored, "encoder": encoder, "shard_sequences": shard_sequences, "retrieval": retrieval, "dense_weight": float(weight)}
+    hybrid = hybrid_settings(config, retrieval, HYBRID_DENSE_WEIGHT, "MUSS")
+    if hybrid:
+        config.setdefault("max_distance", HYBRID_MAX_DISTANCE)
+    return {**asdict(muss_config(config)), "encoder": encoder, "shard_sequences": shard_sequences, **hybrid}
 
 
 def _stream_sequences(job: MiningJob, config: MussConfig) -> Iterator[Sequence]:

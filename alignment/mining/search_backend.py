@@ -39,6 +39,24 @@ _cached: tuple[tuple[int, int], FaissIndex | HybridIndex] | None = None  # ((job
 HYBRID_DEPTH = 32  # hybrid: candidates each view proposes per sequence before the fused score ranks them
 
 
+def hybrid_settings(config: dict, retrieval: str, default_weight: float, method: str) -> dict:
+    """What a job stores of its retrieval, taking ``retrieval`` and ``dense_weight`` out of ``config`` (a copy).
+
+    Dense: nothing (so jobs made before hybrid retrieval keep their config hash); hybrid: both keys.
+    ValueError names a bad setting: an unknown retrieval, a weight outside [0, 1], a weight on a dense job."""
+    config.pop("retrieval", None)
+    if retrieval not in ("dense", "hybrid"):
+        raise ValueError(f"unknown retrieval {retrieval!r}; {method} jobs search dense or hybrid")
+    if retrieval == "dense":
+        if "dense_weight" in config:
+            raise ValueError("dense_weight is a setting of hybrid retrieval; this job's retrieval is dense")
+        return {}
+    weight = config.pop("dense_weight", default_weight)
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0.0 <= weight <= 1.0:
+        raise ValueError(f"dense_weight must be a number from 0 to 1, got {weight!r}")
+    return {"retrieval": retrieval, "dense_weight": float(weight)}
+
+
 def hnsw_search_settings() -> None:
     """For the current transaction: a wider HNSW search than pgvector's default (ef_search 40 gave recall@10
     0.79 at 1 M vectors in bench/hnsw_scale.py; 100 gave 0.91), and iterative scans so a corpus or job filter

@@ -12,6 +12,7 @@ dispatches these names here, ignoring its device and backend.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -62,7 +63,7 @@ def encoder_for_language(language: str, default: str) -> str:
     return USE_ENCODER
 
 
-class _PackagedEncoder:
+class _PackagedEncoder(ABC):
     """A :class:`~models_ml.similarity.encoders.SentenceEncoder` around a packaged model's batch call.
 
     ``threads`` caps the BLAS and OpenMP pools while it encodes (0: the libraries' own default, one per core);
@@ -90,8 +91,9 @@ class _PackagedEncoder:
                 vectors[start : start + batch_size] = self._embed(texts[start : start + batch_size])
         return vectors
 
+    @abstractmethod
     def _embed(self, texts: list[str]) -> np.ndarray:
-        raise NotImplementedError
+        """One batch through the package's model: (len(texts), dimensions) unit rows."""
 
 
 class UniversalSentenceEncoderMultilingual(_PackagedEncoder):
