@@ -95,7 +95,7 @@ class AlignmentRunAdmin(admin.ModelAdmin):
 class AlignedPairAdmin(admin.ModelAdmin):
     list_display = ["pk", "run", "pair", "simple_count", "complex_count", "seconds"]
     raw_id_fields = ["run", "pair"]
-    exclude = ["matrices"]  # compressed float16 arrays: shown on the inspection page
+    exclude = ["matrices"]  # compressed arrays: shown on the inspection page
 
 
 @admin.register(ParagraphAlignment)

@@ -279,8 +279,9 @@ class AlignmentRun(Job):
 class AlignedPair(models.Model):
     """One document pair done by one run: what the heatmap needs, and the marker that makes reruns skip it.
 
-    ``matrices`` is a compressed NumPy archive of float16 (m, n) arrays, one per measure
-    plus ``crf_marginal``; it is empty when m x n exceeds the stored-heatmap limit.
+    ``matrices`` is a compressed NumPy archive of (m, n) arrays, one per measure plus ``crf_marginal``:
+    float16, but float32 for the measure the CRF decoded (so a re-decoding from it gives what the run gave);
+    it is empty when m x n exceeds the stored-heatmap limit.
     ``viterbi`` lists, per simple sentence, the complex sentence indices of its state.
     """
 

@@ -210,11 +210,16 @@ def measure_disagreement(matrices: dict[str, np.ndarray], rows: np.ndarray, cols
 
 
 def pack_matrices(outcome: PairOutcome) -> bytes:
-    """float16 matrices per measure plus the CRF pair marginals, compressed; b"" above the heatmap limit."""
+    """The matrices per measure plus the CRF pair marginals, compressed; b"" above the heatmap limit.
+
+    The heatmaps' measures are kept at float16; the one the CRF read (``outcome.primary``) at the float32 it was
+    decoded from, so that re-decoding the pair from what was stored (the live refresh) gives what the run gave: a
+    near-tie between two paths (a story told twice) was decided the other way on float16 scores.
+    """
     m, n = outcome.result.similarity.shape
     if m * n == 0 or m * n > HEATMAP_MAX_CELLS:
         return b""
-    arrays = {name: matrix.astype(np.float16) for name, matrix in outcome.matrices.items()}
+    arrays = {name: matrix.astype(np.float32 if name == outcome.primary else np.float16) for name, matrix in outcome.matrices.items()}
     arrays["crf_marginal"] = outcome.result.pair_marginals.astype(np.float16)
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)

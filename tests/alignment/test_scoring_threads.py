@@ -1,4 +1,4 @@
-"""Pair scoring decodes small pairs on one torch thread: same results, thread count restored afterwards."""
+"""Pair scoring decodes small pairs on one torch thread (same results, thread count restored afterwards) and stores what it decoded."""
 
 from __future__ import annotations
 
@@ -82,3 +82,12 @@ def test_one_thread_decoding_stores_the_same_candidates_and_scores(two_torch_thr
     assert single.result.groups == pooled.result.groups
     assert np.array_equal(single.result.pair_marginals, pooled.result.pair_marginals)
     assert scoring.pack_matrices(single) == scoring.pack_matrices(pooled)  # the heatmaps the pair page shows
+
+
+def test_the_stored_matrix_of_the_measure_the_crf_read_is_the_one_it_decoded_bit_for_bit() -> None:
+    """The live refresh re-decodes from what was stored: a float16 copy decided a near-tie the other way."""
+    outcome = _shipped_scorer().score(_side(DEMO / "DeepSea-ele.txt", 100), _side(DEMO / "DeepSea-adv.txt", 1))
+    stored = scoring.unpack_matrices(scoring.pack_matrices(outcome))
+    assert outcome.primary == "learned" and np.array_equal(stored["learned"], outcome.matrices["learned"])
+    assert stored["tfidf_cosine"].dtype == np.float32  # the heatmaps' measures come back as float32 too (stored smaller)
+    assert np.allclose(stored["tfidf_cosine"], outcome.matrices["tfidf_cosine"], atol=1e-3)
