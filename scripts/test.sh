@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the app and its test tools into .venv, make sure Chromium is there, lint, run the whole test suite.
+# Install the app and its test tools into .venv, make sure Chromium is there, lint, run the whole test suite in parallel.
 set -euo pipefail
 . "$(dirname "$0")/_venv.sh" requirements-dev.txt
 if [ ! -x /usr/bin/chromium ]; then
@@ -11,4 +11,8 @@ echo "Lint (ruff) and layering contracts (import-linter), configured in pyprojec
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --check . || { echo "ruff format would change the files listed: run .venv/bin/ruff format ."; exit 1; }
 .venv/bin/lint-imports --no-cache >/dev/null || .venv/bin/lint-imports --no-cache
-exec .venv/bin/python -m pytest "$@"
+# One pytest-xdist worker per core (at most 8; TEST_WORKERS overrides, and a later -n in the arguments wins), each with
+# its own embedded PostgreSQL, state directory and Chromium (CONTRIBUTING.md, "Running tests").
+workers="${TEST_WORKERS:-$(nproc)}"
+[ "$workers" -le 8 ] || workers=8
+exec .venv/bin/python -m pytest -n "$workers" "$@"

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.services import corpus_get_or_create
+from tests.markers import PROCESS_GROUP
 
 SAMPLE_ADV = (
     "The city council approved a new tram line on Tuesday. It will connect the harbour with the university.\n"
@@ -23,6 +24,23 @@ SAMPLE_ELE = (
     "\n"
     "Some people think it costs too much.\n"
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Passwords are hashed with MD5 in the test process: Django's PBKDF2 takes 0.4 s a hash on a 2-core machine, and
+    most tests make users or log one in, so it cost minutes of the suite. The hash's strength is not under test; the
+    processes a test starts (gunicorn, workers, ``runapp``) keep the real hashers, and PBKDF2 stays listed so that a
+    hash made by one of them still verifies here."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The process-level group first (tests/markers.py): it is the longest unit of work, and under ``-n 2`` it must not
+    be what the run waits for at the end. Every worker collects in this same order; the rest keeps pytest-django's."""
+    items.sort(key=lambda item: not any(mark.args == (PROCESS_GROUP,) for mark in item.iter_markers("xdist_group")))
 
 
 @pytest.fixture

@@ -26,6 +26,9 @@ if not os.environ.get("ENCODER_CACHE_DIR"):
 # whatever CPU runs them. CONTRIBUTING.md, "Tests that depend on numerics".
 os.environ["ENCODER_BACKEND"] = "torch"
 
+# Under pytest-xdist every worker process loads this plugin too and gets its own state directory, so its own embedded
+# server, test database, models and exports: a test that restarts or kills "the" database touches only its worker's.
 if not os.environ.get("DATABASE_URL"):
     os.environ["STATE_DIR"] = tempfile.mkdtemp(prefix="aligner-tests-")
     os.environ["EMBEDDED_DB_DELETE_ON_EXIT"] = "1"
+    atexit.register(shutil.rmtree, os.environ["STATE_DIR"], ignore_errors=True)  # runs last: after the server is gone

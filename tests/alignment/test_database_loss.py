@@ -21,8 +21,9 @@ from alignment.importing.service import corpus_import_files
 from alignment.jobs.database import DatabaseLost, database_lost
 from alignment.models import EmbeddingRun, SentenceEmbedding
 from tests.conftest import SAMPLE_ADV
+from tests.markers import PROCESS_LEVEL
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), *PROCESS_LEVEL]
 
 
 def _cut_every_other_connection() -> int:

@@ -26,8 +26,9 @@ from alignment.models import AlignmentRun
 from alignment.services import corpus_get_or_create
 from tests.alignment.conftest import synthetic_sentences
 from tests.conftest import SAMPLE_ADV, SAMPLE_ELE
+from tests.markers import PROCESS_LEVEL
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), *PROCESS_LEVEL]
 B_MUST_START_WITHIN_SECONDS = 30
 
 

@@ -21,6 +21,7 @@ from django.core.management import CommandError, call_command
 
 from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun
 from tests.conftest import SAMPLE_ADV, SAMPLE_ELE
+from tests.markers import process_level
 from webapp.demo import DEMO_CORPUS_NAME
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -146,6 +147,7 @@ def _get(url: str, **headers: str):
     raise AssertionError(f"nothing answered at {url}")
 
 
+@process_level
 def test_runapp_serves_with_gunicorn_hashed_compressed_static_and_stops_the_database_cleanly(tmp_path):
     """The production path of scripts/run.sh: its own embedded database, gunicorn workers attached to it."""
     port = _free_port()

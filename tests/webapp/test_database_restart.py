@@ -32,9 +32,10 @@ import pytest
 import requests
 from pgserver._commands import POSTGRES_BIN_PATH
 
+from tests.markers import PROCESS_LEVEL
 from tests.webapp.pg_server import PostgresServer, free_port, postgres_server_start
 
-pytestmark = pytest.mark.deployment
+pytestmark = [pytest.mark.deployment, *PROCESS_LEVEL]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

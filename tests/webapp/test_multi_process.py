@@ -27,9 +27,10 @@ import pytest
 import requests
 
 from tests.alignment.conftest import synthetic_sentences
+from tests.markers import PROCESS_LEVEL
 from tests.webapp.pg_server import PostgresServer, free_port, postgres_server_start
 
-pytestmark = pytest.mark.deployment
+pytestmark = [pytest.mark.deployment, *PROCESS_LEVEL]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_CORPUS = REPO_ROOT / "alignment" / "demo_corpus"

@@ -23,6 +23,7 @@ import psutil
 import pytest
 
 from alignment.jobs.backoff import Backoff
+from tests.markers import process_level
 from webapp.lib.supervisor import ChildSpec, Supervisor
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -141,6 +142,7 @@ def _wait(what: str, condition, runapp: subprocess.Popen, timeout: float) -> flo
 
 
 @pytest.mark.django_db(transaction=True)  # the test's own embedded database is not runapp's; nothing of it is used
+@process_level
 def test_a_killed_worker_of_runapp_is_back_within_10_s_and_the_site_answers_throughout(tmp_path) -> None:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "EMBEDDED_DB_DELETE_ON_EXIT", "DEBUG", "DEV_SERVER"}}
