@@ -44,8 +44,6 @@ from itertools import combinations
 
 import krippendorff
 import numpy as np
-from sklearn.metrics import cohen_kappa_score
-from sklearn.metrics import confusion_matrix as sklearn_confusion_matrix
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from models_ml.labels import ALIGNED, LABELS, LINKED_LABELS, NOT_ALIGNED
@@ -354,6 +352,8 @@ def _cohen_kappa(labels_a: list[str], labels_b: list[str]) -> tuple[float | None
         return None, f"undefined: {len(labels_a)} item(s) rated by both, needs at least 2"
     if len(set(labels_a) | set(labels_b)) == 1:
         return None, UNDEFINED_ONE_LABEL
+    from sklearn.metrics import cohen_kappa_score  # imported here: scikit-learn costs every process 1.8 s to start
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         value = cohen_kappa_score(labels_a, labels_b, labels=list(LABELS))
@@ -364,6 +364,8 @@ def _cohen_kappa(labels_a: list[str], labels_b: list[str]) -> tuple[float | None
 def _confusion(labels_a: list[str], labels_b: list[str]) -> list[list[int]]:
     if not labels_a:
         return [[0] * len(LABELS) for _ in LABELS]
+    from sklearn.metrics import confusion_matrix as sklearn_confusion_matrix  # imported here, as cohen_kappa_score is
+
     matrix = sklearn_confusion_matrix(labels_a, labels_b, labels=list(LABELS))
     return [[int(count) for count in row] for row in matrix]
 

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
-from sklearn.feature_extraction.text import HashingVectorizer
 
 from models_ml.mining.knn import Neighbours, normalise, top_k_blocks
 from models_ml.similarity.measures import char_trigrams, validate_sentences
@@ -147,6 +146,8 @@ def document_frequency(sentences: Sequence[str]) -> np.ndarray:
 
 
 def _hashed_counts(sentences: list[str]) -> sparse.csr_matrix:
+    from sklearn.feature_extraction.text import HashingVectorizer  # imported here: scikit-learn costs a process 1.8 s to start
+
     hashing = HashingVectorizer(analyzer=char_trigrams, n_features=LEXICAL_DIMENSIONS, alternate_sign=False, norm=None, dtype=np.float32)
     counts = hashing.transform(sentences).tocsr()  # (n, D), one entry per distinct hashed 3-gram
     counts.sum_duplicates()
