@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.services import corpus_get_or_create
-from tests.markers import PROCESS_GROUP
+from tests.scheduling import FileOrGroupScheduling, longest_first, node_ids_set
 
 SAMPLE_ADV = (
     "The city council approved a new tram line on Tuesday. It will connect the harbour with the university.\n"
@@ -37,19 +37,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Two things for ``pytest -n``, where xdist hands out tests by node id:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Node ids of their own, and the long units first, for ``pytest -n`` (tests/scheduling.py); every worker collects
+    in this same order. After pytest-django's own sort, which it keeps within each rank."""
+    node_ids_set(items)
+    longest_first(items)
 
-    - schemathesis names each API operation's test ``test…[GET /api/…]`` but gives them all one node id (under pytest 9),
-      and xdist's scheduler keeps one test per node id: 40 of the 41 API fuzzing tests were silently not run. Each gets
-      its own id, made as pytest makes any other.
-    - the process-level group first (tests/markers.py): it is the longest unit of work, and must not be what the run
-      waits for at the end. Every worker collects in this same order; the rest keeps pytest-django's.
-    """
-    for item in items:
-        if not item.nodeid.endswith(f"::{item.name}"):
-            item._id = item.parent.id.child(item.name)  # what pytest's Node.__init__ sets when no node id is passed
-    items.sort(key=lambda item: not any(mark.args == (PROCESS_GROUP,) for mark in item.iter_markers("xdist_group")))
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log) -> FileOrGroupScheduling:
+    return FileOrGroupScheduling(config, log)
 
 
 @pytest.fixture

@@ -2,7 +2,10 @@
 
 ``PROCESS_LEVEL`` is for tests that run the app as separate processes (gunicorn, Procrastinate workers,
 ``runapp``, a second PostgreSQL server) and either load the machine (twenty label-saving clients, two web
-processes and two workers) or assert how soon something happens ("back within 10 s", "starts within 30 s").
+processes and two workers, the whole ``runapp``) or assert how soon something happens ("back within 10 s",
+"starts within 30 s"). A test that only starts a worker and kills it (tests/webapp/test_job_kill.py) is just
+``slow``: it asserts no time, and one worker process beside the other xdist worker's tests costs it nothing
+but seconds.
 Under ``pytest -n 2`` they form one xdist group, so they run one after another on one worker, never two at
 once: two of them side by side would each take both cores, and their time bounds, which hold with the other
 worker running ordinary tests, would then measure the contention. The group is scheduled first (it is the

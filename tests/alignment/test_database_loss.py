@@ -21,9 +21,8 @@ from alignment.importing.service import corpus_import_files
 from alignment.jobs.database import DatabaseLost, database_lost
 from alignment.models import EmbeddingRun, SentenceEmbedding
 from tests.conftest import SAMPLE_ADV
-from tests.markers import PROCESS_LEVEL
 
-pytestmark = [pytest.mark.django_db(transaction=True), *PROCESS_LEVEL]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _cut_every_other_connection() -> int:
@@ -48,6 +47,7 @@ def _tail(log) -> str:
         return handle.read()[-4000:]
 
 
+@pytest.mark.slow  # a real worker process
 def test_a_worker_whose_connections_are_cut_carries_on_and_its_job_in_flight_finishes(
     big_corpus, worker_subprocess_env, python_executable, tmp_path
 ) -> None:

@@ -20,7 +20,6 @@ from alignment import services
 from alignment.jobs.stalled import stalled_jobs_retry_async
 from alignment.models import EmbeddingRun, Sentence, SentenceEmbedding
 from models_ml.similarity.encoders import load_sentence_encoder
-from tests.markers import process_level
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -96,7 +95,7 @@ def test_failed_job_keeps_finished_batches_and_retry_embeds_only_the_rest(big_co
     assert SentenceEmbedding.objects.filter(sentence__document__corpus=corpus).count() == 40
 
 
-@process_level
+@pytest.mark.slow  # a real worker, killed mid-job
 def test_killed_worker_loses_no_finished_batch_and_requeued_job_resumes(big_corpus, run_worker, worker_subprocess_env, python_executable):
     corpus = big_corpus(3000)
     run = services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)

@@ -41,12 +41,11 @@ from tests.alignment.conftest import big_corpus, python_executable, run_worker, 
 from tests.alignment.test_alignment_runs import LEXICAL, STORIES, TFIDF_CONFIG
 from tests.alignment.test_mining import PARAPHRASES
 from tests.annotation.gold_set import build_gold_project
-from tests.markers import PROCESS_LEVEL
 from webapp.webhooks import services as webhooks
 from webapp.webhooks.models import WebhookAttempt, WebhookDelivery
 
 pytest_plugins = ["tests.webapp.test_webhooks_support"]  # the HTTP receiver and the labelled project
-pytestmark = [pytest.mark.django_db(transaction=True), *PROCESS_LEVEL]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]  # a real worker per case
 
 STEP_DELAY_MS = 1500  # the killed worker's pause after each heartbeat: long enough to kill it mid-job
 
