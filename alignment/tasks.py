@@ -33,7 +33,12 @@ def embed_corpus(*, run_id: int) -> None:
     )
 
 
-@app.periodic(cron="* * * * *", periodic_id="retry_stalled_jobs")
+def stalled_sweep_cron(seconds: int) -> str:
+    """The sweep's schedule: every minute, or every ``seconds`` (a divisor of 60) with croniter's sixth, seconds field."""
+    return "* * * * *" if seconds == 60 else f"* * * * * */{seconds}"
+
+
+@app.periodic(cron=stalled_sweep_cron(settings.STALLED_JOB_SWEEP_SECONDS), periodic_id="retry_stalled_jobs")
 @app.task(queue="maintenance", name="alignment.retry_stalled_jobs", pass_context=True)
 async def retry_stalled_jobs(context, timestamp: int) -> None:
     """Requeue jobs whose worker died (no heartbeat); resumable tasks continue where they stopped."""

@@ -256,6 +256,10 @@ SPECTACULAR_SETTINGS = {
 PROCRASTINATE_AUTODISCOVER_MODULE_NAME = "tasks"
 # A job whose worker sent no heartbeat for this long is requeued (the worker died); workers beat every 10 s.
 STALLED_JOB_SECONDS = envint("STALLED_JOB_SECONDS", 60)
+# The sweep that requeues them runs every this many seconds (a divisor of 60: the schedule is a cron's).
+STALLED_JOB_SWEEP_SECONDS = envint("STALLED_JOB_SWEEP_SECONDS", 60)
+if STALLED_JOB_SWEEP_SECONDS <= 0 or 60 % STALLED_JOB_SWEEP_SECONDS:
+    raise ImproperlyConfigured(f"STALLED_JOB_SWEEP_SECONDS={STALLED_JOB_SWEEP_SECONDS}: choose a divisor of 60 (5, 10, 15, 30, 60 …)")
 # A job found "running" when a requeued task picks it up lost its worker; after this many attempts it fails.
 JOB_MAX_ATTEMPTS = envint("JOB_MAX_ATTEMPTS", 3)
 # Fair share (alignment/jobs/enqueue.py, slices.py): at most this many of one user's jobs run at once (0: no bound),

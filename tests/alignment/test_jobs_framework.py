@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import croniter
 import pytest
 from django.db import transaction
 from django.test import override_settings
@@ -13,6 +17,7 @@ from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import JobStatus, Pickup
 from alignment.jobs.wrapper import job_task
 from alignment.models import AlignmentRun, EmbeddingRun
+from alignment.tasks import stalled_sweep_cron
 from annotation.export import service as export
 from annotation.export.models import ExportJob
 from annotation.training.models import TrainingJob
@@ -207,3 +212,16 @@ def test_a_delivery_whose_last_attempt_died_fails_with_a_reason_instead_of_sendi
     delivery.refresh_from_db()
     assert outcome.retry_in is None and delivery.status == "failed" and delivery.finished_at is not None
     assert delivery.error == "the worker sending attempt 3 of 3 stopped" and not WebhookAttempt.objects.exists()
+
+
+@pytest.mark.parametrize(("seconds", "apart"), [(60, 60), (5, 5), (15, 15)])
+def test_the_stalled_job_sweep_runs_every_configured_number_of_seconds(seconds, apart) -> None:
+    schedule = croniter.croniter(stalled_sweep_cron(seconds), 1_700_000_000)  # a whole minute
+    runs = [schedule.get_next(float) for _ in range(4)]
+    assert [later - earlier for earlier, later in zip(runs, runs[1:])] == [apart] * 3
+
+
+def test_a_sweep_interval_that_does_not_divide_a_minute_stops_the_settings_with_the_choices() -> None:
+    env = {**os.environ, "STALLED_JOB_SWEEP_SECONDS": "7", "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}
+    result = subprocess.run([sys.executable, "-c", "import webapp.settings"], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and "STALLED_JOB_SWEEP_SECONDS=7: choose a divisor of 60" in result.stderr

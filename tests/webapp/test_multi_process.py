@@ -162,7 +162,8 @@ def _all_done(deployed: Deployment) -> bool:
 def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_killed_worker(deployment: Deployment) -> None:
     """Long because it is one user story end to end; split into steps, each would only hand the same state on."""
     deployed = deployment
-    deployed.manage("migrate", "--noinput")
+    T0=time.monotonic(); P=lambda m: print(f"T {time.monotonic()-T0:6.1f} {m}", flush=True)
+    deployed.manage("migrate", "--noinput"); P("migrate")
     deployed.manage("collectstatic", "--noinput", "-v", "0")  # what a deploy runs: the web processes serve hashed names
     subprocess.run(
         [sys.executable, "manage.py", "createsuperuser", "--noinput", "--username", "lead", "--email", "lead@example.org"],
@@ -191,15 +192,15 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
         except requests.RequestException:  # not listening yet, or still loading the app
             return False
 
-    deployed.wait_for("both web processes", web_ready)
+    deployed.wait_for("both web processes", web_ready); P('deployed.wait_for("both web processes", ')
     token = requests.post(f"{web_urls[0]}/api/auth/token/", json={"username": "lead", "password": "lead-pass-123"}, timeout=10)
     assert token.status_code == 200, token.text
     token = token.json()["token"]
 
     # Four small corpora: eight jobs (embedding + alignment) spread over the two workers.
-    _import_and_queue_embeddings(deployed, DEMO_CORPUS, SMALL_CORPORA)
+    _import_and_queue_embeddings(deployed, DEMO_CORPUS, SMALL_CORPORA); P('_import_and_queue_embeddings(deployed, D')
     small_runs = _start_alignment_runs(deployed, web_urls, token, SMALL_CORPORA)
-    deployed.wait_for("the small corpora's jobs", lambda: _all_done(deployed))
+    deployed.wait_for("the small corpora's jobs", lambda: _all_done(deployed)); P('deployed.wait_for("the small corpora\'s j')
     takers = deployed.sql("SELECT DISTINCT worker_id FROM procrastinate_jobs WHERE status = 'succeeded' AND queue_name <> 'maintenance'")
     assert {row[0] for row in takers} == set(worker_ids), "both workers should have taken jobs"
     # The API of either web process sees the runs the other started.
@@ -209,7 +210,7 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
 
     # A big corpus; the worker embedding it is killed once some batches are stored.
     _write_corpus_files(deployed.root / "big", articles=4, sentences=300)
-    _import_and_queue_embeddings(deployed, deployed.root / "big", [BIG_CORPUS])
+    _import_and_queue_embeddings(deployed, deployed.root / "big", [BIG_CORPUS]); P('_import_and_queue_embeddings(deployed, d')
     big_alignment = _start_alignment_runs(deployed, web_urls[::-1], token, [BIG_CORPUS])[0]
     embedding_job = (
         "SELECT job.worker_id, run.embedded_sentences, run.total_sentences FROM procrastinate_jobs job "
@@ -221,7 +222,7 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
         rows = deployed.sql(embedding_job, BIG_CORPUS)
         return bool(rows) and 0 < rows[0][1] < rows[0][2]
 
-    deployed.wait_for("the big embedding job to have stored some batches", embedding_in_flight)
+    deployed.wait_for("the big embedding job to have stored some batches", embedding_in_flight); P('deployed.wait_for("the big embedding job')
     victim_id = deployed.sql(embedding_job, BIG_CORPUS)[0][0]
     victim = f"worker-{worker_ids.index(victim_id) + 1}"
     deployed.killed.add(victim)
@@ -229,7 +230,7 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
     deployed.processes[victim].wait()
     survivor_id = next(worker for worker in worker_ids if worker != victim_id)
 
-    deployed.wait_for("the survivor to requeue and finish the killed job", lambda: _all_done(deployed))
+    deployed.wait_for("the survivor to requeue and finish the killed job", lambda: _all_done(deployed)); P('deployed.wait_for("the survivor to reque')
     sentences, embeddings, distinct = deployed.sql(
         "SELECT (SELECT count(*) FROM alignment_sentence s JOIN alignment_document d ON d.id = s.document_id "
         "        JOIN alignment_corpus c ON c.id = d.corpus_id WHERE c.name = %s), count(*), count(DISTINCT (e.sentence_id, e.encoder_id)) "
@@ -259,7 +260,9 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
         assert run_status == "succeeded" and aligned == pairs_total > 0
         assert candidates == distinct_candidates > 0
 
+    P("all checked")
     _backup_restore_and_read(deployed)
+    P("backup restore")
 
 
 def _backup_restore_and_read(deployed: Deployment) -> None:
