@@ -6,8 +6,8 @@ SIGKILLed in the middle of an embedding job; the other must finish the work with
 nothing lost or stored twice. Then the database is dumped with ``pg_dump -Fc``,
 restored into a new database, and the app reads the copy.
 
-This is the suite's slow integration test (6 minutes on a busy 2-core machine, most of it
-process start-up and migrate): ``-m deployment`` runs it alone, ``-m "not deployment"`` leaves it out.
+This is one of the suite's slow integration tests (two to three minutes on a busy 2-core machine, most of it
+process start-up): ``-m deployment`` runs it with the database restart test, ``-m "not slow"`` leaves it out.
 """
 
 from __future__ import annotations
@@ -37,6 +37,13 @@ DEMO_CORPUS = REPO_ROOT / "alignment" / "demo_corpus"
 BIN = Path(sys.executable).parent
 SMALL_CORPORA = ["Team A", "Team B", "Team C", "Team D"]
 BIG_CORPUS = "Team big"
+BIG_SENTENCES = 80  # per document of its four pairs: 40 batches of 16 at 400 ms a batch, so the kill lands mid-job
+BIG_TOTAL = 4 * 2 * BIG_SENTENCES
+DEPLOY = (
+    "import os; from django.core.management import call_command; from django.contrib.auth import get_user_model\n"
+    "call_command('migrate', interactive=False, verbosity=0); call_command('collectstatic', interactive=False, verbosity=0)\n"
+    "get_user_model().objects.create_superuser('lead', 'lead@example.org', 'lead-pass-123')"
+)
 TABLES = "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename"
 
 
@@ -55,8 +62,10 @@ class Deployment:
             "STATE_DIR": str(root / "state"),  # shared by all processes: MODEL_DIR and EXPORT_DIR live here
             "SECRET_KEY": "team-deployment-test-key",
             "DEBUG": "0",
-            "EMBEDDING_BATCH_SIZE": "32",  # many small committed batches: a kill lands mid-job
+            "EMBEDDING_BATCH_SIZE": "16",  # many small committed batches: a kill lands mid-job
+            "JOB_TEST_STEP_DELAY_MS": "400",  # and each lasts long enough for the test to see it in flight
             "STALLED_JOB_SECONDS": "12",  # workers beat every 10 s
+            "STALLED_JOB_SWEEP_SECONDS": "5",  # the sweep that requeues the killed worker's job: every 5 s, not every minute
             "LOG_LEVEL": "WARNING",
         }
 
@@ -162,13 +171,9 @@ def _all_done(deployed: Deployment) -> bool:
 def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_killed_worker(deployment: Deployment) -> None:
     """Long because it is one user story end to end; split into steps, each would only hand the same state on."""
     deployed = deployment
-    T0=time.monotonic(); P=lambda m: print(f"T {time.monotonic()-T0:6.1f} {m}", flush=True)
-    deployed.manage("migrate", "--noinput"); P("migrate")
-    deployed.manage("collectstatic", "--noinput", "-v", "0")  # what a deploy runs: the web processes serve hashed names
-    subprocess.run(
-        [sys.executable, "manage.py", "createsuperuser", "--noinput", "--username", "lead", "--email", "lead@example.org"],
-        cwd=REPO_ROOT, env={**deployed.env, "DJANGO_SUPERUSER_PASSWORD": "lead-pass-123"}, check=True, capture_output=True,
-    )  # fmt: skip
+    # What a deploy runs, in one process (each Django start costs seconds): migrate, collectstatic (the web processes
+    # serve hashed names), a superuser.
+    deployed.manage("shell", "-c", DEPLOY)
 
     web_urls = []
     for index in (1, 2):
@@ -192,15 +197,15 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
         except requests.RequestException:  # not listening yet, or still loading the app
             return False
 
-    deployed.wait_for("both web processes", web_ready); P('deployed.wait_for("both web processes", ')
+    deployed.wait_for("both web processes", web_ready)
     token = requests.post(f"{web_urls[0]}/api/auth/token/", json={"username": "lead", "password": "lead-pass-123"}, timeout=10)
     assert token.status_code == 200, token.text
     token = token.json()["token"]
 
     # Four small corpora: eight jobs (embedding + alignment) spread over the two workers.
-    _import_and_queue_embeddings(deployed, DEMO_CORPUS, SMALL_CORPORA); P('_import_and_queue_embeddings(deployed, D')
+    _import_and_queue_embeddings(deployed, DEMO_CORPUS, SMALL_CORPORA)
     small_runs = _start_alignment_runs(deployed, web_urls, token, SMALL_CORPORA)
-    deployed.wait_for("the small corpora's jobs", lambda: _all_done(deployed)); P('deployed.wait_for("the small corpora\'s j')
+    deployed.wait_for("the small corpora's jobs", lambda: _all_done(deployed))
     takers = deployed.sql("SELECT DISTINCT worker_id FROM procrastinate_jobs WHERE status = 'succeeded' AND queue_name <> 'maintenance'")
     assert {row[0] for row in takers} == set(worker_ids), "both workers should have taken jobs"
     # The API of either web process sees the runs the other started.
@@ -209,8 +214,8 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
         assert {run["id"] for run in listing["results"]} >= set(small_runs)
 
     # A big corpus; the worker embedding it is killed once some batches are stored.
-    _write_corpus_files(deployed.root / "big", articles=4, sentences=300)
-    _import_and_queue_embeddings(deployed, deployed.root / "big", [BIG_CORPUS]); P('_import_and_queue_embeddings(deployed, d')
+    _write_corpus_files(deployed.root / "big", articles=4, sentences=BIG_SENTENCES)
+    _import_and_queue_embeddings(deployed, deployed.root / "big", [BIG_CORPUS])
     big_alignment = _start_alignment_runs(deployed, web_urls[::-1], token, [BIG_CORPUS])[0]
     embedding_job = (
         "SELECT job.worker_id, run.embedded_sentences, run.total_sentences FROM procrastinate_jobs job "
@@ -222,7 +227,7 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
         rows = deployed.sql(embedding_job, BIG_CORPUS)
         return bool(rows) and 0 < rows[0][1] < rows[0][2]
 
-    deployed.wait_for("the big embedding job to have stored some batches", embedding_in_flight); P('deployed.wait_for("the big embedding job')
+    deployed.wait_for("the big embedding job to have stored some batches", embedding_in_flight)
     victim_id = deployed.sql(embedding_job, BIG_CORPUS)[0][0]
     victim = f"worker-{worker_ids.index(victim_id) + 1}"
     deployed.killed.add(victim)
@@ -230,7 +235,7 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
     deployed.processes[victim].wait()
     survivor_id = next(worker for worker in worker_ids if worker != victim_id)
 
-    deployed.wait_for("the survivor to requeue and finish the killed job", lambda: _all_done(deployed)); P('deployed.wait_for("the survivor to reque')
+    deployed.wait_for("the survivor to requeue and finish the killed job", lambda: _all_done(deployed))
     sentences, embeddings, distinct = deployed.sql(
         "SELECT (SELECT count(*) FROM alignment_sentence s JOIN alignment_document d ON d.id = s.document_id "
         "        JOIN alignment_corpus c ON c.id = d.corpus_id WHERE c.name = %s), count(*), count(DISTINCT (e.sentence_id, e.encoder_id)) "
@@ -238,7 +243,7 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
         "JOIN alignment_document d ON d.id = s.document_id JOIN alignment_corpus c ON c.id = d.corpus_id WHERE c.name = %s",
         BIG_CORPUS, BIG_CORPUS,
     )[0]  # fmt: skip
-    assert sentences == 2400 and embeddings == sentences and distinct == sentences
+    assert sentences == BIG_TOTAL and embeddings == sentences and distinct == sentences
     status, attempts = deployed.sql(
         "SELECT run.status, run.attempts FROM alignment_embeddingrun run JOIN alignment_corpus c ON c.id = run.corpus_id WHERE c.name = %s",
         BIG_CORPUS,
@@ -260,9 +265,7 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
         assert run_status == "succeeded" and aligned == pairs_total > 0
         assert candidates == distinct_candidates > 0
 
-    P("all checked")
     _backup_restore_and_read(deployed)
-    P("backup restore")
 
 
 def _backup_restore_and_read(deployed: Deployment) -> None:
@@ -276,15 +279,19 @@ def _backup_restore_and_read(deployed: Deployment) -> None:
             tables = [row[0] for row in connection.execute(TABLES).fetchall()]
             counts[database] = {table: connection.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0] for table in tables}
     assert counts["aligner_restored"] == counts["aligner"]  # every table, row for row
-    assert counts["aligner"]["alignment_sentenceembedding"] == 2400 + 4 * 215
+    assert counts["aligner"]["alignment_sentenceembedding"] == BIG_TOTAL + 4 * 215
 
-    assert "No migrations to apply" in deployed.manage("migrate", "--noinput", database="aligner_restored")
-    deployed.manage("check", "--database", "default", database="aligner_restored")
+    # On the copy, in one process: migrate has nothing to do, the checks pass, and the app reads corpora and vectors.
     code = (
-        "import json; from alignment.models import Corpus, SentenceEmbedding; from alignment.selectors import sentence_nearest\n"
+        "import io, json; from django.core.management import call_command\n"
+        "from alignment.models import Corpus, SentenceEmbedding; from alignment.selectors import sentence_nearest\n"
+        "migrated = io.StringIO(); call_command('migrate', interactive=False, stdout=migrated)\n"
+        "call_command('check', databases=['default'])\n"
         "embedding = SentenceEmbedding.objects.select_related('encoder').first()\n"
         "nearest = list(sentence_nearest(encoder=embedding.encoder, vector=embedding.vector, limit=1))\n"
-        "print(json.dumps({'corpora': sorted(Corpus.objects.values_list('name', flat=True)), 'nearest': nearest[0].sentence.text == embedding.sentence.text}))"
+        "print(json.dumps({'migrate': migrated.getvalue(), 'corpora': sorted(Corpus.objects.values_list('name', flat=True)), "
+        "'nearest': nearest[0].sentence.text == embedding.sentence.text}))"
     )
     read_back = json.loads(deployed.manage("shell", "-c", code, database="aligner_restored").strip().splitlines()[-1])
+    assert "No migrations to apply" in read_back.pop("migrate")
     assert read_back == {"corpora": sorted([*SMALL_CORPORA, BIG_CORPUS]), "nearest": True}
