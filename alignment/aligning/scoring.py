@@ -13,13 +13,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
-from models_ml.aligning.aligner import Aligner, AlignmentResult
 from models_ml.aligning.aligner_config import LEARNED, LEXICAL_MEASURES
 from models_ml.similarity.measures import SimilarityMeasure
+
+if TYPE_CHECKING:  # torch comes with the aligner: imported by whoever aligns, not by every process that reads a run
+    from models_ml.aligning.aligner import Aligner, AlignmentResult
 
 HEATMAP_MAX_CELLS = 250_000  # m x n above this: no stored matrices (a 500 x 500 heatmap is 250k cells)
 MARGINAL_CANDIDATE_FLOOR = 0.05  # pairs the CRF gives at least this much belief are always candidates
@@ -135,6 +137,8 @@ def torch_threads(count: int, *, when: bool = True) -> Iterator[None]:
     torch's setting is process-wide, so this is for short, CPU-only sections such as one pair's CRF
     decoding, not for anything that runs the encoder.
     """
+    import torch
+
     before = torch.get_num_threads()
     if not when or count == before:
         yield

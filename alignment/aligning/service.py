@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from django.conf import settings
@@ -13,12 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F
 
-from alignment.aligning.scoring import (
-    PairOutcome,
-    PairScorer,
-    SideSentences,
-    pack_matrices,
-)
+from alignment.aligning.scoring import PairOutcome, PairScorer, SideSentences, pack_matrices
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
@@ -34,11 +30,12 @@ from alignment.models import (
     SentenceEmbedding,
 )
 from alignment.signals import run_finished, run_succeeded
-from models_ml.aligning.aligner import MODEL_FILES, Aligner
 from models_ml.aligning.aligner_config import LEARNED, AlignerConfig
-from models_ml.data.checkpoint import CHECKSUMS, read_json, sha256, verify_checksums
-from models_ml.similarity.cross_encoder import MODEL_FILES as CLASSIFIER_FILES
+from models_ml.data.checkpoint import ALIGNER_FILES, CHECKSUMS, CLASSIFIER_FILES, read_json, sha256, verify_checksums
 from models_ml.similarity.measures import MEASURE_BUILDERS, SimilarityMeasure
+
+if TYPE_CHECKING:  # torch comes with the aligner, imported where a run aligns: a web process creating a run needs none
+    from models_ml.aligning.aligner import Aligner
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +53,7 @@ def alignment_config_build(
     if model_dir:
         directory = Path(model_dir)
         try:  # the same checks loading will make, so a broken model is refused before a run is queued
-            verify_checksums(directory, MODEL_FILES, "aligner")
+            verify_checksums(directory, ALIGNER_FILES, "aligner")
             saved = read_json(directory / "config.json")
         except ValueError as error:
             raise ValueError(f"model directory {model_dir}: {error}") from None
@@ -175,6 +172,8 @@ def aligner_from_run_config(config: dict, *, device: str = "") -> Aligner:
     A saved model keeps its CRF shape; the run's other settings (thresholds, paragraph
     variant) apply on top of its trained weights.
     """
+    from models_ml.aligning.aligner import Aligner
+
     settings = {**config["aligner"], **({"device": device} if device else {})}
     if not config.get("model_dir"):
         return Aligner(AlignerConfig.from_dict(settings))

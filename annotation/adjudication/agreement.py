@@ -44,7 +44,6 @@ from itertools import combinations
 
 import krippendorff
 import numpy as np
-from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from models_ml.labels import ALIGNED, LABELS, LINKED_LABELS, NOT_ALIGNED
 
@@ -352,7 +351,7 @@ def _cohen_kappa(labels_a: list[str], labels_b: list[str]) -> tuple[float | None
         return None, f"undefined: {len(labels_a)} item(s) rated by both, needs at least 2"
     if len(set(labels_a) | set(labels_b)) == 1:
         return None, UNDEFINED_ONE_LABEL
-    from sklearn.metrics import cohen_kappa_score  # imported here: scikit-learn costs every process 1.8 s to start
+    from sklearn.metrics import cohen_kappa_score  # imported here: scikit-learn costs a process 1.8 s
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -380,6 +379,8 @@ def _fleiss_kappa(rows: list[list[Hashable]], categories: tuple[Hashable, ...]) 
         return None, "undefined: no item rated by every annotator"
     if len({label for row in rows for label in row}) == 1:
         return None, UNDEFINED_ONE_LABEL
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa  # imported here: statsmodels costs a process 1.2 s
+
     code = {label: index for index, label in enumerate(categories)}
     coded = np.array([[code[label] for label in row] for row in rows])  # (items, raters)
     table, _ = aggregate_raters(coded, n_cat=len(categories))  # (items, categories)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
@@ -36,7 +36,9 @@ from annotation.labelling.screen import suggestion_run_for
 from annotation.labels import LINKED_LABELS, current_labels
 from annotation.models import AnnotationProject, LabelEvent
 from annotation.provenance import origin_run
-from models_ml.aligning.aligner import Aligner, AlignmentResult
+
+if TYPE_CHECKING:  # the aligner brings torch: loaded by the first refresh (_aligner), not when the process starts
+    from models_ml.aligning.aligner import Aligner, AlignmentResult
 
 ALIGNERS_KEPT = 4  # aligners of recent suggestion runs kept loaded in each web process
 _aligners: OrderedDict[int, Aligner] = OrderedDict()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import shutil
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -34,10 +35,11 @@ from annotation.training.models import AdaptationJob, ModelActivation, ModelVers
 from annotation.training.registry import ModelCorrupted, base_aligner_name, base_model_dir, realign, untrained_aligner, version_load
 from annotation.training.resuggest import unstarted_pair_ids
 from annotation.training.snapshot import TrainingDataError, finished_snapshot, snapshot_gold_pairs
-from models_ml.aligning.adapt import AdaptReport, adapt_aligner
-from models_ml.aligning.aligner import Aligner
-from models_ml.aligning.train import TrainingConfig
 from models_ml.data.checkpoint import CHECKSUMS, sha256
+
+if TYPE_CHECKING:  # the aligner brings torch: imported where the job adapts, not by the screen that queues it
+    from models_ml.aligning.adapt import AdaptReport
+    from models_ml.aligning.aligner import Aligner
 
 ADAPT_TASK = "annotation.adapt_model"
 
@@ -76,6 +78,9 @@ def adaptation_job_execute(*, job_id: int, device: str = "") -> AdaptationJob:
             shutil.rmtree(folder, ignore_errors=True)
     if pickup not in (Pickup.FRESH, Pickup.RESTART):
         return AdaptationJob.objects.get(pk=job_id)
+    from models_ml.aligning.adapt import adapt_aligner
+    from models_ml.aligning.train import TrainingConfig
+
     staging: Path | None = None
     try:
         start, start_name, start_id = _start(job.project, device)
@@ -155,6 +160,8 @@ def _register(
         final = staging.parent / f"v{number}"
         if final.exists():  # left by a registration whose transaction rolled back after the rename
             shutil.rmtree(final)
+        from models_ml.aligning.aligner import Aligner
+
         aligner = Aligner.load(staging)
         snapshot.save()
         version = ModelVersion.objects.create(

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django import forms
 
 from annotation.training.service import BASES
-from models_ml.aligning.train import TrainingConfig
+from models_ml.aligning.train_config import TrainingConfig
 
 _DEFAULTS = TrainingConfig()
 

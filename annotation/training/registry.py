@@ -16,6 +16,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from django.conf import settings
@@ -29,15 +30,15 @@ from alignment.models import AlignmentRun
 from annotation.models import AnnotationProject
 from annotation.training.models import ModelActivation, ModelVersion
 from annotation.training.snapshot import snapshot_gold_pairs
-from models_ml.aligning.aligner import Aligner
 from models_ml.aligning.aligner_config import LEARNED, AlignerConfig
-from models_ml.aligning.train import evaluate_aligner
-from models_ml.data.checkpoint import CHECKSUMS, sha256, verify_checksums
+from models_ml.data.checkpoint import CHECKSUMS, CLASSIFIER_FILES, sha256, verify_checksums
 from models_ml.data.evaluate import EvaluationReport
 from models_ml.data.io import GoldPair
-from models_ml.similarity.cross_encoder import MODEL_FILES as CLASSIFIER_FILES
 
-MeasureBuilder = Callable[[str, Aligner], object]
+if TYPE_CHECKING:  # the aligner brings torch: imported where a model is loaded or scored, not by every page that names one
+    from models_ml.aligning.aligner import Aligner
+
+MeasureBuilder = Callable[[str, "Aligner"], object]
 
 
 class ModelCorrupted(ValueError):
@@ -62,6 +63,8 @@ def version_load(version: ModelVersion, *, device: str = "") -> Aligner:
         except ValueError as error:
             raise ModelCorrupted(str(error)) from None
     try:
+        from models_ml.aligning.aligner import Aligner
+
         return Aligner.load(directory, device=device or None)
     except ValueError as error:
         raise ModelCorrupted(str(error)) from None
@@ -81,6 +84,8 @@ def base_model_dir(project: AnnotationProject) -> str:
 def untrained_aligner(project: AnnotationProject, *, device: str = "") -> Aligner:
     """The aligner a project has before any version of its own: the configured default model (see
     :func:`base_model_dir`), else its suggestion run's settings without trained weights, else the defaults."""
+    from models_ml.aligning.aligner import Aligner
+
     directory = base_model_dir(project)
     if directory:
         try:
@@ -137,12 +142,16 @@ class SimilarityCache:
 
 
 def evaluate_on(aligner: Aligner, pairs: list[GoldPair], similarities: SimilarityCache) -> EvaluationReport:
+    from models_ml.aligning.train import evaluate_aligner
+
     return evaluate_aligner(aligner, pairs, similarities(aligner, pairs))
 
 
 def evaluate_test(aligner: Aligner, pairs: list[GoldPair], similarities: SimilarityCache) -> dict[str, dict]:
     """{"test": report, "test_by_domain": {domain: report}} with each pair decoded once; by domain is {} when
     no pair names one (gold import records DEplain's)."""
+    from models_ml.aligning.train import evaluate_aligner
+
     if not pairs:
         raise ValueError("evaluate_test needs at least one gold document pair")
     matrices = similarities(aligner, pairs)

@@ -13,6 +13,7 @@ import shutil
 import uuid
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -36,9 +37,11 @@ from annotation.training.registry import (
 )
 from annotation.training.snapshot import snapshot_create, snapshot_gold_pairs
 from models_ml.aligning.aligner_config import LEARNED
-from models_ml.aligning.train import EpochReport, TrainingConfig, train_aligner
+from models_ml.aligning.train_config import TrainingConfig
 from models_ml.data.checkpoint import CHECKSUMS, sha256
-from models_ml.similarity.cross_encoder import save_pair_classifier
+
+if TYPE_CHECKING:  # training brings torch: imported where the job trains, not by the page that queues it
+    from models_ml.aligning.train import EpochReport
 
 TRAIN_TASK = "annotation.train_model"
 BASES = ("active", "untrained")
@@ -159,6 +162,9 @@ def training_job_execute(*, job_id: int, build_measure: MeasureBuilder, device: 
 
 def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str, *, progress: list[dict]) -> tuple[Path, dict]:
     """Train, evaluate and save to a staging folder; returns it and the version's fields."""
+    from models_ml.aligning.train import train_aligner
+    from models_ml.similarity.cross_encoder import save_pair_classifier
+
     _stage(job.pk, "reading the snapshot")
     train, dev, test = (snapshot_gold_pairs(job.snapshot, split) for split in ("train", "dev", "test"))
     project = job.project

@@ -61,14 +61,14 @@ from models_ml.aligning.paragraphs import (
     sentence_pair_mask,
 )
 from models_ml.aligning.refit import refit_blocks
-from models_ml.data.checkpoint import read_json, verify_checksums, write_checksums
+from models_ml.data.checkpoint import ALIGNER_FILES, read_json, verify_checksums, write_checksums
 from models_ml.data.io import AlignmentGroup
 from models_ml.similarity.measures import SimilarityMeasure, build_measure
 from models_ml.similarity.pair_scorer import LearnedPairScorer, ScorerParameters
 
 __all__ = ["Aligner", "AlignmentResult", "BlockPlan"]
 
-MODEL_FILES = ("config.json", "crf.pt")
+MODEL_FILES = ALIGNER_FILES
 
 
 @dataclass

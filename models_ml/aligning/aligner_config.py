@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from models_ml.aligning.crf import CRFConfig
+from models_ml.aligning.crf_config import CRFConfig
 from models_ml.aligning.paragraphs import NewselaParagraphConfig, WikipediaParagraphConfig
 from models_ml.similarity.encoders import DEFAULT_ENCODER
 from models_ml.similarity.measures import MEASURE_BUILDERS

@@ -33,28 +33,14 @@ first-order Markov property. The first sentence transitions from a virtual
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
+from models_ml.aligning.crf_config import CRFConfig
+
 Group = tuple[list[int], list[int]]  # (complex sentence indices, simple sentence indices)
-
-
-@dataclass(frozen=True)
-class CRFConfig:
-    """Hyper-parameters; plain data so it can be stored next to a checkpoint."""
-
-    max_span: int = 3  # longest run of complex sentences one state may cover
-    hidden_size: int = 32  # hidden units of the transition FFNN
-    null_emission_init: float = 0.5  # starting null threshold, mid-scale for cosines and probabilities
-
-    def __post_init__(self) -> None:
-        if self.max_span < 1:
-            raise ValueError(f"CRFConfig.max_span must be >= 1, got {self.max_span}")
-        if self.hidden_size < 1:
-            raise ValueError(f"CRFConfig.hidden_size must be >= 1, got {self.hidden_size}")
 
 
 TRANSITION_CHUNK_ROWS = 256  # previous states per FFNN call in NeuralCRF.transitions

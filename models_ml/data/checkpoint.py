@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 CHECKSUMS = "checksums.json"
+# The files of each kind of saved model, besides checksums.json. Here, where apps can read them without importing torch.
+ALIGNER_FILES = ("config.json", "crf.pt")
+CLASSIFIER_FILES = ("config.json", "pair_classifier.pt")
 # The aligner the CLI and the app use when none is configured (bench/train_default_model.py writes it; MODEL_CARD.md there).
 # Here, not in models_ml.aligning.aligner, so that settings can name it without importing torch.
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "default_model"

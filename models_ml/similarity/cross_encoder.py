@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from models_ml.data.checkpoint import read_json, verify_checksums, write_checksums
+from models_ml.data.checkpoint import CLASSIFIER_FILES, read_json, verify_checksums, write_checksums
 from models_ml.labels import ALIGNED, NOT_ALIGNED, PARTIAL
 from models_ml.similarity.encoders import DEFAULT_ENCODER, EncoderUnavailable, resolve_model_path
 from models_ml.similarity.measures import validate_sentences
@@ -47,7 +47,7 @@ __all__ = [
 LABELS = (NOT_ALIGNED, PARTIAL, ALIGNED)  # class indices 0, 1, 2: the order trained checkpoints store
 LABEL_INDEX = {label: index for index, label in enumerate(LABELS)}
 POOLINGS = ("mean", "cls")
-MODEL_FILES = ("config.json", "pair_classifier.pt")
+MODEL_FILES = CLASSIFIER_FILES
 DEFAULT_CHUNK_PAIRS = 4096
 
 PairExample = tuple[str, str, str]  # (simple sentence, complex sentence, label in LABELS)

@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-import ot
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
@@ -93,6 +92,8 @@ def word_movers_similarity(x_vectors: np.ndarray, y_vectors: np.ndarray) -> floa
     """1 - WMD / 2 between uniform bags of unit word vectors (k, d) and (l, d); 0 when either is empty."""
     if len(x_vectors) == 0 or len(y_vectors) == 0:
         return 0.0
+    import ot  # imported here: POT loads torch as one of its backends, two seconds for every process that imports this module
+
     distances = cdist(x_vectors, y_vectors, metric="euclidean")  # (k, l), in [0, 2] for unit vectors
     x_weights = np.full(len(x_vectors), 1.0 / len(x_vectors))  # (k,)
     y_weights = np.full(len(y_vectors), 1.0 / len(y_vectors))  # (l,)

@@ -14,10 +14,11 @@ from alignment.aligning.measures import run_measure
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment
 from annotation import services
 from annotation.models import AdaptationJob, AnnotationProject, Assignment, LabelEvent, ModelActivation, ModelVersion, TrainingSnapshot
-from annotation.training import adaptation, registry
+from annotation.training import registry
 from annotation.training import service as training
 from annotation.training.adaptation import ADAPT_TASK, adaptation_job_execute, adaptation_queue
 from annotation.training.snapshot import finished_snapshot
+from models_ml.aligning import adapt
 from tests.annotation.gold_set import build_gold_project, label_pair_as_gold
 
 
@@ -195,8 +196,8 @@ def test_a_promotion_while_it_adapts_stands_and_the_record_says_so(owner, monkey
         AnnotationProject.objects.filter(pk=project.pk).update(active_model=None)  # a manager's rollback meanwhile
         return answer
 
-    real_adapt = adaptation.adapt_aligner
-    monkeypatch.setattr(adaptation, "adapt_aligner", adapt_then_roll_back)
+    real_adapt = adapt.adapt_aligner
+    monkeypatch.setattr(adapt, "adapt_aligner", adapt_then_roll_back)  # the job imports it when it runs
     job = adapt_now(project, project.pairs.first(), annotator)
     assert job.outcome == AdaptationJob.Outcome.NOT_ADAPTED, (job.error, job.reason)
     assert f"not adapted: the active model changed from {weak} while it adapted" in job.reason

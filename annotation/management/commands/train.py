@@ -15,7 +15,7 @@ from annotation.models import AnnotationProject, TrainingJob
 from annotation.training import registry
 from annotation.training import service as training
 from annotation.training.snapshot import TrainingDataError
-from models_ml.aligning.train import TrainingConfig
+from models_ml.aligning.train_config import TrainingConfig
 
 
 class Command(BaseCommand):
