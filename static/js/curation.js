@@ -3,7 +3,9 @@
  * the row's own button, so it goes through the same htmx form as a mouse click (with its expected_previous
  * conflict check); focus moves on to the next open row at once, and back to a row the server refused.
  * The word-diff card follows the focused row: its complex sentence number is a link (the page with that diff,
- * without JavaScript) whose htmx request fires on a "diff" event, sent once focus has rested for a moment. */
+ * without JavaScript) whose htmx request fires on a "diff" event, sent once focus has rested for a moment.
+ * A decision is on its way from its key until htmx's afterRequest for that row (which comes after the answer is
+ * swapped in, in the same task): the table says so with aria-busy, which is also what browser tests wait for. */
 (function () {
   "use strict";
   const table = document.getElementById("review");
@@ -12,6 +14,7 @@
   const status = document.getElementById("curation-status");
   const pending = new Set(); // ids of rows whose decision is on its way
   let focusedId = null;
+  const busy = () => table.setAttribute("aria-busy", pending.size ? "true" : "false");
 
   const rows = () => Array.from(table.querySelectorAll("tbody tr[data-row]"));
   const focused = () => (focusedId && document.getElementById(focusedId)) || null;
@@ -65,8 +68,8 @@
     const button = row.querySelector(`button[name="label"][value="${label}"]`);
     if (!button) return;
     pending.add(row.id);
-    row.dataset.pending = "1"; // the row htmx swaps in has no such mark
-    button.click(); // htmx posts the row's form and swaps the row when the answer comes
+    busy();
+    button.click(); // htmx posts the row's form (after the one before it: hx-sync queue) and swaps the row in
     const next = nextOpen(row);
     say(next ? `Saving ${number(row)}…` : "Saving… Then no row is open: v marks the pair verified.");
     if (next) focus(next);
@@ -115,19 +118,25 @@
     if (row) focus(row);
   });
 
-  // The answer replaced a row: a refusal (a conflict, bad input) brings focus back to it with the reason.
-  document.body.addEventListener("htmx:afterSettle", () => {
-    for (const id of Array.from(pending)) {
-      const row = document.getElementById(id);
-      if (row && row.dataset.pending) continue; // not answered yet
-      pending.delete(id);
-      if (!row) continue;
-      const error = row.querySelector(".error");
-      if (error) {
-        focus(row);
-        say(`${number(row)}: ${error.textContent} Press the key again to overwrite.`);
-      } else if (!pending.size) say("Saved.");
-    }
+  // A row's answer is in: htmx fires afterRequest once it has swapped the new row in, in the same task. Tracked from
+  // htmx's request events, as the queue's answers are: cleared on afterSettle instead (20 ms after the swap), a v
+  // pressed as soon as the counts showed the last decision was refused with "still saving".
+  // A refusal (a conflict, bad input) brings focus back to the row with the reason.
+  document.body.addEventListener("htmx:afterRequest", (event) => {
+    // htmx sets detail.elt to the element it fires on (the table body here, the old row having left the page);
+    // the element that sent the request is the request config's.
+    const source = (event.detail.requestConfig && event.detail.requestConfig.elt) || event.detail.elt;
+    const answered = source.closest && source.closest("tr[data-row]");
+    if (!answered || !pending.has(answered.id)) return;
+    const row = document.getElementById(answered.id);
+    if (row === answered) return; // not swapped: an error or no connection, which the handlers below say
+    pending.delete(answered.id);
+    busy();
+    const error = row && row.querySelector(".error");
+    if (error) {
+      focus(row);
+      say(`${number(row)}: ${error.textContent} Press the key again to overwrite.`);
+    } else if (!pending.size) say("Saved.");
     mark(focused());
   });
   document.body.addEventListener("htmx:responseError", failed);
@@ -136,10 +145,12 @@
     const row = event.detail.elt.closest("tr[data-row]");
     if (!row) return;
     pending.delete(row.id);
-    delete row.dataset.pending;
+    busy();
     focus(row);
     say(`${number(row)}: not saved (${event.type === "htmx:sendError" ? "no connection" : "server error"}); press the key again.`);
   }
+  document.body.addEventListener("htmx:afterSettle", () => mark(focused())); // the focused row may be a new element
 
   focus(rows().find(isOpen) || null);
+  busy(); // "false": the keys are bound and nothing is on its way
 })();

@@ -27,10 +27,17 @@
   // An answer is on its way until htmx has its response (and has swapped the next card in): keys wait for that card.
   // Not read from the htmx-request class: while the new card settles, htmx copies the old form's classes onto the new
   // one (same id), so a key pressed just after the card appeared was dropped.
+  // The layout around the card says so with aria-busy ("false" once the keys are bound): what browser tests wait for.
   let answering = false;
-  document.addEventListener("htmx:beforeRequest", (event) => { if (event.target.closest && event.target.closest("#queue-main")) answering = true; });
-  document.addEventListener("htmx:afterRequest", () => { answering = false; });
+  const layout = document.querySelector(".queue-layout");
+  const answeringSet = (value) => {
+    answering = value;
+    if (layout) layout.setAttribute("aria-busy", value ? "true" : "false");
+  };
+  document.addEventListener("htmx:beforeRequest", (event) => { if (event.target.closest && event.target.closest("#queue-main")) answeringSet(true); });
+  document.addEventListener("htmx:afterRequest", () => answeringSet(false));
   const busy = () => answering;
+  answeringSet(false);
 
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey || event.target.closest("input, select, textarea")) return;

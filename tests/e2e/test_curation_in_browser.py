@@ -13,6 +13,7 @@ from annotation import services
 from annotation.adjudication.review import pair_item_states
 from annotation.models import LabelEvent, PairVerification
 from tests.annotation.conftest import label_now, tram_project
+from tests.e2e.ready import REVIEW, settled
 from tests.e2e.shots import shot
 from tests.e2e.test_project_setup_in_browser import _login
 
@@ -54,6 +55,7 @@ def test_a_reviewer_adjudicates_every_open_row_by_keyboard(page: Page, live_serv
     focused = page.locator("#review tr.focused")
     expect(focused).to_have_id(f"review-{pair.simple_document.sentences.get(index=0).pk}-{pair.complex_document.sentences.get(index=0).pk}")
     expect(page.locator(".curation-line.focused")).to_have_count(1)  # its side-by-side line lights up too
+    settled(page, REVIEW)  # the keys are bound
 
     presses = 0
 
@@ -78,6 +80,7 @@ def test_a_reviewer_adjudicates_every_open_row_by_keyboard(page: Page, live_serv
     press("n")  # (4, 4): not aligned
     expect(lead).to_contain_text("0 of 6 labelled sentence pairs still need a decision")
     expect(page.locator("#curation .chip-open")).to_have_count(0)  # the merged column has no open chip left
+    settled(page, REVIEW)  # v verifies only once no decision is on its way
     press("v")
     expect(page.locator(".messages")).to_contain_text("Pair verified: it is now gold.")
     expect(page.locator("#verified-badge")).to_be_visible()
@@ -101,6 +104,7 @@ def test_a_keyboard_decision_that_lost_a_race_is_shown_and_can_be_repeated(page:
     _login(page, live_server.url, "owner", "owner-pass-123")
     page.goto(f"{live_server.url}/annotate/projects/{project.pk}/pairs/{pair.pk}/review/")
     expect(page.locator("#review tr.focused")).to_have_id(f"review-{simple[0]}-{complex_[0]}")
+    settled(page, REVIEW)
     services.adjudicate(  # another reviewer, meanwhile, in another tab
         project=project, reviewer=owner, pair=pair, simple_sentence_id=simple[0], complex_sentence_id=complex_[0],
         label="partial", expected_previous=None,
@@ -113,6 +117,7 @@ def test_a_keyboard_decision_that_lost_a_race_is_shown_and_can_be_repeated(page:
     page.keyboard.press("a")
     expect(row.locator("td[data-final]")).to_have_attribute("data-final", "aligned")  # the Final column
     assert _finals(project, pair)[(0, 0)] == "aligned"
+    settled(page, REVIEW)
     page.keyboard.press("v")  # four rows are still open: nothing is sent
     expect(page.locator("#curation-status")).to_contain_text("Not verified: 4 sentence pairs are still open.")
     page.keyboard.press("?")

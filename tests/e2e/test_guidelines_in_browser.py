@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from annotation.models import LabelEvent
+from tests.e2e.ready import QUEUE, settled
 from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login, _screen_url
 from tests.e2e.test_keyboard_flow_in_browser import twenty_sentence_pair  # noqa: F401 - a fixture
@@ -52,16 +53,19 @@ def test_guidelines_are_on_the_screen_and_in_the_queue_and_i_hides_and_shows_the
     page.evaluate("window.__sameDocument = true")  # gone if the page reloads
     left = int(page.locator("#queue-left strong").text_content())
     first = page.locator('#queue-form input[name="item_id"]').get_attribute("value")
+    settled(page, QUEUE)
     page.keyboard.press("n")
     expect(page.locator("#queue-left strong")).to_have_text(str(left - 1))
     expect(page.locator('#queue-form input[name="item_id"]')).not_to_have_attribute("value", first)
     assert page.evaluate("window.__sameDocument") is True, "the queue answered without reloading the page"
     event = LabelEvent.objects.get(project=project)
     assert event.new_label == "not_aligned" and event.seconds_spent is not None and event.seconds_spent >= 0
+    settled(page, QUEUE)
     page.keyboard.press("u")  # the undo comes back by htmx too, with its note
     expect(page.locator("#queue-main .messages")).to_contain_text("The last label was undone.")
     expect(page.locator('#queue-form input[name="item_id"]')).to_have_attribute("value", first)
     assert page.evaluate("window.__sameDocument") is True
+    settled(page, QUEUE)
     page.keyboard.press("i")
     expect(page.locator("#guidelines-body")).to_be_hidden()
     page.keyboard.press("?")

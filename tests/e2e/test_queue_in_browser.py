@@ -9,6 +9,7 @@ from playwright.sync_api import Page, expect
 
 from alignment.models import CandidateAlignment
 from annotation.models import ItemEvent, LabelEvent
+from tests.e2e.ready import QUEUE, settled
 from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login
 from tests.e2e.test_keyboard_flow_in_browser import twenty_sentence_pair  # noqa: F401 - a fixture
@@ -43,26 +44,31 @@ def test_queue_card_shows_context_and_suggestion_and_undo_brings_the_item_back(p
     shot(page, "queue_card.png", full_page=True)
 
     first = _shown(page)
+    settled(page, QUEUE)
     page.keyboard.press("a")
     expect(page.locator("#queue-left")).to_have_text(f"{total - 1} left")
     assert _shown(page) != first
     assert LabelEvent.objects.get(project=project).new_label == "aligned"
 
+    settled(page, QUEUE)
     page.keyboard.press("u")  # the answered item comes back on screen
     expect(page.locator(".messages")).to_contain_text("The last label was undone.")
     expect(page.locator("#queue-left")).to_have_text(f"{total} left")
     assert _shown(page) == first
 
+    settled(page, QUEUE)
     page.keyboard.press("s")
     expect(page.locator("#queue-left")).to_have_text(f"{total - 1} left")
     assert _shown(page) != first
     skip = ItemEvent.objects.get(project=project, kind="skip")
     candidate = CandidateAlignment.objects.get(pk=first)
     assert (skip.simple_sentence_id, skip.complex_sentence_id) == (candidate.simple_sentence_id, candidate.complex_sentence_id)
+    settled(page, QUEUE)
     page.keyboard.press("u")
     expect(page.locator(".messages")).to_contain_text("The last skip was undone.")
     assert _shown(page) == first
 
+    settled(page, QUEUE)
     page.keyboard.press("?")
     expect(page.locator("#help")).to_be_visible()
     expect(page.locator("#help")).to_contain_text("skip this item")
