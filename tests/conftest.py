@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
@@ -47,6 +48,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log) -> FileOrGroupScheduling:
     return FileOrGroupScheduling(config, log)
+
+
+@pytest.fixture(scope="session")
+def migrated_indexes(django_db_setup, django_db_blocker) -> frozenset[str]:
+    """The indexes the migrations made: those of the schema, as opposed to those the app makes per row at run time."""
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")
+        return frozenset(name for (name,) in cursor.fetchall())
+
+
+def _transactional(request: pytest.FixtureRequest) -> bool:
+    marker = request.node.get_closest_marker("django_db")
+    marked = marker is not None and bool(marker.kwargs.get("transaction", marker.args[0] if marker.args else False))
+    return marked or any(name in request.fixturenames for name in ("transactional_db", "live_server"))
+
+
+@pytest.fixture(autouse=True)
+def row_indexes_dropped(request: pytest.FixtureRequest):
+    """After a test that commits, drop the indexes the app made for rows it had (an encoder's or a mining job's HNSW).
+
+    Its flush empties the tables but keeps indexes; a later test whose sequences start again (``reset_sequences``)
+    gets the same encoder id and inserted 512-d vectors under the old 384-d index ("expected 384 dimensions, not
+    512"), which failed or passed with the order xdist happened to give the tests. Inside a ``db`` test's
+    transaction nothing needs doing: the index is rolled back with it.
+    """
+    migrated = request.getfixturevalue("migrated_indexes") if _transactional(request) else None
+    yield
+    if migrated is None:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")
+        for (name,) in cursor.fetchall():
+            if name not in migrated:
+                cursor.execute(f'DROP INDEX IF EXISTS "{name}"')
 
 
 @pytest.fixture
