@@ -23,6 +23,8 @@ from models_ml.similarity.encoders import load_sentence_encoder
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+KILLED_SENTENCES = 160
+
 
 def test_worker_embeds_every_sentence_once(tram_corpus, run_worker):
     run = services.embedding_run_create(corpus=tram_corpus, encoder_name=settings.ENCODER_MODEL)
@@ -97,9 +99,10 @@ def test_failed_job_keeps_finished_batches_and_retry_embeds_only_the_rest(big_co
 
 @pytest.mark.slow  # a real worker, killed mid-job
 def test_killed_worker_loses_no_finished_batch_and_requeued_job_resumes(big_corpus, run_worker, worker_subprocess_env, python_executable):
-    corpus = big_corpus(3000)
+    corpus = big_corpus(KILLED_SENTENCES)
     run = services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
-    env = {**worker_subprocess_env, "EMBEDDING_BATCH_SIZE": "16"}
+    # Ten batches of 16, each followed by a pause (a test hook), so the job is still mid-way when it is killed.
+    env = {**worker_subprocess_env, "EMBEDDING_BATCH_SIZE": "16", "JOB_TEST_STEP_DELAY_MS": "400"}
     worker = subprocess.Popen([python_executable, "manage.py", "procrastinate", "worker"], env=env, cwd=settings.BASE_DIR)
     try:
         deadline = time.monotonic() + 120
@@ -117,7 +120,7 @@ def test_killed_worker_loses_no_finished_batch_and_requeued_job_resumes(big_corp
     run.refresh_from_db()
     stored_at_kill = SentenceEmbedding.objects.filter(sentence__document__corpus=corpus).count()
     assert run.status == EmbeddingRun.Status.RUNNING, "the job should have been killed mid-run"
-    assert 0 < stored_at_kill < 3000
+    assert 0 < stored_at_kill < KILLED_SENTENCES
     assert stored_at_kill >= run.batches_done * 16  # every committed batch is stored
 
     # its own thread and loop: after browser tests, pytest-playwright keeps an event loop running in this thread
@@ -128,7 +131,7 @@ def test_killed_worker_loses_no_finished_batch_and_requeued_job_resumes(big_corp
     run.refresh_from_db()
     assert run.status == EmbeddingRun.Status.SUCCEEDED
     assert run.already_embedded == stored_at_kill
-    assert SentenceEmbedding.objects.filter(sentence__document__corpus=corpus).count() == 3000
+    assert SentenceEmbedding.objects.filter(sentence__document__corpus=corpus).count() == KILLED_SENTENCES
 
 
 async def _retry_stalled() -> int:
