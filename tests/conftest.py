@@ -50,6 +50,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log) -> FileOrGroupSchedu
     return FileOrGroupScheduling(config, log)
 
 
+UNCONSTRAINED_INDEXES = """
+    SELECT index.relname FROM pg_index JOIN pg_class index ON index.oid = pg_index.indexrelid
+    JOIN pg_namespace ON pg_namespace.oid = index.relnamespace
+    WHERE pg_namespace.nspname = 'public' AND NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conindid = pg_index.indexrelid)
+"""
+
+
 @pytest.fixture(scope="session")
 def migrated_indexes(django_db_setup, django_db_blocker) -> frozenset[str]:
     """The indexes the migrations made: those of the schema, as opposed to those the app makes per row at run time."""
@@ -73,12 +80,15 @@ def row_indexes_dropped(request: pytest.FixtureRequest):
     512"), which failed or passed with the order xdist happened to give the tests. Inside a ``db`` test's
     transaction nothing needs doing: the index is rolled back with it.
     """
-    migrated = request.getfixturevalue("migrated_indexes") if _transactional(request) else None
+    migrated = None
+    if _transactional(request):
+        migrated = request.getfixturevalue("migrated_indexes")
+        request.getfixturevalue("transactional_db")  # set up before this fixture ends: torn down after it, database open
     yield
     if migrated is None:
         return
     with connection.cursor() as cursor:
-        cursor.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")
+        cursor.execute(UNCONSTRAINED_INDEXES)  # a primary key or unique constraint's index goes only with its table
         for (name,) in cursor.fetchall():
             if name not in migrated:
                 cursor.execute(f'DROP INDEX IF EXISTS "{name}"')
