@@ -50,6 +50,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log) -> FileOrGroupSchedu
     return FileOrGroupScheduling(config, log)
 
 
+PROCRASTINATE_TABLES = ("procrastinate_jobs", "procrastinate_events", "procrastinate_periodic_defers", "procrastinate_workers")
 UNCONSTRAINED_INDEXES = """
     SELECT index.relname FROM pg_index JOIN pg_class index ON index.oid = pg_index.indexrelid
     JOIN pg_namespace ON pg_namespace.oid = index.relnamespace
@@ -72,13 +73,15 @@ def _transactional(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def row_indexes_dropped(request: pytest.FixtureRequest):
-    """After a test that commits, drop the indexes the app made for rows it had (an encoder's or a mining job's HNSW).
+def committed_leftovers_removed(request: pytest.FixtureRequest):
+    """After a test that commits, remove what its flush leaves: Procrastinate's rows, and the indexes the app made for
+    rows it had (an encoder's or a mining job's HNSW).
 
-    Its flush empties the tables but keeps indexes; a later test whose sequences start again (``reset_sequences``)
-    gets the same encoder id and inserted 512-d vectors under the old 384-d index ("expected 384 dimensions, not
-    512"), which failed or passed with the order xdist happened to give the tests. Inside a ``db`` test's
-    transaction nothing needs doing: the index is rolled back with it.
+    A flush empties Django's managed tables only. Procrastinate's tables are not managed: a later test saw the jobs of
+    an earlier one (webhook deliveries "queued before commit"). Indexes outlive the rows they were made for: a later
+    test whose sequences start again (``reset_sequences``) got the same encoder id, and its 512-d vectors failed under
+    the old 384-d index. Both passed or failed with the order xdist gave a worker's tests. Inside a ``db`` test's
+    transaction nothing needs doing: everything is rolled back with it.
     """
     migrated = None
     if _transactional(request):
@@ -88,6 +91,7 @@ def row_indexes_dropped(request: pytest.FixtureRequest):
     if migrated is None:
         return
     with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {', '.join(PROCRASTINATE_TABLES)} CASCADE")
         cursor.execute(UNCONSTRAINED_INDEXES)  # a primary key or unique constraint's index goes only with its table
         for (name,) in cursor.fetchall():
             if name not in migrated:
