@@ -37,6 +37,13 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """The browser tests (tests/e2e) and the tests on real corpora are slow by their kind: the fast lane,
+    ``-m "not slow"``, leaves them out. Marked here, at collection, before ``-m`` deselects."""
+    if item.path.parent.name == "e2e" or item.get_closest_marker("shared_data"):
+        item.add_marker(pytest.mark.slow)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Node ids of their own, and the long units first, for ``pytest -n`` (tests/scheduling.py); every worker collects

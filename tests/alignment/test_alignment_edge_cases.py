@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from alignment.aligning.measures import run_measure
 from alignment.aligning.scoring import HEATMAP_MAX_CELLS, unpack_matrices
@@ -92,6 +93,7 @@ def test_a_language_the_encoder_was_not_trained_on_still_aligns_with_character_m
     assert all("embedding_cosine" in scores for scores in CandidateAlignment.objects.filter(run=run).values_list("scores", flat=True))
 
 
+@pytest.mark.slow
 def test_two_thousand_sentence_documents_stay_bounded(owner):
     """2,000 x 2,000 without paragraph alignment: pruned CRF, no stored heatmap, a bounded candidate set."""
     sentences = synthetic_sentences(2000)

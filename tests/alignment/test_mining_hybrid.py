@@ -56,6 +56,7 @@ def _stored(job: MiningJob):
     return rows, ids, dense, lexical
 
 
+@pytest.mark.slow
 def test_a_hybrid_job_on_a_german_corpus_stores_both_views_and_finds_the_exact_fused_neighbours(owner, run_worker, settings) -> None:
     job = _hybrid_job(owner, run_worker, settings, "pgvector")
     assert job.retrieval == MiningJob.Retrieval.HYBRID and job.config["encoder"] == USE_ENCODER
@@ -80,6 +81,7 @@ def test_a_hybrid_job_on_a_german_corpus_stores_both_views_and_finds_the_exact_f
         assert "sparsevec_ip_ops" in cursor.fetchone()[0]
 
 
+@pytest.mark.slow
 def test_both_search_backends_give_a_hybrid_job_the_same_neighbours(owner, run_worker, settings) -> None:
     by_pgvector = _hybrid_job(owner, run_worker, settings, "pgvector")
     by_faiss = _hybrid_job(owner, run_worker, settings, "faiss", min_margin=1.0)  # another setting: another job

@@ -87,6 +87,7 @@ def _stored_vectors():
     return {text: np.asarray(vector, dtype=np.float32) for text, vector in rows}
 
 
+@pytest.mark.slow
 def test_a_german_hybrid_lha_job_equals_the_exact_fused_reference(german, run_worker) -> None:
     job = _hybrid_job(german, run_worker)
     assert job.retrieval == MiningJob.Retrieval.HYBRID  # German: hybrid by default

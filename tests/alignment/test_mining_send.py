@@ -4,6 +4,8 @@ simple sentence once the alignment run queued with it has finished."""
 
 from __future__ import annotations
 
+import pytest
+
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.mining.direction import document_pair_direction, level_more_complex, lha_direction
@@ -14,6 +16,7 @@ from annotation.models import AnnotationProject
 from tests.alignment.test_mining import _mine, two_corpora  # noqa: F401 - the fixture is used by name
 
 
+@pytest.mark.slow
 def test_sending_pairs_mined_from_the_simple_corpus_puts_the_complex_document_first_and_aligns_the_pairs(
     two_corpora, run_worker, client, owner
 ) -> None:

@@ -42,6 +42,7 @@ def wrong_way(owner) -> Corpus:
     return corpus
 
 
+@pytest.mark.slow
 def test_a_corpus_without_labels_is_flipped_its_old_results_go_and_a_new_run_aligns_it(wrong_way, owner):
     old_run = AlignmentRun.objects.get()
     pair_ids = set(DocumentPair.objects.values_list("pk", flat=True))

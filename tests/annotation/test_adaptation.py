@@ -88,6 +88,7 @@ def test_finishing_pairs_queues_one_adaptation_while_one_waits(owner, client, de
     assert AdaptationJob.objects.count() == 2 and len(deferred) == 2
 
 
+@pytest.mark.slow
 def test_an_adapted_copy_becomes_an_automatic_version_and_re_suggests_only_unstarted_pairs(owner, client) -> None:
     project, annotator = build_gold_project(owner, labelled=3)
     pairs = list(project.pairs.order_by("pk"))
@@ -141,6 +142,7 @@ def test_an_adapted_copy_becomes_an_automatic_version_and_re_suggests_only_unsta
     assert forced.action == ModelActivation.Action.FORCE and forced.previous == weak
 
 
+@pytest.mark.slow
 def test_when_no_copy_beats_the_active_model_it_stays_and_the_models_page_says_why(owner, client) -> None:
     project, annotator = build_gold_project(owner, labelled=3)
     pairs = list(project.pairs.order_by("pk"))
@@ -196,6 +198,7 @@ def test_finished_pairs_count_once_every_annotator_is_done_and_agrees(owner, dja
     assert sorted(finished_snapshot(project).splits) == sorted(str(pair.pk) for pair in pairs[1:3])
 
 
+@pytest.mark.slow
 def test_a_promotion_while_it_adapts_stands_and_the_record_says_so(owner, monkeypatch) -> None:
     project, annotator = build_gold_project(owner, labelled=3)
     weak = with_active_version(project, owner, epochs=1, lr=0.001)

@@ -54,6 +54,7 @@ def streamed(ratings: dict[str, dict], items: list) -> AgreementReport:
     return counts.report(scope=SCOPE_SHOWN)
 
 
+@pytest.mark.slow
 def test_running_counts_equal_the_agreement_report_on_random_ratings() -> None:
     rng = random.Random(7)
     defined = {"cohen": 0, "fleiss": 0, "alpha": 0}

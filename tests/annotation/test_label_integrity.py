@@ -144,6 +144,7 @@ def test_two_relabels_naming_the_same_previous_one_saved_one_conflict(world):
     assert LabelEvent.objects.filter(project=project, annotator=anna, previous=first).count() == 1
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_twenty_clients_double_submitting_lose_nothing_and_duplicate_nothing(world):
     """Ten annotators, each with two tabs that submit every change at the same moment (a double submit).

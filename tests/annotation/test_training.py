@@ -125,6 +125,7 @@ def test_a_training_job_registers_a_version_with_metrics_progress_and_checksum(g
     assert not [p for p in (model_dir / f"project-{project.pk}").iterdir() if p.name.startswith(".staging")]
 
 
+@pytest.mark.slow
 def test_training_is_deterministic_for_a_seed(gold_project, owner) -> None:
     project, _ = gold_project
     first, second = train_now(project, owner, seed=3), train_now(project, owner, seed=3)
@@ -198,6 +199,7 @@ def test_promotion_realigns_and_the_new_suggestions_replace_the_old_without_touc
     assert list(LabelEvent.objects.order_by("pk").values_list("pk", "new_label", "source")) == labels_before
 
 
+@pytest.mark.slow
 def test_a_version_that_does_not_beat_the_active_one_needs_a_forced_promotion_with_a_reason(gold_project, owner) -> None:
     project, _ = gold_project
     good = train_now(project, owner).version
@@ -229,6 +231,7 @@ def test_a_corrupted_model_directory_is_refused_by_name(gold_project, owner) -> 
         registry.version_load(version)
 
 
+@pytest.mark.slow
 def test_models_page_trains_shows_progress_and_versions_and_promotes(gold_project, owner, client) -> None:
     project, _ = gold_project
     client.force_login(owner)
@@ -272,6 +275,7 @@ def test_models_page_refuses_annotators_and_outsiders_and_explains_missing_data(
     assert "too few labels to train" in response.content.decode() and not TrainingJob.objects.exists()
 
 
+@pytest.mark.slow
 def test_manage_py_train_registers_a_version_and_reports_figures(gold_project, owner) -> None:
     from io import StringIO
 
@@ -302,6 +306,7 @@ def test_manage_py_train_rejects_bad_arguments(gold_project, argv, message) -> N
     assert not TrainingJob.objects.exists()
 
 
+@pytest.mark.slow
 def test_a_job_can_also_fine_tune_the_cross_encoder_which_realignment_then_scores_with(gold_project, owner) -> None:
     project, _ = gold_project
     job = train_now(project, owner, epochs=5, pair_classifier=True, pair_classifier_epochs=1)
@@ -397,6 +402,7 @@ def test_import_gold_refuses_bad_input_and_writes_nothing(owner, tmp_path, gold_
     assert (AnnotationProject.objects.count(), LabelEvent.objects.count()) == before
 
 
+@pytest.mark.slow
 def test_a_project_on_the_default_model_fine_tunes_its_learned_scorer_and_falls_back_to_it(gold_project, owner) -> None:
     import json
 

@@ -51,6 +51,7 @@ def read_records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow
 def test_align_uses_the_shipped_model_by_default(documents: tuple[Path, Path], tmp_path: Path) -> None:
     complex_path, simple_path = documents
     output, explicit = tmp_path / "out.jsonl", tmp_path / "explicit.jsonl"
@@ -65,6 +66,7 @@ def test_align_uses_the_shipped_model_by_default(documents: tuple[Path, Path], t
     assert again.returncode == 0 and explicit.read_text() == output.read_text()
 
 
+@pytest.mark.slow
 def test_untrained_hand_calibration_stays_available(documents: tuple[Path, Path], tmp_path: Path) -> None:
     """Exact groups from MiniLM cosines: on torch (run_cli's default), not int8, whose vectors follow the CPU's kernels."""
     complex_path, simple_path = documents
@@ -79,6 +81,7 @@ def test_untrained_hand_calibration_stays_available(documents: tuple[Path, Path]
     assert [(r["complex"], r["simple"]) for r in records] == [([0], [0]), ([1], [1, 2]), ([2, 3], [3])]
 
 
+@pytest.mark.slow
 def test_align_with_saved_model_and_lexical_config(documents: tuple[Path, Path], tmp_path: Path) -> None:
     """--config builds an untrained aligner; the same settings saved as a model give the same output."""
     from models_ml.aligning.aligner import Aligner
@@ -110,6 +113,7 @@ def test_align_rejects_bad_sentence_file_naming_it(problem: str, documents: tupl
     assert len(completed.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("content", "expected"),
     [("{not json", "not valid JSON"), ('{"treshold": 1}', "treshold"), ('{"measure": "bleu"}', "bleu")],

@@ -59,6 +59,7 @@ def test_a_version_whose_files_are_gone_is_refused_with_the_path(api_world, regi
     assert not ModelActivation.objects.exists()
 
 
+@pytest.mark.slow
 def test_promotion_through_the_api_activates_a_trained_version_and_realigns(owner, settings, tmp_path, monkeypatch):
     settings.MODEL_DIR = tmp_path / "models"
     monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker

@@ -130,6 +130,7 @@ def aim_at_real_rows(case, ids: dict[str, int]) -> None:
                 case.body[key] = "anna"
 
 
+@pytest.mark.slow  # 41 operations x 12 generated requests: 90 s of the suite
 @schema.parametrize()
 @settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=12, database=None)
 def test_api_fuzzing_finds_no_server_error_and_no_schema_violation(case, api_world, real_ids, wsgi_in_test_transaction):

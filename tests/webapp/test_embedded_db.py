@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,6 +51,7 @@ def _postmasters(pgdata: Path) -> list[psutil.Process]:
     return found
 
 
+@pytest.mark.slow
 def test_two_starts_share_one_server_and_the_last_exit_stops_it(tmp_path):
     first = _attach(tmp_path, "first", 3)
     first_line = first.stdout.readline()  # the first app is up and holds the server
@@ -75,6 +77,7 @@ def test_two_starts_share_one_server_and_the_last_exit_stops_it(tmp_path):
     assert out_third.split()[2] == "3", "data written before the restart must still be there"
 
 
+@pytest.mark.slow
 def test_a_killed_process_does_not_keep_the_server_running(tmp_path):
     killed = _attach(tmp_path, "killed", 60)
     killed.stdout.readline()  # attached

@@ -188,6 +188,7 @@ PRODUCTION = {
 }
 
 
+@pytest.mark.slow
 def test_check_deploy_is_clean_with_the_documented_production_variables(db):
     env = _base_env(DATABASE_URL=_test_database_url(), SECRET_KEY=secrets.token_urlsafe(50), **PRODUCTION)
     result = _settings_subprocess(env, "manage.py", "check", "--deploy", "--fail-level", "WARNING")
@@ -195,6 +196,7 @@ def test_check_deploy_is_clean_with_the_documented_production_variables(db):
     assert "System check identified no issues" in result.stdout, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_check_deploy_warns_without_them(db):
     result = _settings_subprocess(_base_env(DATABASE_URL=_test_database_url()), "manage.py", "check", "--deploy")
     for check in ("security.W004", "security.W008", "security.W012", "security.W016"):

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "sklearn", "statsmodels", "ot", "sentence_transformers", "transformers")
 
@@ -26,6 +28,7 @@ print(json.dumps(sorted(name for name in {heavy!r} if name in sys.modules)))
 """
 
 
+@pytest.mark.slow
 def test_the_url_conf_and_the_task_modules_import_no_heavy_library() -> None:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "webapp.settings", "PYTHONPATH": str(REPO_ROOT)}
     env["DATABASE_URL"] = env.get("DATABASE_URL") or "postgresql://nobody@127.0.0.1:1/none"  # nothing here connects

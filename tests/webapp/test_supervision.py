@@ -65,6 +65,7 @@ def test_a_child_that_dies_is_started_again_and_the_restart_is_logged() -> None:
     assert child.process.poll() is not None, "stop() ends every child"
 
 
+@pytest.mark.slow
 def test_a_child_that_keeps_crashing_is_restarted_with_growing_waits_and_never_stops_the_others() -> None:
     crasher = ChildSpec(name="crasher", command=[sys.executable, "-c", "raise SystemExit(3)"])
     sleeper = ChildSpec(name="sleeper", command=[sys.executable, "-c", "import time; time.sleep(60)"])

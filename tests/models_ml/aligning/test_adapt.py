@@ -53,6 +53,7 @@ def test_adapting_needs_labels() -> None:
         adapt_aligner(start, PAIRS[:1], priors=())
 
 
+@pytest.mark.slow
 def test_a_fine_tuned_copy_that_held_out_pairs_judge_worse_is_not_kept() -> None:
     """A start that already aligns the pairs perfectly: no copy can beat it held out, so the start itself comes back."""
     start = Aligner(learned_config(device="cpu", scorer_embedding=False), seed=0)

@@ -129,6 +129,7 @@ def test_low_marginal_group_is_labelled_partial() -> None:
     assert labels == {(0,): "partial", (1,): "aligned"}
 
 
+@pytest.mark.slow
 def test_two_thousand_sentences_per_side_in_paragraphs() -> None:
     """A large document stays bounded: one (m, n) float32 matrix, CRFs per paragraph block."""
     rng = np.random.default_rng(0)
@@ -141,6 +142,7 @@ def test_two_thousand_sentences_per_side_in_paragraphs() -> None:
     assert _pairs(result.groups) == [((i,), (i,)) for i in range(2000)]
 
 
+@pytest.mark.slow
 def test_two_thousand_sentences_without_paragraph_breaks_use_the_pruned_lattice() -> None:
     """One 2000 x 2000 block with spans up to 3 (6,000 states): above dense_state_limit, so pruned."""
     rng = np.random.default_rng(1)

@@ -190,6 +190,7 @@ def synthetic_example(seed: int, max_span: int = 3) -> tuple[torch.Tensor, list[
     return torch.tensor(sim, dtype=torch.float32), groups_to_states(groups, m, n, max_span)
 
 
+@pytest.mark.slow
 def test_training_raises_likelihood_and_decodes_held_out_gold() -> None:
     crf = NeuralCRF(CRFConfig(max_span=3, hidden_size=16), seed=0)
     examples = [synthetic_example(seed) for seed in range(12)]
@@ -205,6 +206,7 @@ def test_training_raises_likelihood_and_decodes_held_out_gold() -> None:
     assert all(crf.decode(sim) == gold for sim, gold in held_out)
 
 
+@pytest.mark.slow
 def test_training_is_deterministic_given_seed() -> None:
     examples = [synthetic_example(seed) for seed in range(3)]
     runs = [train_crf(NeuralCRF(seed=0), examples, epochs=2, lr=0.05, seed=5, device="cpu") for _ in range(2)]

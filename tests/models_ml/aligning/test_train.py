@@ -272,6 +272,7 @@ def test_cli_train_to_an_unwritable_output_exits_2_before_training(
     assert "training on" not in err  # failed before any training started
 
 
+@pytest.mark.slow
 def test_cli_train_also_fine_tunes_and_saves_the_pair_classifier(
     tmp_path: Path, config_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

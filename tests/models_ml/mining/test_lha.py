@@ -269,6 +269,7 @@ def minilm():
     return load_sentence_encoder(device="cpu")
 
 
+@pytest.mark.slow
 def test_minilm_finds_the_simplified_version_of_each_document(minilm):
     source = [
         MiningDocument(

@@ -98,6 +98,7 @@ def test_measure_gives_blank_sentences_zero_and_empty_documents_an_empty_matrix(
     assert measure.score([], SENTENCES[:2]).shape == (0, 2)
 
 
+@pytest.mark.slow
 def test_fine_tuning_lowers_the_loss_and_prefers_aligned_for_an_unseen_identical_pair(
     trained: tuple[PairClassifier, list[float]],
 ) -> None:
@@ -110,6 +111,7 @@ def test_fine_tuning_lowers_the_loss_and_prefers_aligned_for_an_unseen_identical
     assert not model.training  # training leaves the model in eval mode
 
 
+@pytest.mark.slow
 def test_training_is_reproducible_from_its_seed_and_leaves_the_global_rng_alone(fresh: PairClassifier) -> None:
     config = PairTrainingConfig(batch_size=4, max_steps=2)
     before = torch.get_rng_state()
@@ -125,6 +127,7 @@ def test_training_rejects_an_unknown_label_naming_the_example(fresh: PairClassif
         train_pair_classifier(copy.deepcopy(fresh), examples, seed=0, device="cpu")
 
 
+@pytest.mark.slow
 def test_save_and_load_give_identical_probabilities(trained: tuple[PairClassifier, list[float]], tmp_path: Path) -> None:
     model, _ = trained
     save_pair_classifier(model, tmp_path)
@@ -134,6 +137,7 @@ def test_save_and_load_give_identical_probabilities(trained: tuple[PairClassifie
     assert set(json.loads((tmp_path / "checksums.json").read_text())) == {"config.json", "pair_classifier.pt"}
 
 
+@pytest.mark.slow
 def test_build_measure_loads_a_saved_classifier_from_model_dir(trained: tuple[PairClassifier, list[float]], tmp_path: Path) -> None:
     model, _ = trained
     save_pair_classifier(model, tmp_path)

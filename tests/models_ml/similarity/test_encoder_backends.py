@@ -36,6 +36,7 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(axis=1)
 
 
+@pytest.mark.slow
 def test_onnx_fp32_gives_torch_vectors(sentences, reference, cache) -> None:
     encoder = load_sentence_encoder(device="cpu", backend="onnx", cache_dir=str(cache))
     vectors = encoder.encode(sentences, batch_size=16)
@@ -44,6 +45,7 @@ def test_onnx_fp32_gives_torch_vectors(sentences, reference, cache) -> None:
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [16, 1])
 def test_the_cpu_default_keeps_the_cosine_bar_on_this_cpu(sentences, reference, cache, batch_size) -> None:
     """The documented bar (README, "Encoder backends"): median cosine to torch ≥ 0.99, 1st percentile ≥ 0.97.
@@ -58,11 +60,13 @@ def test_the_cpu_default_keeps_the_cosine_bar_on_this_cpu(sentences, reference, 
     assert np.median(agreement) >= 0.99 and np.percentile(agreement, 1) >= 0.97
 
 
+@pytest.mark.slow
 def test_openvino_runs_the_same_export(sentences, reference, cache) -> None:
     vectors = load_sentence_encoder(device="cpu", backend="openvino", cache_dir=str(cache), threads=1).encode(sentences[:20])
     assert cosines(vectors, reference[:20]).min() >= 0.9999
 
 
+@pytest.mark.slow
 def test_the_export_is_cached_with_checksums_and_made_again_when_altered(cache) -> None:
     from models_ml.similarity.encoder_backends import exported_model_dir
     from models_ml.similarity.encoders import _load_sentence_transformer
