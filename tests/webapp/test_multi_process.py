@@ -269,7 +269,12 @@ def test_two_web_and_two_worker_processes_share_one_database_and_survive_a_kille
 
 
 def _backup_restore_and_read(deployed: Deployment) -> None:
-    """pg_dump -Fc, pg_restore into a new database; migrate is a no-op and the app reads the copy."""
+    """pg_dump -Fc, pg_restore into a new database; migrate is a no-op and the app reads the copy.
+
+    The web and worker processes are stopped first, as for a backup that is checked: the copy is compared row for row
+    with a database nothing writes to any more (a worker's periodic sweep queues a job every few seconds, so a live
+    database had gained a Procrastinate job by the time it was counted)."""
+    deployed.stop()
     dump = deployed.root / "aligner.dump"
     deployed.server.dump("aligner", dump)
     deployed.server.restore(dump, "aligner_restored")
