@@ -101,8 +101,9 @@ def test_failed_job_keeps_finished_batches_and_retry_embeds_only_the_rest(big_co
 def test_killed_worker_loses_no_finished_batch_and_requeued_job_resumes(big_corpus, run_worker, worker_subprocess_env, python_executable):
     corpus = big_corpus(KILLED_SENTENCES)
     run = services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
-    # Ten batches of 16, each followed by a pause (a test hook), so the job is still mid-way when it is killed.
-    env = {**worker_subprocess_env, "EMBEDDING_BATCH_SIZE": "16", "JOB_TEST_STEP_DELAY_MS": "400"}
+    # Ten batches of 16, each followed by a pause (a test hook), so the job is still mid-way when it is killed; no time
+    # slices, which count the encoder's loading and on a loaded machine gave the worker back after the first batches.
+    env = {**worker_subprocess_env, "EMBEDDING_BATCH_SIZE": "16", "JOB_TEST_STEP_DELAY_MS": "400", "JOB_SLICE_SECONDS": "0"}
     worker = subprocess.Popen([python_executable, "manage.py", "procrastinate", "worker"], env=env, cwd=settings.BASE_DIR)
     try:
         deadline = time.monotonic() + 120

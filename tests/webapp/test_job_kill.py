@@ -59,12 +59,16 @@ def state(tmp_path: Path, settings) -> Path:
 
 @pytest.fixture
 def killed_worker(worker_subprocess_env, python_executable, state, run_worker):
-    """Start a real worker, SIGKILL it once ``mid_job()`` is true, requeue the stalled job, run a second worker."""
+    """Start a real worker, SIGKILL it once ``mid_job()`` is true, requeue the stalled job, run a second worker.
+
+    The worker runs without time slices (``JOB_SLICE_SECONDS=0``): the kill is meant for a job in flight. A slice
+    counts from the job's start, model loading included, so on a loaded machine an embedding job had given its worker
+    back after its first batch, and the kill then hit the stalled-job sweep instead (slices: test_fair_share.py)."""
 
     def run(mid_job: Callable[[], bool], *, second_worker: Callable[[], None] | None = None, **env: str) -> None:
         env = {
             **worker_subprocess_env, "JOB_TEST_STEP_DELAY_MS": str(STEP_DELAY_MS), "MODEL_DIR": str(state / "models"),
-            "EXPORT_DIR": str(state / "exports"), **env,
+            "EXPORT_DIR": str(state / "exports"), "JOB_SLICE_SECONDS": "0", **env,
         }  # fmt: skip
         worker = subprocess.Popen([python_executable, "manage.py", "procrastinate", "worker"], env=env, cwd=settings.BASE_DIR)
         try:

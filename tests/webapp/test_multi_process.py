@@ -64,6 +64,7 @@ class Deployment:
             "DEBUG": "0",
             "EMBEDDING_BATCH_SIZE": "16",  # many small committed batches: a kill lands mid-job
             "JOB_TEST_STEP_DELAY_MS": "400",  # and each lasts long enough for the test to see it in flight
+            "JOB_SLICE_SECONDS": "0",  # and it stays on its worker: a slice counts the encoder's loading, long on a busy machine
             "STALLED_JOB_SECONDS": "12",  # workers beat every 10 s
             "STALLED_JOB_SWEEP_SECONDS": "5",  # the sweep that requeues the killed worker's job: every 5 s, not every minute
             "LOG_LEVEL": "WARNING",
