@@ -36,3 +36,14 @@ def test_a_unit_of_work_is_a_group_or_else_a_file() -> None:
 def test_the_process_level_tests_carry_their_group_in_their_node_id(request) -> None:
     grouped = [item.nodeid for item in request.session.items if _in_process_group(item)]
     assert all(node_id.endswith("@" + PROCESS_GROUP) for node_id in grouped), grouped
+
+
+def test_the_fast_lane_leaves_out_browsers_real_corpora_and_processes(request) -> None:
+    """``-m "not slow"`` (CONTRIBUTING.md, "The fast lane"): every browser test, real-corpus test and process-level test
+    is marked slow, so none of them is left in a fast-lane run."""
+    unmarked = [
+        item.nodeid for item in request.session.items
+        if (item.path.parent.name == "e2e" or item.get_closest_marker("shared_data") or _in_process_group(item))
+        and not item.get_closest_marker("slow")
+    ]  # fmt: skip
+    assert not unmarked, unmarked
