@@ -316,13 +316,22 @@ def label_undo_action(
         return undos
 
 
-def assignment_complete(*, project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> Assignment:
+def assignment_complete(*, project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> tuple[Assignment, bool]:
+    """Mark the annotator's pair done: (the assignment, whether this finished anything new).
+
+    New is a pair not done before, or one whose labels the annotator changed after marking it done (its
+    ``completed_at`` then moves to now: finished again, with those labels). "Done" pressed again on a finished
+    pair nobody has changed since finishes nothing, so the caller queues no automatic adaptation for it.
+    """
     with transaction.atomic():
-        assignment = labels.assignment_lock(project, annotator, pair)
-        if assignment.completed_at is None:
+        assignment = labels.assignment_lock(project, annotator, pair)  # label writes on the pair wait: the check below holds
+        finished = assignment.completed_at is None or (
+            labels.own_events(project, annotator=annotator, pair=pair, created_at__gt=assignment.completed_at).exists()
+        )
+        if finished:
             assignment.completed_at = timezone.now()
             assignment.save(update_fields=["completed_at"])
-    return assignment
+    return assignment, finished
 
 
 ITEM_EVENT_KINDS = (ItemEvent.Kind.SKIP, ItemEvent.Kind.FLAG, ItemEvent.Kind.UNFLAG, ItemEvent.Kind.COMMENT)

@@ -176,11 +176,12 @@ def item_event_save(request: HttpRequest, project_id: int, pair_id: int) -> Http
 
 @require_POST
 def assignment_done(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
-    """Mark the pair done and queue the project's automatic adaptation. The screen (JSON) is told where to go next:
-    the annotator's next open pair, else My tasks."""
+    """Mark the pair done and, when that finished something new, queue the project's automatic adaptation. The screen
+    (JSON) is told where to go next: the annotator's next open pair, else My tasks."""
     project, assignment = _assignment_for(request, project_id, pair_id)
-    assignment = services.assignment_complete(project=project, annotator=request.user, pair=assignment.pair)
-    adaptation.adaptation_queue(project=project, pair=assignment.pair, by=request.user)  # refreshes the unstarted pairs' suggestions
+    assignment, finished = services.assignment_complete(project=project, annotator=request.user, pair=assignment.pair)
+    if finished:  # "done" again on an unchanged finished pair queues nothing: the adaptation has it already
+        adaptation.adaptation_queue(project=project, pair=assignment.pair, by=request.user)  # refreshes the unstarted pairs' suggestions
     if request.htmx:
         return render(
             request, "annotation/annotate_pair.html#done", {"project": project, "pair": assignment.pair, "assignment": assignment}

@@ -13,6 +13,19 @@ copies judged leave-one-pair-out; the start is kept unless a copy beats it: the 
 
 Labels are never touched. ``AUTO_ADAPT`` (settings) switches it off; ``AUTO_ADAPT_EPOCHS`` bounds the
 CRF epochs each copy is fine-tuned for.
+
+**Bounded, whatever the presses.** Per project at most one job waits and one runs:
+
+- a finish while one waits only points it at the new pair: the project's row lock serialises two finishes,
+  and the waiting row's lock keeps a worker from claiming it between the check and the repoint;
+- a finish while one runs (it has read its pairs) queues the one follow-up, which reads the pairs finished by then;
+- "done" again on a finished pair its annotator has not changed since queues nothing
+  (:func:`annotation.services.assignment_complete` says whether a press finished anything).
+
+So a burst of presses costs at most one job per pair it finishes or changes, and no rate limit is needed. On the
+worker side every job of a project is deferred with the Procrastinate lock :func:`adaptation_lock`: a worker never
+fetches a job while another job with that lock is running, and jobs sharing a lock start in the order they were
+queued, so a stalled job the sweep requeues (it keeps its lock) runs again before its follow-up, never beside it.
 """
 
 from __future__ import annotations
@@ -48,21 +61,30 @@ class NotAdaptable(Exception):
     """Nothing to adapt or nothing to adapt to; the message is the record's reason."""
 
 
+def adaptation_lock(project_id: int) -> str:
+    """The Procrastinate lock every adaptation job of the project is deferred with: one runs at a time, in order."""
+    return f"adaptation-project-{project_id}"
+
+
 def adaptation_queue(*, project: AnnotationProject, pair: DocumentPair, by: AbstractBaseUser | None) -> AdaptationJob | None:
     """After ``by`` finished ``pair``: queue the project's adaptation, or point the one already waiting at ``pair``.
 
-    None when AUTO_ADAPT is off. A job already running has read its pairs, so a finish then queues the next one.
+    None when AUTO_ADAPT is off. A job already running has read its pairs, so a finish then queues the next one;
+    so the project has at most one job waiting and one running (see the module docstring).
     """
     if not settings.AUTO_ADAPT:
         return None
     with transaction.atomic():
         AnnotationProject.objects.select_for_update().get(pk=project.pk)  # two finishes at once queue one job
-        waiting = AdaptationJob.objects.filter(project=project, status=AdaptationJob.Status.QUEUED).first()
+        # A later statement than the lock, so it sees a job the other finish committed; the row stays locked until the
+        # repoint commits, so a worker claims it after that (then it reads this pair too) or before the check (then a new
+        # job is queued).
+        waiting = AdaptationJob.objects.select_for_update().filter(project=project, status=AdaptationJob.Status.QUEUED).first()
         if waiting is not None:
             AdaptationJob.objects.filter(pk=waiting.pk).update(after_pair=pair)
             return waiting
         job = AdaptationJob.objects.create(project=project, after_pair=pair, created_by=by)
-        enqueue_on_commit(ADAPT_TASK, job, job_id=job.pk)
+        enqueue_on_commit(ADAPT_TASK, job, options={"lock": adaptation_lock(project.pk)}, job_id=job.pk)
     return job
 
 

@@ -118,9 +118,11 @@ class ModelActivation(models.Model):
 class AdaptationJob(Job):
     """Adapts the project's active model to its finished pairs (queued when an annotator finishes a pair).
 
-    At most one is queued per project: finishing more pairs while it waits only moves ``after_pair``, and
-    the job reads the finished pairs when it runs. Its outcome is recorded whatever happens, so the Models
-    page can say why the model did or did not change. Not resumable: a requeue after a dead worker restarts.
+    At most one is queued and one running per project: finishing more pairs while one waits only moves
+    ``after_pair``, and the job reads the finished pairs when it runs; a finish while one runs queues the one
+    follow-up; workers run a project's jobs one at a time (annotation.training.adaptation). Its outcome is
+    recorded whatever happens, so the Models page can say why the model did or did not change. Not resumable:
+    a requeue after a dead worker restarts.
     """
 
     kind = "adaptation"
