@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 from pgvector.django import CosineDistance, VectorField
@@ -11,6 +11,8 @@ from pgvector.django import CosineDistance, VectorField
 from alignment.errors import ServiceError
 from alignment.importing.models import ImportJob
 from alignment.models import AlignmentRun, Corpus, DocumentPair, EmbeddingRun, Encoder, Paragraph, Sentence, SentenceEmbedding
+
+PAIR_ORDER = ("complex_document__external_id", "complex_document__level", "simple_document__level", "pk")  # lists of pairs, pages apart
 
 
 def corpora_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Corpus]:
@@ -20,6 +22,18 @@ def corpora_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Corpu
     if user.is_staff:
         return Corpus.objects.all()
     return Corpus.objects.filter(Q(owner=user) | Q(is_shared=True))
+
+
+def count_of(queryset: QuerySet) -> Subquery:
+    """A correlated ``SELECT count(*)`` of ``queryset`` (filtered with ``OuterRef``) for ``annotate``: 0, never NULL, when
+    nothing matches, and no GROUP BY over the outer rows (a ``Count`` over two joins multiplies rows and needs DISTINCT)."""
+    counted = queryset.order_by().annotate(count=Func("pk", function="COUNT", output_field=IntegerField())).values("count")
+    return Subquery(counted, output_field=IntegerField())
+
+
+def sentence_count(document: str) -> Subquery:
+    """For ``annotate``: the sentences of the document the outer row's field ``document`` names ("pair__simple_document")."""
+    return count_of(Sentence.objects.filter(document_id=OuterRef(document)))
 
 
 def corpus_list_with_counts(user: AbstractBaseUser) -> QuerySet[Corpus]:

@@ -139,9 +139,9 @@ def latest_verifications(project: AnnotationProject, **filters: Any) -> QuerySet
     return PairVerification.objects.filter(project=project, **filters).order_by("pair_id", "-pk").distinct("pair_id")
 
 
-def verified_pair_ids(project: AnnotationProject) -> set[int]:
-    """The document pairs of the project that are verified now (the gold set)."""
-    return {pair_id for pair_id, verified in latest_verifications(project).values_list("pair_id", "verified") if verified}
+def verified_pair_ids(project: AnnotationProject, **filters: Any) -> set[int]:
+    """The document pairs of the project (of those ``filters`` leave) that are verified now (the gold set)."""
+    return {pair_id for pair_id, verified in latest_verifications(project, **filters).values_list("pair_id", "verified") if verified}
 
 
 def pair_verified(project: AnnotationProject, pair: DocumentPair) -> PairVerification | None:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import OuterRef, QuerySet, Subquery, Value
+from django.db.models import Count, Exists, OuterRef, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
-from alignment.selectors import corpora_visible_to
+from alignment.selectors import corpora_visible_to, sentence_count
 from annotation.labels import latest_label_events
-from annotation.models import AnnotationProject, Assignment, ProjectMembership
+from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
 
 
 def projects_with_role(user: AbstractBaseUser) -> QuerySet[AnnotationProject]:
@@ -69,26 +73,66 @@ def corpus_visible(user, project: AnnotationProject) -> bool:
     return corpora_visible_to(user).filter(pk=project.corpus_id).exists()
 
 
-def project_progress(project: AnnotationProject) -> list[dict]:
-    """Per assignment: simple sentences with a current label (any pair labelled, undone ones not) / all, done flag.
+@dataclass(frozen=True)
+class ProgressTotals:
+    """A project's (or one annotator's) assignments, and simple sentences labelled of all their simple sentences."""
 
-    One DISTINCT ON query gives every annotator's latest event per sentence pair in the project.
-    """
-    from django.db.models import Count
+    assignments: int
+    touched: int
+    total: int
 
-    latest = latest_label_events(project).values_list("annotator_id", "pair_id", "simple_sentence_id", "new_label")
+
+def _assignments(project: AnnotationProject, annotator: AbstractBaseUser | None) -> QuerySet[Assignment]:
+    assignments = Assignment.objects.filter(project=project)
+    return assignments if annotator is None else assignments.filter(annotator=annotator)
+
+
+def project_progress_totals(project: AnnotationProject, *, annotator: AbstractBaseUser | None = None) -> ProgressTotals:
+    """Over every assignment (``annotator``'s only, when given), in two queries: the simple sentences with a current
+    label (any complex sentence, undone ones not) summed over the assignments, and all their simple sentences."""
+    figures = (
+        _assignments(project, annotator)
+        .annotate(simple_total=sentence_count("pair__simple_document"))
+        .aggregate(assignments=Count("pk"), total=Coalesce(Sum("simple_total"), 0))
+    )
+    latest = latest_label_events(project, **({"annotator": annotator} if annotator is not None else {})).values("pk")
+    assigned = Assignment.objects.filter(project=project, annotator=OuterRef("annotator"), pair=OuterRef("pair"))
+    touched = (
+        LabelEvent.objects.filter(pk__in=latest)
+        .exclude(new_label="")
+        .filter(Exists(assigned))
+        .values("annotator_id", "pair_id", "simple_sentence_id")
+        .distinct()
+        .count()
+    )
+    return ProgressTotals(figures["assignments"], touched, figures["total"])
+
+
+def project_progress_rows(project: AnnotationProject, *, annotator: AbstractBaseUser | None = None) -> QuerySet[Assignment]:
+    """Every assignment (``annotator``'s only, when given) in the project page's order, with ``simple_total``; a page of
+    them gets its labelled counts from :func:`project_progress`."""
+    return (
+        _assignments(project, annotator)
+        .select_related("pair__complex_document", "pair__simple_document", "annotator")
+        .annotate(simple_total=sentence_count("pair__simple_document"))
+        .order_by("pair__complex_document__external_id", "pair__simple_document__level", "annotator__username", "pk")
+    )
+
+
+def project_progress(project: AnnotationProject, assignments: Iterable[Assignment]) -> list[dict]:
+    """Per assignment of ``assignments`` (from :func:`project_progress_rows`): simple sentences with a current label
+    (any pair labelled, undone ones not) / all, percent. One DISTINCT ON query for all of them."""
+    assignments = list(assignments)
+    keys = {(a.annotator_id, a.pair_id) for a in assignments}
+    latest = latest_label_events(project, annotator_id__in={a for a, _ in keys}, pair_id__in={p for _, p in keys}).values_list(
+        "annotator_id", "pair_id", "simple_sentence_id", "new_label"
+    )
     labelled: dict[tuple[int, int], set[int]] = {}
     for annotator_id, pair_id, simple_id, label in latest:
-        if label:
+        if label and (annotator_id, pair_id) in keys:
             labelled.setdefault((annotator_id, pair_id), set()).add(simple_id)
-    rows = (
-        Assignment.objects.filter(project=project)
-        .select_related("pair__complex_document", "pair__simple_document", "annotator")
-        .annotate(simple_total=Count("pair__simple_document__sentences"))
-        .order_by("pair__complex_document__external_id", "pair__simple_document__level", "annotator__username")
-    )
     progress = []
-    for row in rows:
+    for row in assignments:
         touched = len(labelled.get((row.annotator_id, row.pair_id), ()))
         percent = round(100 * touched / row.simple_total) if row.simple_total else 0
         progress.append({"assignment": row, "touched": touched, "total": row.simple_total, "percent": percent})

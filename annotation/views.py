@@ -12,6 +12,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from alignment.errors import error_answer, form_error
+from alignment.paging import list_page
+from alignment.selectors import PAIR_ORDER
 from annotation import selectors, services
 from annotation.adjudication.agreement_data import project_agreement
 from annotation.adjudication.forms import ReviewDiffForm
@@ -47,18 +49,15 @@ def project_list(request: HttpRequest) -> HttpResponse:
 
 
 def task_list(request: HttpRequest) -> HttpResponse:
-    """The pairs assigned to me, in every project, filtered by state and project."""
-    tasks = worklist.tasks_for(request.user)
+    """The pairs assigned to me, in every project, filtered by state and project, a page at a time."""
     state, project_id = request.GET.get("state", ""), request.GET.get("project", "")
-    projects = {task.assignment.project_id: task.assignment.project for task in tasks}
-    counts = {name: sum(1 for task in tasks if task.state == name) for name in worklist.STATES}
-    shown = [t for t in tasks if (not state or t.state == state) and (not project_id or str(t.assignment.project_id) == project_id)]
+    tasks = worklist.task_list_read(request.user, state=state, project=project_id)
     context = {
-        "tasks": shown,
-        "all_count": len(tasks),
-        "counts": counts,
-        "state": state if state in counts else "",
-        "projects": list(projects.values()),
+        "tasks": list_page(request.GET, tasks.rows, anchor="task-list"),
+        "all_count": tasks.all_count,
+        "counts": tasks.counts,
+        "state": state if state in tasks.counts else "",
+        "projects": tasks.projects,
         "project_id": project_id,
     }
     return render(request, "annotation/task_list.html", context)
@@ -90,29 +89,40 @@ def project_create(request: HttpRequest) -> HttpResponse:
 
 
 def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The project: progress over every assignment, a page of the assignments (an annotator's own) and of the pairs to
+    review (managers), quality control, flags and comments, time per label, members."""
     project, role = selectors.project_get_for_user(request.user, project_id)
-    progress = selectors.project_progress(project)
-    if role == ProjectMembership.Role.ANNOTATOR:
-        progress = [row for row in progress if row["assignment"].annotator_id == request.user.pk]
-    touched, total = sum(r["touched"] for r in progress), sum(r["total"] for r in progress)
-    shortfall = members.overlap_shortfall(project) if role != ProjectMembership.Role.ANNOTATOR else None
-    if shortfall:
-        total += shortfall["missing_sentences"]  # progress against the overlap, not only the assignments made
+    annotator = request.user if role == ProjectMembership.Role.ANNOTATOR else None
+    totals = selectors.project_progress_totals(project, annotator=annotator)
+    assignments = list_page(
+        request.GET, selectors.project_progress_rows(project, annotator=annotator), param="assignments_page", anchor="assignments",
+        present=lambda rows: selectors.project_progress(project, rows),
+    )  # fmt: skip
+    shortfall = members.overlap_shortfall(project) if annotator is None else None
+    total = totals.total + (shortfall["missing_sentences"] if shortfall else 0)  # progress against the overlap, not only the assignments
+    pairs = list_page(
+        request.GET, project.pairs.select_related("complex_document", "simple_document").order_by(*PAIR_ORDER), param="pairs_page",
+        anchor="review-pairs",
+    )  # fmt: skip
     context = {
         "project": project,
         "role": role,
-        "progress": progress,
-        "percent": round(100 * touched / total) if total else 0,
+        "progress": assignments,
+        "assignment_count": totals.assignments,
+        "percent": round(100 * totals.touched / total) if total else 0,
         "members": project.memberships.select_related("user").order_by("role", "user__username"),
-        "pairs": project.pairs.select_related("complex_document", "simple_document"),
+        "pairs": pairs if role == ProjectMembership.Role.MANAGER else None,
+        "pair_count": pairs.count,
         "member_form": MemberForm(),
         "shortfall": shortfall,
         "corpus_visible": selectors.corpus_visible(request.user, project),
-        "label_times": members.label_times(project, annotator=request.user if role == ProjectMembership.Role.ANNOTATOR else None),
+        "label_times": members.label_times(project, annotator=annotator),
         "idle_minutes": round(settings.ANNOTATION_IDLE_SECONDS / 60),
-        "verified_pairs": verified_pair_ids(project),
-        "reviewer_changes": reviewer_changes(project, request.user) if role == ProjectMembership.Role.ANNOTATOR else [],
-        "accuracy": queue_mode.annotator_accuracy(project) if role != ProjectMembership.Role.ANNOTATOR else [],
+        "verified_pairs": verified_pair_ids(project, pair_id__in=[pair.pk for pair in pairs.rows])
+        if role == ProjectMembership.Role.MANAGER
+        else set(),
+        "reviewer_changes": reviewer_changes(project, request.user) if annotator is not None else [],
+        "accuracy": queue_mode.annotator_accuracy(project) if annotator is None else [],
         "gold_item_count": project.gold_items.count(),
         "item_events": item_events.item_event_summary(project, request.user, role),
     }

@@ -108,14 +108,17 @@ def reviewer_changes(project: AnnotationProject, annotator) -> list[ReviewerChan
     """Items of the annotator's pairs where a reviewer's final label differs from theirs.
 
     The same labels :func:`pair_item_states` gives (an unlabelled item of a pair they marked done
-    is "not aligned"), read in five queries however many pairs the annotator has.
+    is "not aligned"), read in five queries however many pairs the annotator has (only the adjudicated pairs' assignments are read).
     """
     from annotation.labelling.queue import flagged_annotator_ids
 
-    completed = dict(Assignment.objects.filter(project=project, annotator=annotator).values_list("pair_id", "completed_at"))
-    adjudications = list(latest_adjudications(project, pair_id__in=list(completed)).select_related("simple_sentence", "complex_sentence"))
+    assigned = Assignment.objects.filter(project=project, annotator=annotator)
+    adjudications = list(
+        latest_adjudications(project, pair_id__in=assigned.values("pair_id")).select_related("simple_sentence", "complex_sentence")
+    )
     if not adjudications:
         return []
+    completed = dict(assigned.filter(pair_id__in={e.pair_id for e in adjudications}).values_list("pair_id", "completed_at"))
     excluded = project.exclude_flagged and annotator.pk in flagged_annotator_ids(project)
     own = latest_label_events(project, annotator=annotator, pair_id__in={e.pair_id for e in adjudications})
     mine = {(p, s, c): label for p, s, c, label in own.values_list("pair_id", "simple_sentence_id", "complex_sentence_id", "new_label")}

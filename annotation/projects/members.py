@@ -9,13 +9,15 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.tokens import default_token_generator
 from django.db import connection, transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, ExpressionWrapper, F, IntegerField, OuterRef, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from annotation.models import AnnotationProject, ProjectMembership
+from alignment.selectors import count_of, sentence_count
+from annotation.models import AnnotationProject, Assignment, ProjectMembership
 from annotation.services import membership_set
 
 MEMBER_SEARCH_LIMIT = 10
@@ -48,16 +50,20 @@ def overlap_shortfall(project: AnnotationProject) -> dict:
     so progress can be counted against the overlap rather than against the assignments that exist.
     """
     annotators = ProjectMembership.objects.filter(project=project, role=ProjectMembership.Role.ANNOTATOR).count()
-    per_pair = project.pairs.annotate(
-        assigned=Count("assignments", filter=Q(assignments__project=project), distinct=True),
-        simple_total=Count("simple_document__sentences", distinct=True),
-    ).values_list("assigned", "simple_total")
-    short = [(project.overlap - assigned, simple_total) for assigned, simple_total in per_pair if assigned < project.overlap]
+    lacking = ExpressionWrapper(Value(project.overlap) - F("assigned"), output_field=IntegerField())
+    short = (
+        project.pairs.annotate(
+            assigned=count_of(Assignment.objects.filter(project=project, pair=OuterRef("pk"))),
+            simple_total=sentence_count("simple_document"),
+        )
+        .filter(assigned__lt=project.overlap)
+        .aggregate(pairs=Count("pk"), missing=Coalesce(Sum(lacking * F("simple_total")), 0))
+    )  # in the database: one row, however many pairs
     return {
         "annotators": annotators,
-        "short_pairs": len(short),
-        "missing_sentences": sum(lacking * simple_total for lacking, simple_total in short),
-        "phrase": overlap_shortfall_phrase(len(short), project.overlap),
+        "short_pairs": short["pairs"],
+        "missing_sentences": short["missing"],
+        "phrase": overlap_shortfall_phrase(short["pairs"], project.overlap),
     }
 
 

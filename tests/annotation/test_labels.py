@@ -106,8 +106,13 @@ def test_the_sql_progress_and_its_orm_twin_agree(team_of_two):
         expected = screen._progress(team.pair, labels.current_labels(team.project, user, team.pair.pk))
         (task,) = worklist.tasks_for(user)
         assert (task.labelled, task.total) == (expected.labelled, expected.total)
-        (row,) = [row for row in selectors.project_progress(team.project) if row["assignment"].annotator_id == user.pk]
+        rows = selectors.project_progress(team.project, selectors.project_progress_rows(team.project))
+        (row,) = [row for row in rows if row["assignment"].annotator_id == user.pk]
         assert (row["touched"], row["total"]) == (expected.labelled, expected.total)
+        own = selectors.project_progress_totals(team.project, annotator=user)  # the page's totals, summed in the database
+        assert (own.assignments, own.touched, own.total) == (1, expected.labelled, expected.total)
+    whole = selectors.project_progress_totals(team.project)
+    assert (whole.touched, whole.total) == (2 + 1, 2 * len(team.simple))
 
 
 def test_verified_pairs_follow_the_latest_verification(team_of_two, owner):

@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation import services
-from annotation.labelling.item_events import item_events_open
+from annotation.labelling.item_events import item_events_open, item_events_standing
 from annotation.models import ItemEvent
 
 
@@ -54,6 +54,29 @@ def test_a_flag_set_again_after_removal_is_open_once(owner, team_of_two):
     for kind in ("flag", "unflag", "flag", "flag"):
         last = _record(team, team.anna, kind)
     assert item_events_open(ItemEvent.objects.all()) == [last]
+
+
+def test_the_pages_sql_reading_and_the_python_one_agree_on_a_mixed_history(owner, team_of_two):
+    """item_events_standing (the project page counts and pages with it) is item_events_open in the database."""
+    team = team_of_two
+    first, second = (
+        {"simple_sentence_id": team.simple[k].pk, "complex_sentence_id": team.complex_[k].pk} for k in (0, 1)
+    )  # fmt: skip
+    for kind in ("flag", "unflag", "flag"):
+        _record(team, team.anna, kind)
+    _record(team, team.ben, "flag")
+    _record(team, team.ben, "unflag")
+    _record(team, team.anna, "flag", **first)  # one sentence pair's flag stands beside the whole pair's
+    undone = _record(team, team.anna, "skip", **first)
+    services.item_skip_undo(skip=undone)
+    _record(team, team.ben, "skip", **second)
+    _record(team, team.ben, "skip", **second)  # a second skip of the same item replaces the first
+    _record(team, team.anna, "comment", "one")
+    _record(team, team.ben, "comment", "two")
+    for events, standing in ((ItemEvent.objects.all(), 5), (ItemEvent.objects.filter(annotator=team.ben), 2)):
+        expected = item_events_open(events)
+        assert len(expected) == standing
+        assert list(item_events_standing(events).order_by("-pk")) == expected
 
 
 def test_annotator_sees_only_their_own_with_a_link_to_their_annotation_page(client, team_of_two):
