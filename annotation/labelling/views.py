@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from alignment.errors import error_answer, error_json
+from alignment.errors import ServiceError, error_answer, error_json
 from annotation import selectors, services
 from annotation.labelling import edits, keys, refresh, screen
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, LabelEvent
@@ -123,10 +123,21 @@ def label_edit(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
 @require_GET
 @never_cache
 def suggestions_refresh(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
-    """The unlabelled sentences' suggestions re-decoded given the annotator's labels (:mod:`annotation.labelling.refresh`), as JSON."""
+    """The unlabelled sentences' suggestions re-decoded given the annotator's labels (:mod:`annotation.labelling.refresh`), as JSON.
+
+    ``?from=`` goes on where an earlier answer's ``next`` says. 429 with ``Retry-After`` while another refresh of theirs
+    runs, or the server's refresh slots are all taken.
+    """
     project, assignment = _assignment_for(request, project_id, pair_id)
+    start = request.GET.get("from", "0").strip()
+    if not start.isdigit():
+        return error_json(ServiceError(f"from: {start[:20]!r} is not a whole number", field="from"))
     try:
-        return JsonResponse(refresh.refreshed_suggestions(project, request.user, assignment.pair))
+        return JsonResponse(refresh.refresh_in_turn(project, request.user, assignment.pair, start=int(start)))
+    except refresh.RefreshBusy as busy:
+        answer = JsonResponse({"error": str(busy), "retry_after": busy.retry_after}, status=429)
+        answer["Retry-After"] = str(busy.retry_after)
+        return answer
     except refresh.RefreshUnavailable as error:
         return error_json(error)
 
