@@ -1,10 +1,12 @@
 """Suggestions that learn while the annotator labels, in Chromium: one label re-decodes the rest of the pair, a neighbour's
 suggestion changes on the screen without a reload, the labelled sentence stays as labelled, and the next label records that
-it was made on a refreshed suggestion."""
+it was made on a refreshed suggestion; a refresh answered 429 (busy) is asked again after its Retry-After, silently."""
 
 from __future__ import annotations
 
+import json
 import re
+import time
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -63,3 +65,52 @@ def test_one_label_changes_a_neighbours_suggestion_on_the_screen_and_nothing_lab
     ]  # fmt: skip
     assert [e.suggestion["kind"] for e in events] == ["stored", "refreshed"]
     assert _stored_best(project.suggestion_run, simple[1]) == stored  # the run's stored suggestions stay as they were
+
+
+SUGGEST_URL = re.compile(r"/suggestions/(\?.*)?$")
+
+
+def test_a_refresh_answered_429_keeps_the_suggestions_says_nothing_and_is_asked_again_after_retry_after(
+    page: Page, live_server, transactional_db, owner, monkeypatch
+):
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)
+    anna = get_user_model().objects.create_user("anna", password="anna-pass-123")
+    project, pair, simple, complex_ = lighthouse_project(owner, [anna], settings.ALIGNER_MODEL_DIR)
+    stored = _stored_best(project.suggestion_run, simple[1])
+    first, expected = (complex_[3], complex_[4]) if stored in (complex_[0], complex_[1]) else (complex_[0], complex_[1])
+    asked: list[str] = []
+
+    def busy_once(route) -> None:
+        asked.append(route.request.url)
+        if len(asked) == 1:  # another refresh of hers is running: the server says when to come back
+            body = json.dumps({"error": "A refresh of your suggestions is still running.", "retry_after": 2})
+            route.fulfill(status=429, headers={"Retry-After": "2"}, content_type="application/json", body=body)
+        else:
+            route.continue_()
+
+    _login(page, live_server, "anna", "anna-pass-123")
+    page.route(SUGGEST_URL, busy_once)
+    page.goto(_screen_url(live_server, project, pair))
+    expect(page.locator("#annotate")).to_have_attribute("data-ready", "true")
+    page.keyboard.press("j")  # simple #1
+    page.locator(f"#c-{first}").click()
+    page.keyboard.press("a")
+    expect(page.locator("#save-status")).to_contain_text("Saved ✓")
+    deadline = time.monotonic() + 10
+    while not asked and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert len(asked) == 1, "the screen never asked for a refresh"
+    assert "suggestion-changed" not in (page.locator(f"#s-{simple[1]}").get_attribute("class") or "")  # kept as it was
+    assert "not refreshed" not in page.locator("#suggest-status").inner_text()  # and nothing said: a pause, not an error
+
+    expect(page.locator("#suggest-status")).to_contain_text("from your 1 labelled sentence: 1 changed")  # asked again
+    assert len(asked) == 2 and "?" not in asked[1], asked
+    expect(page.locator(f"#s-{simple[1]} .badge.suggest-changed")).to_have_text("↻ new suggestion")
+    page.keyboard.press("j")
+    expect(page.locator(f"#c-{expected}")).to_have_class(re.compile(r"\bcurrent\b"))
+    page.keyboard.press("a")
+    expect(page.locator("#save-status")).to_contain_text("Saved ✓")
+    events = list(LabelEvent.objects.filter(project=project).order_by("pk"))
+    assert [(e.simple_sentence_id, e.complex_sentence_id, e.suggestion["kind"]) for e in events] == [
+        (simple[0], first, "stored"), (simple[1], expected, "refreshed"),
+    ]  # fmt: skip
