@@ -150,9 +150,16 @@ def run_align(args: argparse.Namespace) -> None:
             aligner = Aligner.load(model, device=args.device)
         except ValueError as error:
             raise InputError(str(error)) from None
-    result = aligner.align(complex_sentences, simple_sentences, complex_paragraphs, simple_paragraphs, fixed=fixed, refit=args.refit)
+    from models_ml.aligning.blockwise import MIN_CELLS, align_in_blocks
+
+    if fixed is None and len(complex_sentences) * len(simple_sentences) > MIN_CELLS:  # a huge pair: block by block, bounded
+        groups = align_in_blocks(aligner, complex_sentences, simple_sentences, complex_paragraphs, simple_paragraphs)
+    else:
+        groups = aligner.align(
+            complex_sentences, simple_sentences, complex_paragraphs, simple_paragraphs, fixed=fixed, refit=args.refit
+        ).groups
     try:
-        write_groups_jsonl(args.output, result.groups)
+        write_groups_jsonl(args.output, groups)
     except OSError as error:
         raise InputError(f"{args.output}: cannot write ({error.strerror})") from None
 

@@ -300,6 +300,14 @@ ALIGNER_MODEL_DIR = envstr("ALIGNER_MODEL_DIR", str(DEFAULT_MODEL_DIR))
 if ALIGNER_MODEL_DIR == "untrained":
     ALIGNER_MODEL_DIR = ""
 CROSS_ENCODER_MODEL_DIR = envstr("CROSS_ENCODER_MODEL_DIR", "")
+# Huge pairs (models_ml/aligning/blockwise.py): a pair of more than ALIGN_BLOCK_MIN_CELLS sentence pairs (simple x complex;
+# 250,000 = 500 x 500, past which no heatmap is kept either) is aligned block by block: ALIGN_BLOCK_ROWS simple sentences
+# (divided by the square of the CRF's longest merge, so every block costs about the same) against at most
+# ALIGN_BLOCK_MAX_COLS complex ones found by a nearest-chunk step, each block committed, so the run stops within a
+# block's time when cancelled (about a second) and gives its worker back between blocks.
+ALIGN_BLOCK_MIN_CELLS = envint("ALIGN_BLOCK_MIN_CELLS", 250_000)
+ALIGN_BLOCK_ROWS = envint("ALIGN_BLOCK_ROWS", 128)
+ALIGN_BLOCK_MAX_COLS = envint("ALIGN_BLOCK_MAX_COLS", 384)
 # Automatic adaptation (annotation/training/adaptation.py): finishing a pair queues a job that fine-tunes copies of the
 # project's active model on its finished pairs (this many CRF epochs at most), keeps one only when it beats the model on
 # held-out finished pairs, and then re-suggests the pairs nobody has started. False: finishing a pair queues nothing.
@@ -339,6 +347,9 @@ IMPORT_MAX_REQUEST_BYTES = envint("IMPORT_MAX_REQUEST_BYTES", 64 * 1024 * 1024) 
 # Seconds of sentence splitting (pysbd) per document; past them the rest of the document is split by punctuation alone
 # (alignment/importing/segment.py) and the import report says so. A 5 MB file takes about 20 s on one core.
 IMPORT_SPLIT_BUDGET_SECONDS = envint("IMPORT_SPLIT_BUDGET_SECONDS", 60)
+# Sentences per document: a longer one is refused (the error names the file and the document: split it into parts).
+# Huge pairs are aligned block by block (ALIGN_BLOCK_*), so this bounds a document's texts in a worker's memory.
+IMPORT_MAX_DOCUMENT_SENTENCES = envint("IMPORT_MAX_DOCUMENT_SENTENCES", 250_000)
 
 LOGGING = {
     "version": 1,

@@ -12,7 +12,7 @@ import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Sum
 
 from alignment.aligning.scoring import PairOutcome, PairScorer, SideSentences, pack_matrices
 from alignment.jobs.database import database_lost
@@ -25,6 +25,7 @@ from alignment.models import (
     CandidateAlignment,
     Corpus,
     DocumentPair,
+    PairBlock,
     ParagraphAlignment,
     Sentence,
     SentenceEmbedding,
@@ -142,7 +143,8 @@ def alignment_run_for_new_pairs(*, corpus: Corpus, created_by: AbstractBaseUser 
 
 
 def alignment_run_cancel(*, run: AlignmentRun) -> AlignmentRun:
-    """A queued run is cancelled at once; a running one stops after the pair in flight (kept)."""
+    """A queued run is cancelled at once; a running one stops after the pair in flight (kept), or, in a huge pair
+    aligned block by block, after the block in flight (its finished blocks are kept: a resume continues there)."""
     with transaction.atomic():
         locked = AlignmentRun.objects.select_for_update().get(pk=run.pk)
         if locked.status == AlignmentRun.Status.QUEUED:
@@ -182,17 +184,22 @@ def aligner_from_run_config(config: dict, *, device: str = "") -> Aligner:
     return aligner
 
 
-def side_sentences(document_id: int, encoder_name: str) -> SideSentences:
-    """One document's sentences in order, with stored vectors when every sentence has one."""
+def side_sentences(document_id: int, encoder_name: str, *, vectors: bool = True) -> SideSentences:
+    """One document's sentences in order, with stored vectors when every sentence has one (and ``vectors``)."""
     rows = list(Sentence.objects.filter(document_id=document_id).order_by("index").values_list("pk", "text", "paragraph__index"))
     ids = [pk for pk, _, _ in rows]
     paragraph_numbers = sorted({paragraph for _, _, paragraph in rows})
     dense = {number: position for position, number in enumerate(paragraph_numbers)}  # paragraphs without sentences are skipped
-    vectors = None
+    stored = stored_vectors(ids, encoder_name) if vectors else None
+    return SideSentences(ids=ids, texts=[text for _, text, _ in rows], paragraphs=[dense[p] for _, _, p in rows], vectors=stored)
+
+
+def stored_vectors(ids: Sequence[int], encoder_name: str) -> np.ndarray | None:
+    """The (len(ids), d) stored vectors of these sentences, in order; None unless every one has a vector."""
     stored = dict(SentenceEmbedding.objects.filter(sentence_id__in=ids, encoder__name=encoder_name).values_list("sentence_id", "vector"))
-    if ids and len(stored) == len(ids):
-        vectors = np.stack([np.asarray(stored[pk], dtype=np.float32) for pk in ids])  # (count, d)
-    return SideSentences(ids=ids, texts=[text for _, text, _ in rows], paragraphs=[dense[p] for _, _, p in rows], vectors=vectors)
+    if not ids or len(stored) != len(ids):
+        return None
+    return np.stack([np.asarray(stored[pk], dtype=np.float32) for pk in ids])  # (count, d)
 
 
 def alignment_run_execute(
@@ -221,11 +228,10 @@ def alignment_run_execute(
         )
         pending = run.pairs.exclude(aligned_pairs__run_id=run_id).order_by("pk")
         for pair in pending.iterator(chunk_size=100):
-            if AlignmentRun.objects.filter(pk=run_id, cancel_requested=True).exists():
+            if _cancel_requested(run_id) or _align_one(run, pair, scorer, aligner.config.encoder, time_slice) is STOPPED:
                 run.mark_cancelled()
                 run_finished.send(sender=AlignmentRun, run=run)
                 return run
-            _align_one(run_id, pair, scorer, aligner.config.encoder)
             run.heartbeat()
             slice_check(time_slice)
     except Exception as exc:
@@ -240,13 +246,121 @@ def alignment_run_execute(
     return finished
 
 
-def _align_one(run_id: int, pair: DocumentPair, scorer: PairScorer, encoder_name: str) -> None:
+STOPPED = "stopped"  # what aligning a pair answers when the run was cancelled halfway through it
+
+
+def _cancel_requested(run_id: int) -> bool:
+    return AlignmentRun.objects.filter(pk=run_id, cancel_requested=True).exists()
+
+
+def _align_one(run: AlignmentRun, pair: DocumentPair, scorer: PairScorer, encoder_name: str, time_slice: TimeSlice | None) -> str:
+    """Align and store one pair: whole, or block by block past ``ALIGN_BLOCK_MIN_CELLS`` (STOPPED when cancelled meanwhile)."""
+    simple_count = Sentence.objects.filter(document_id=pair.simple_document_id).count()
+    complex_count = Sentence.objects.filter(document_id=pair.complex_document_id).count()
+    if simple_count * complex_count > settings.ALIGN_BLOCK_MIN_CELLS:
+        return _align_blocked(run, pair, scorer, encoder_name, time_slice)
     started = time.perf_counter()
     simple = side_sentences(pair.simple_document_id, encoder_name)
     complex_side = side_sentences(pair.complex_document_id, encoder_name)
     outcome = scorer.score(simple, complex_side)
     with transaction.atomic():
-        _store_outcome(run_id, pair, simple, complex_side, outcome, started)
+        _store_outcome(run.pk, pair, simple, complex_side, outcome, started)
+    return "done"
+
+
+def _align_blocked(run: AlignmentRun, pair: DocumentPair, scorer: PairScorer, encoder_name: str, time_slice: TimeSlice | None) -> str:
+    """A huge pair in blocks (:mod:`models_ml.aligning.blockwise`): planned once, then one committed block at a time.
+
+    Between blocks it stops when the run is cancelled (STOPPED) and gives the worker back when the time slice
+    has run out (SliceOver); either way the blocks done stay, and the run continues at the first one not done.
+    Memory: both documents' texts and ids, and one block's sentences, vectors and matrices.
+    """
+    from models_ml.aligning.blockwise import Block, dense_positions, plan_blocks, rows_for_span
+
+    simple = side_sentences(pair.simple_document_id, encoder_name, vectors=False)
+    complex_side = side_sentences(pair.complex_document_id, encoder_name, vectors=False)
+    if not PairBlock.objects.filter(run_id=run.pk, pair=pair).exists():
+        try:
+            rows = rows_for_span(settings.ALIGN_BLOCK_ROWS, scorer.aligner.config.crf.max_span)  # equal CRF cost per block
+            plan = plan_blocks(
+                simple.texts, complex_side.texts, block_rows=rows, max_cols=settings.ALIGN_BLOCK_MAX_COLS,
+                should_stop=lambda: _cancel_requested(run.pk),
+            )  # fmt: skip
+        except InterruptedError:
+            return STOPPED
+        PairBlock.objects.bulk_create(
+            [PairBlock(run_id=run.pk, pair=pair, index=i, rows=list(b.rows), cols=[list(c) for c in b.cols]) for i, b in enumerate(plan)],
+            ignore_conflicts=True,  # a second worker on the same run planned it first: the same plan
+        )
+    for block_id in PairBlock.objects.filter(run_id=run.pk, pair=pair, done=False).order_by("index").values_list("pk", flat=True):
+        block = PairBlock.objects.get(pk=block_id)
+        started = time.perf_counter()
+        rows = list(range(*block.rows))
+        cols = Block.from_json([block.rows, block.cols]).columns().tolist()
+        sides = []
+        for side, positions in ((simple, rows), (complex_side, cols)):
+            ids = [side.ids[k] for k in positions]
+            paragraphs = [side.paragraphs[k] for k in positions]
+            local = SideSentences(ids, [side.texts[k] for k in positions], dense_positions(paragraphs), stored_vectors(ids, encoder_name))
+            sides.append((local, sorted(set(paragraphs))))
+        (block_simple, simple_paragraphs), (block_complex, complex_paragraphs) = sides
+        outcome = scorer.score(block_simple, block_complex)
+        with transaction.atomic():
+            _store_block(
+                run.pk, pair, block, outcome, (block_simple, simple_paragraphs), (block_complex, complex_paragraphs), cols, started
+            )
+        run.heartbeat()
+        if _cancel_requested(run.pk):
+            return STOPPED
+        slice_check(time_slice)
+    with transaction.atomic():
+        _store_blocked_pair(run.pk, pair, len(simple.ids), len(complex_side.ids))
+    return "done"
+
+
+def _store_block(
+    run_id: int,
+    pair: DocumentPair,
+    block: PairBlock,
+    outcome: PairOutcome,
+    simple: tuple[SideSentences, list[int]],
+    complex_side: tuple[SideSentences, list[int]],
+    cols: list[int],
+    started: float,
+) -> None:
+    """One block's paragraph groups and candidates (group numbers after the earlier blocks'), and the block marked done."""
+    run = AlignmentRun.objects.select_for_update().get(pk=run_id)  # one writer per run at a time
+    if PairBlock.objects.filter(pk=block.pk, done=True).exists():
+        return  # a second worker on the same run (a requeued stalled job) stored this block first
+    if not run.pairs.filter(pk=pair.pk, complex_document_id=pair.complex_document_id).exists():
+        return  # the pair was flipped while it was aligned: this result is for the old direction
+    offset = PairBlock.objects.filter(run_id=run_id, pair=pair, done=True).aggregate(total=Sum("groups"))["total"] or 0
+    (simple_side, simple_paragraphs), (complex_block, complex_paragraphs) = simple, complex_side
+    _write_rows(run_id, pair, simple_side, complex_block, outcome, group_offset=offset, paragraphs=(simple_paragraphs, complex_paragraphs))
+    seconds = time.perf_counter() - started
+    viterbi = [[cols[c] for c in span] for span in outcome.result.chosen_complex]
+    PairBlock.objects.filter(pk=block.pk).update(done=True, viterbi=viterbi, groups=len(outcome.result.groups), seconds=seconds)
+    _count(run, outcome, seconds, sentences=len(simple_side.ids))
+
+
+def _store_blocked_pair(run_id: int, pair: DocumentPair, simple_count: int, complex_count: int) -> None:
+    """The pair's AlignedPair once every block is done: the blocks' Viterbi states in order, no heatmap (too big to keep)."""
+    AlignmentRun.objects.select_for_update().get(pk=run_id)
+    if AlignedPair.objects.filter(run_id=run_id, pair=pair).exists():
+        return
+    blocks = list(PairBlock.objects.filter(run_id=run_id, pair=pair).order_by("index").values_list("done", "viterbi", "seconds"))
+    if not blocks or not all(done for done, _, _ in blocks):
+        return  # flipped meanwhile: the blocks after the flip were not stored
+    AlignedPair.objects.create(
+        run_id=run_id,
+        pair=pair,
+        simple_count=simple_count,
+        complex_count=complex_count,
+        matrices=b"",
+        viterbi=[span for _, viterbi, _ in blocks for span in viterbi],
+        seconds=sum(seconds for _, _, seconds in blocks),
+    )
+    AlignmentRun.objects.filter(pk=run_id).update(pairs_done=F("pairs_done") + 1, sentences_done=F("sentences_done") + complex_count)
 
 
 def _store_outcome(
@@ -258,9 +372,40 @@ def _store_outcome(
         return  # a second worker on the same run (a requeued stalled job) stored this pair first
     if not run.pairs.filter(pk=pair.pk, complex_document_id=pair.complex_document_id).exists():
         return  # the pair was flipped (alignment/pairs_flip.py) while it was aligned: this result is for the old direction
+    _write_rows(run_id, pair, simple, complex_side, outcome)
+    seconds = time.perf_counter() - started
+    AlignedPair.objects.create(
+        run_id=run_id,
+        pair=pair,
+        simple_count=len(simple.ids),
+        complex_count=len(complex_side.ids),
+        matrices=pack_matrices(outcome),
+        viterbi=[list(span) for span in result.chosen_complex],
+        seconds=seconds,
+    )
+    _count(run, outcome, seconds, sentences=len(simple.ids) + len(complex_side.ids), pairs=1)
+
+
+def _write_rows(
+    run_id: int,
+    pair: DocumentPair,
+    simple: SideSentences,
+    complex_side: SideSentences,
+    outcome: PairOutcome,
+    *,
+    group_offset: int = 0,
+    paragraphs: tuple[list[int], list[int]] | None = None,
+) -> None:
+    """Paragraph groups and candidates of one outcome; ``paragraphs`` maps a block's paragraph positions to the document's."""
+    simple_map, complex_map = paragraphs if paragraphs is not None else (None, None)
     ParagraphAlignment.objects.bulk_create(
-        ParagraphAlignment(run_id=run_id, pair=pair, simple_paragraphs=list(group.simple), complex_paragraphs=list(group.complex))
-        for group in result.paragraph_groups
+        ParagraphAlignment(
+            run_id=run_id,
+            pair=pair,
+            simple_paragraphs=[simple_map[p] if simple_map else p for p in group.simple],
+            complex_paragraphs=[complex_map[p] if complex_map else p for p in group.complex],
+        )
+        for group in outcome.result.paragraph_groups
     )
     CandidateAlignment.objects.bulk_create(
         (
@@ -273,7 +418,7 @@ def _store_outcome(
                 score=c.scores[outcome.primary],
                 crf_marginal=c.crf_marginal,
                 label=c.label,
-                group_index=c.group_index,
+                group_index=None if c.group_index is None else c.group_index + group_offset,
                 group_score=c.group_score,
                 disagreement=c.disagreement,
             )
@@ -281,22 +426,16 @@ def _store_outcome(
         ),
         batch_size=2000,
     )
-    seconds = time.perf_counter() - started
-    AlignedPair.objects.create(
-        run_id=run_id,
-        pair=pair,
-        simple_count=len(simple.ids),
-        complex_count=len(complex_side.ids),
-        matrices=pack_matrices(outcome),
-        viterbi=[list(span) for span in result.chosen_complex],
-        seconds=seconds,
-    )
+
+
+def _count(run: AlignmentRun, outcome: PairOutcome, seconds: float, *, sentences: int, pairs: int = 0) -> None:
+    """Add one outcome to the run's counters (``run`` read under its row lock, so label_counts adds up)."""
     counts = dict(run.label_counts)
     for label, count in outcome.label_counts.items():
         counts[label] = counts.get(label, 0) + count
-    AlignmentRun.objects.filter(pk=run_id).update(
-        pairs_done=F("pairs_done") + 1,
-        sentences_done=F("sentences_done") + len(simple.ids) + len(complex_side.ids),
+    AlignmentRun.objects.filter(pk=run.pk).update(
+        pairs_done=F("pairs_done") + pairs,
+        sentences_done=F("sentences_done") + sentences,
         candidates_written=F("candidates_written") + len(outcome.candidates),
         label_counts=counts,
         encoder_seconds=F("encoder_seconds") + outcome.encoder_seconds,

@@ -158,6 +158,13 @@ def _layout(document: ParsedDocument, options: ImportOptions) -> DocumentLayout:
         raise ImportFormatError(
             f"document {document.external_id!r} ({document.level}) has no sentences", file=document.file, line=document.line
         )
+    if layout.sentence_count > settings.IMPORT_MAX_DOCUMENT_SENTENCES:
+        raise ImportFormatError(
+            f"document {document.external_id!r} ({document.level}) has {layout.sentence_count:,} sentences; a document may have "
+            f"at most {settings.IMPORT_MAX_DOCUMENT_SENTENCES:,} (IMPORT_MAX_DOCUMENT_SENTENCES): split it into parts",
+            file=document.file,
+            line=document.line,
+        )
     return layout
 
 
