@@ -29,7 +29,9 @@ def corpus_levels(corpus: Corpus) -> list[str]:
 def corpus_pair_edges(corpus: Corpus) -> set[tuple[str, str]]:
     """(complex level, simple level) of the corpus's level pairs (mined pairs are not the pairing's)."""
     pairs = DocumentPair.objects.filter(corpus=corpus, origin=DocumentPair.Origin.PAIRING)
-    return set(pairs.values_list("complex_document__level", "simple_document__level").distinct())
+    return set(
+        pairs.order_by().values_list("complex_document__level", "simple_document__level").distinct()
+    )  # no ordering: one row per edge
 
 
 def corpus_pair_order(corpus: Corpus, edges: set[tuple[str, str]] | None = None) -> list[str]:

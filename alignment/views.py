@@ -17,6 +17,7 @@ from alignment.errors import error_answer, form_error
 from alignment.forms import AlignmentRunForm, CorpusLanguageForm
 from alignment.level_order import corpus_direction
 from alignment.models import AlignmentRun, EmbeddingRun
+from alignment.paging import list_page
 from alignment.pairs_flip import corpus_pairs_flip
 
 
@@ -30,11 +31,14 @@ def corpus_detail(request: HttpRequest, corpus_id: int) -> HttpResponse:
 
 
 def _corpus_page(request: HttpRequest, corpus, *, language_form: CorpusLanguageForm | None = None, status: int = 200) -> HttpResponse:
+    """The corpus: counts, language, jobs, and a page each of its pairs and its documents (``pairs_page``, ``documents_page``)."""
+    documents = corpus.documents.order_by("external_id", "level", "pk").only("id", "corpus_id", "external_id", "title", "level", "source")
+    pairs = corpus.pairs.select_related("complex_document", "simple_document__corpus").order_by(*selectors.PAIR_ORDER)
     context = {
         "corpus": corpus,
         "language_form": language_form or CorpusLanguageForm(initial={"language": corpus.language}),
-        "documents": corpus.documents.order_by("external_id", "level").only("id", "external_id", "title", "level", "source"),
-        "pairs": corpus.pairs.select_related("complex_document", "simple_document__corpus"),
+        "documents": list_page(request.GET, documents, param="documents_page", anchor="documents"),
+        "pairs": list_page(request.GET, pairs, param="pairs_page", anchor="pairs"),
         "run_form": AlignmentRunForm(),
         "direction": corpus_direction(corpus),
         **_jobs_context(request, corpus),
