@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from alignment import selectors, services
@@ -17,7 +18,7 @@ from alignment.errors import error_answer, form_error
 from alignment.forms import AlignmentRunForm, CorpusLanguageForm
 from alignment.level_order import corpus_direction
 from alignment.models import AlignmentRun, EmbeddingRun
-from alignment.paging import list_page
+from alignment.paging import ListPage, list_page
 from alignment.pairs_flip import corpus_pairs_flip
 
 
@@ -181,20 +182,32 @@ def alignment_run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     context = {
         "run": run,
         "corpus": run.corpus,
-        "pairs": selectors.alignment_run_pairs(run)[:500],
+        "pairs": _run_pairs(request, run),
+        "poll_url": _run_poll_url(request, run),
         "may_control": selectors.user_may_run_jobs(request.user, run.corpus),
     }
     return render(request, "alignment/alignment_run_detail.html", context)
 
 
 def alignment_run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
-    """The run's progress fragment, which polls itself while the run is queued or running, and the pairs table out
-    of band, so each pair turns from pending to done as the card counts it (the last poll brings the final table)."""
+    """The run's progress fragment, which polls itself while the run is queued or running, and the page of pairs on screen
+    out of band, so each pair turns from pending to done as the card counts it (the last poll brings the final table)."""
     run = selectors.alignment_run_get_for_user(request.user, run_id)
-    context = {"run": run, "may_control": selectors.user_may_run_jobs(request.user, run.corpus)}
+    context = {"run": run, "poll_url": _run_poll_url(request, run), "may_control": selectors.user_may_run_jobs(request.user, run.corpus)}
     html = render_to_string("alignment/alignment_run_detail.html#progress", context, request)
-    pairs = {"run": run, "pairs": selectors.alignment_run_pairs(run)[:500], "out_of_band": True}
+    pairs = {"run": run, "pairs": _run_pairs(request, run), "out_of_band": True}
     return HttpResponse(html + render_to_string("alignment/alignment_run_detail.html#pairs", pairs, request))
+
+
+def _run_pairs(request: HttpRequest, run: AlignmentRun) -> ListPage:
+    return list_page(request.GET, selectors.alignment_run_pairs(run), param="pairs_page", anchor="run-pairs")
+
+
+def _run_poll_url(request: HttpRequest, run: AlignmentRun) -> str:
+    """The progress fragment's URL, with the page of pairs on screen, so that polling keeps that page."""
+    url = reverse("alignment:alignment_run_progress", args=[run.pk])
+    page = request.GET.get("pairs_page", "")
+    return f"{url}?pairs_page={page}" if page.isdigit() else url
 
 
 @require_POST

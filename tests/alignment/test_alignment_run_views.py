@@ -82,6 +82,8 @@ def test_each_poll_of_the_run_card_also_brings_the_pairs_table_with_links_to_the
     queued = client.get(poll, HTTP_HX_REQUEST="true").content.decode()
     assert '<div id="run-pairs" hx-swap-oob="true">' in queued and "pending" in queued and "Inspect</a>" not in queued
     assert f'<a href="{reverse("alignment:pair_detail", args=[pair.pk])}">' in queued  # a row links to its pair at once
+    on_a_page = client.get(reverse("alignment:alignment_run_detail", args=[run.pk]), {"pairs_page": "1"}).content.decode()
+    assert f'hx-get="{poll}?pairs_page=1"' in on_a_page  # polling keeps the page of pairs on screen
     run_worker(["alignment"])
     done = client.get(poll, HTTP_HX_REQUEST="true").content.decode()
     assert "every 1s" not in done and '<div id="run-pairs" hx-swap-oob="true">' in done  # the last poll: the final table
