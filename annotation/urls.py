@@ -1,6 +1,7 @@
 from django.urls import include, path
 
 from annotation import views
+from annotation.adjudication import views as adjudication_views
 from annotation.labelling import views as annotate_views
 from annotation.training import views as training_views
 
@@ -18,7 +19,7 @@ urlpatterns = [
     path("projects/<int:project_id>/assign/", views.project_assign, name="project_assign"),
     path("projects/<int:project_id>/queue/", views.project_queue, name="project_queue"),
     path("projects/<int:project_id>/gold-items/", views.project_gold_items, name="project_gold_items"),
-    path("projects/<int:project_id>/agreement/", views.project_agreement_view, name="project_agreement"),
+    path("projects/<int:project_id>/agreement/", adjudication_views.project_agreement_view, name="project_agreement"),
     path("projects/<int:project_id>/models/", training_views.project_models, name="project_models"),
     path("projects/<int:project_id>/models/train/", training_views.training_start, name="training_start"),
     path("projects/<int:project_id>/models/rollback/", training_views.version_rollback, name="version_rollback"),

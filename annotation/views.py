@@ -15,7 +15,6 @@ from alignment.errors import error_answer, form_error
 from alignment.paging import list_page
 from alignment.selectors import PAIR_ORDER
 from annotation import selectors, services
-from annotation.adjudication.agreement_data import project_agreement
 from annotation.adjudication.forms import ReviewDiffForm
 from annotation.adjudication.review import pair_review_read, reviewer_changes
 from annotation.forms import (
@@ -193,29 +192,6 @@ def _shortfall_text(project, shortfall: dict) -> str:
         f"{members.overlap_shortfall_phrase(shortfall['short_pairs'], project.overlap, still=True)}: the project has "
         f"{annotators} annotator{'s' if annotators != 1 else ''}. Add annotators, then assign again."
     )
-
-
-def project_agreement_view(request: HttpRequest, project_id: int) -> HttpResponse:
-    """The agreement dashboard: for managers and viewers (annotators do not see each other's labels)."""
-    project, role = selectors.project_get_for_user(request.user, project_id)
-    if role == ProjectMembership.Role.ANNOTATOR:
-        raise PermissionDenied("the agreement dashboard is for managers and viewers")
-    agreement = project_agreement(project)
-    pairs = list(agreement.shown.confusion_matrices)
-    chosen = (request.GET.get("a", ""), request.GET.get("b", ""))
-    if chosen not in pairs and (chosen[1], chosen[0]) not in pairs:
-        chosen = pairs[0] if pairs else None
-    confusion = list(zip(LABELS, agreement.shown.confusion(*chosen))) if chosen else None
-    context = {
-        "project": project,
-        "role": role,
-        "agreement": agreement,
-        "labels": LABELS,
-        "chosen": chosen,
-        "annotator_pairs": pairs,
-        "confusion": confusion,
-    }
-    return render(request, "annotation/project_agreement.html", context)
 
 
 def pair_review(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:

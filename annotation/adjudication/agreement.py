@@ -240,10 +240,11 @@ def alignment_prf(reference: Mapping[Hashable, str], other: Mapping[Hashable, st
     reference_links = {item for item, label in reference.items() if label in linked_labels}
     other_links = {item for item, label in other.items() if label in linked_labels}
     tp = len(reference_links & other_links)
-    return _prf(tp, len(other_links - reference_links), len(reference_links - other_links), len(set(reference) | set(other)))
+    return prf_from_counts(tp, len(other_links - reference_links), len(reference_links - other_links), len(set(reference) | set(other)))
 
 
-def _prf(tp: int, fp: int, fn: int, items: int) -> PRF:
+def prf_from_counts(tp: int, fp: int, fn: int, items: int) -> PRF:
+    """P/R/F1 from true positives, false positives and false negatives over ``items`` compared."""
     return PRF(
         tp=tp, fp=fp, fn=fn, precision=tp / (tp + fp) if tp + fp else None, recall=tp / (tp + fn) if tp + fn else None,
         f1=2 * tp / (2 * tp + fp + fn) if tp + fp + fn else None, items=items,
@@ -304,7 +305,7 @@ def prf_from_confusion(matrix: list[list[int]], *, task: int = 1) -> PRF:
     tp = sum(matrix[i][j] for i in range(len(LABELS)) for j in range(len(LABELS)) if linked[i] and linked[j])
     fp = sum(matrix[i][j] for i in range(len(LABELS)) for j in range(len(LABELS)) if not linked[i] and linked[j])
     fn = sum(matrix[i][j] for i in range(len(LABELS)) for j in range(len(LABELS)) if linked[i] and not linked[j])
-    return _prf(tp, fp, fn, sum(map(sum, matrix)))
+    return prf_from_counts(tp, fp, fn, sum(map(sum, matrix)))
 
 
 def _check_prf_scope(scope: str) -> None:

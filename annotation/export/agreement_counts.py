@@ -23,7 +23,7 @@ measure is undefined. Each item must be added once; the export's items, keyed by
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from itertools import combinations
 
 import numpy as np
@@ -89,11 +89,16 @@ class AgreementCounts:
                 for k in range(_SIZE):
                     matrix[c][k] += counts[c] * counts[k] - (counts[c] if c == k else 0)
 
-    def report(self, *, scope: str = SCOPE_SHOWN) -> AgreementReport:
-        """The same report :func:`agreement_report` gives for every rating added so far."""
+    def report(self, *, scope: str = SCOPE_SHOWN, roster: Iterable[str] = ()) -> AgreementReport:
+        """The same report :func:`agreement_report` gives for every rating added so far.
+
+        ``roster`` names annotators who may have rated nothing (the dashboard lists everyone assigned a pair): they are
+        listed, and paired, as :func:`agreement_report` lists a name whose ratings are empty.
+        """
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {', '.join(map(repr, SCOPES))}, got {scope!r}")
-        annotators = self.annotators
+        raters = self.annotators
+        annotators = tuple(sorted(set(raters) | set(roster)))
         cohen: dict[tuple[str, str], float | None] = {}
         cohen_undefined: dict[tuple[str, str], str] = {}
         cohen_items: dict[tuple[str, str], int] = {}
@@ -106,13 +111,13 @@ class AgreementCounts:
                 cohen_undefined[pair] = reason
             cohen_items[pair] = sum(map(sum, matrix))
             matrices[pair] = matrix
-        fleiss_value, fleiss_reason, fleiss_items = self._fleiss(len(annotators))
+        fleiss_value, fleiss_reason, fleiss_items = self._fleiss(len(raters))
         alpha_value, alpha_reason = self._alpha(len(annotators))
         return AgreementReport(
             scope=scope, items=self.pairable_items, annotators=annotators, cohen=cohen, cohen_undefined=cohen_undefined,
             cohen_items=cohen_items, fleiss=fleiss_value, fleiss_undefined=fleiss_reason, fleiss_items=fleiss_items,
-            fleiss_annotators=annotators, krippendorff_alpha=alpha_value, krippendorff_undefined=alpha_reason,
-            label_counts={name: dict(zip(LABELS, self.label_counts[name], strict=True)) for name in annotators},
+            fleiss_annotators=raters, krippendorff_alpha=alpha_value, krippendorff_undefined=alpha_reason,
+            label_counts={name: dict(zip(LABELS, self.label_counts.get(name, [0] * _SIZE), strict=True)) for name in annotators},
             confusion_matrices=matrices,
         )  # fmt: skip
 
