@@ -14,13 +14,16 @@ group), which is how the CRF's gold states are built from alignments in the pape
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
-from django.db.models import Count, Q
+from django.db import connection, transaction
+from django.db.models import Count, F, Q, Sum
+from django.db.models.functions import Coalesce
 
 from alignment.aligning.service import side_sentences
-from alignment.models import DocumentPair, Sentence
+from alignment.models import DocumentPair
+from alignment.selectors import sentence_count
 from annotation.adjudication.review import pair_item_states
 from annotation.labels import LINKED_LABELS, NOT_ALIGNED, imported_label, latest_label_events, pair_verified
 from annotation.models import AnnotationProject, Assignment
@@ -92,48 +95,141 @@ def _check(project: AnnotationProject, items: list[list]) -> Counter:
     """
     labels = Counter(item[3] for item in items)
     pairs = {item[0] for item in items}
-    if len(pairs) < MIN_PAIRS or len(items) < MIN_LABELS:
+    _check_figures(project, labels, pairs)
+    return labels
+
+
+def _check_figures(project: AnnotationProject, labels: Counter, pairs: set[int]) -> None:
+    """:func:`_check` from the counts per label and the document pairs they are in."""
+    total = sum(labels.values())
+    if len(pairs) < MIN_PAIRS or total < MIN_LABELS:
         raise TrainingDataError(
             f"too few labels to train: needs at least {MIN_PAIRS} verified (or imported) document pairs, one each for "
             f"train, dev and test, and at least {MIN_LABELS} labelled sentence pairs; project {project.name!r} has "
-            f"{len(pairs)} such document pair(s) with {len(items)} label(s). Verify more pairs on the review page."
+            f"{len(pairs)} such document pair(s) with {total} label(s). Verify more pairs on the review page."
         )
     linked = sum(count for label, count in labels.items() if label in POSITIVE)
     if linked == 0:
         raise TrainingDataError(
-            f"only one class present: all {len(items)} labels are 'not_aligned', so there is no alignment to learn; "
+            f"only one class present: all {total} labels are 'not_aligned', so there is no alignment to learn; "
             f"training needs aligned or partial links"
         )
-    document_pairs = list(DocumentPair.objects.filter(pk__in=pairs).values_list("simple_document_id", "complex_document_id"))
-    sizes = dict(
-        Sentence.objects.filter(document_id__in={d for pair in document_pairs for d in pair})
-        .values_list("document_id")
-        .annotate(n=Count("pk"))
-        .values_list("document_id", "n")
-    )  # one query for every document's sentence count
-    cells = sum(sizes.get(simple, 0) * sizes.get(complex_, 0) for simple, complex_ in document_pairs)
-    if linked >= cells and not labels.get(NOT_ALIGNED):
+    if labels.get(NOT_ALIGNED):
+        return
+    cells = (
+        DocumentPair.objects.filter(pk__in=sorted(pairs))
+        .annotate(simple=sentence_count("simple_document"), complex=sentence_count("complex_document"))
+        .aggregate(cells=Coalesce(Sum(F("simple") * F("complex")), 0))["cells"]
+    )  # one row from the database, however many pairs
+    if linked >= cells:
         raise TrainingDataError(
             f"only one class present: every one of the {cells} sentence pairs of the {len(pairs)} document pairs is linked; "
             f"training needs sentence pairs that are not aligned too"
         )
-    return labels
 
 
 def snapshot_preview(project: AnnotationProject, *, seed: int = 0) -> dict:
-    """What a snapshot taken now would hold (counts per label and split), or the reason it cannot be taken."""
-    items, _ = gold_items(project)
+    """What a snapshot taken now would hold (counts per label and split), or the reason it cannot be taken: counted in
+    PostgreSQL (:func:`gold_label_counts`), not item by item."""
+    by_pair = gold_label_counts(project)
+    labels = sum(by_pair.values(), Counter())
     try:
-        _check(project, items)
+        _check_figures(project, labels, set(by_pair))
     except TrainingDataError as error:
-        return {"error": str(error), "labels": dict(Counter(i[3] for i in items)), "pairs": len({i[0] for i in items})}
-    splits = _splits(project, items, seed)
-    return {"error": "", **_counts(items, splits)}
+        return {"error": str(error), "labels": dict(labels), "pairs": len(by_pair)}
+    splits = _splits_of(project, by_pair, seed)
+    by_split = {name: Counter() for name in SPLITS}
+    for pair_id, counts in by_pair.items():
+        by_split[splits[str(pair_id)]].update(counts)
+    return {
+        "error": "",
+        "labels": dict(sorted(labels.items())),
+        "pairs": {name: sum(1 for v in splits.values() if v == name) for name in SPLITS},
+        "labels_by_split": {name: dict(sorted(counter.items())) for name, counter in by_split.items()},
+    }
+
+
+# gold_items' rules, counted in the database: per document pair of the project, its gold items per label. A verified pair's
+# items are those some annotator labels now or a reviewer adjudicated, each with its final label (the latest adjudication,
+# else the label every counted annotator gives when they agree: their current label, "not aligned" where they marked the
+# pair done without one; NULL while open). An unverified pair's items are those with an imported current label.
+_GOLD_COUNTS_SQL = """
+    WITH project_pairs AS (
+        SELECT documentpair_id AS pair_id FROM annotation_annotationproject_pairs WHERE annotationproject_id = %(project)s
+    ), verified AS (
+        SELECT latest.pair_id FROM (
+            SELECT DISTINCT ON (v.pair_id) v.pair_id, v.verified FROM annotation_pairverification v
+            WHERE v.project_id = %(project)s ORDER BY v.pair_id, v.id DESC
+        ) latest WHERE latest.verified AND latest.pair_id IN (SELECT pair_id FROM project_pairs)
+    ), latest AS (
+        SELECT DISTINCT ON (e.annotator_id, e.pair_id, e.simple_sentence_id, e.complex_sentence_id)
+               e.id, e.annotator_id, e.pair_id, e.simple_sentence_id AS simple_id, e.complex_sentence_id AS complex_id,
+               e.new_label AS label, e.source
+        FROM annotation_labelevent e
+        WHERE e.project_id = %(project)s AND e.source <> 'adjudication' AND e.pair_id IN (SELECT pair_id FROM project_pairs)
+          AND (e.pair_id IN (SELECT pair_id FROM verified) OR e.pair_id IN (
+               SELECT i.pair_id FROM annotation_labelevent i WHERE i.project_id = %(project)s AND i.source = 'import'))
+        ORDER BY e.annotator_id, e.pair_id, e.simple_sentence_id, e.complex_sentence_id, e.id DESC
+    ), adjudicated AS (
+        SELECT DISTINCT ON (e.pair_id, e.simple_sentence_id, e.complex_sentence_id)
+               e.pair_id, e.simple_sentence_id AS simple_id, e.complex_sentence_id AS complex_id, e.new_label AS label
+        FROM annotation_labelevent e
+        WHERE e.project_id = %(project)s AND e.source = 'adjudication' AND e.pair_id IN (SELECT pair_id FROM verified)
+        ORDER BY e.pair_id, e.simple_sentence_id, e.complex_sentence_id, e.id DESC
+    ), counted AS (
+        SELECT a.pair_id, a.annotator_id, a.completed_at IS NOT NULL AS done FROM annotation_assignment a
+        WHERE a.project_id = %(project)s AND a.pair_id IN (SELECT pair_id FROM verified) AND NOT (a.annotator_id = ANY(%(flagged)s))
+    ), items AS (
+        SELECT pair_id, simple_id, complex_id FROM latest WHERE label <> '' AND pair_id IN (SELECT pair_id FROM verified)
+        UNION SELECT pair_id, simple_id, complex_id FROM adjudicated
+    ), given AS (
+        SELECT i.pair_id, i.simple_id, i.complex_id, counted.annotator_id,
+               coalesce(nullif(latest.label, ''), CASE WHEN counted.done THEN 'not_aligned' END) AS label
+        FROM items i
+        LEFT JOIN counted ON counted.pair_id = i.pair_id
+        LEFT JOIN latest ON latest.annotator_id = counted.annotator_id AND latest.pair_id = i.pair_id
+                        AND latest.simple_id = i.simple_id AND latest.complex_id = i.complex_id
+    ), finals AS (
+        SELECT given.pair_id, CASE
+            WHEN bool_or(adjudicated.pair_id IS NOT NULL) THEN min(adjudicated.label)
+            WHEN NOT %(adjudicate_all)s AND count(given.annotator_id) > 0 AND count(given.label) = count(given.annotator_id)
+                 AND count(DISTINCT given.label) = 1 THEN min(given.label)
+            END AS label
+        FROM given LEFT JOIN adjudicated ON adjudicated.pair_id = given.pair_id AND adjudicated.simple_id = given.simple_id
+                                        AND adjudicated.complex_id = given.complex_id
+        GROUP BY given.pair_id, given.simple_id, given.complex_id
+    ), imported AS (
+        SELECT DISTINCT ON (pair_id, simple_id, complex_id) pair_id, label FROM latest
+        WHERE source = 'import' AND label <> '' AND pair_id NOT IN (SELECT pair_id FROM verified)
+        ORDER BY pair_id, simple_id, complex_id, id DESC
+    )
+    SELECT pair_id, label, count(*) FROM (SELECT pair_id, label FROM finals UNION ALL SELECT pair_id, label FROM imported) gold
+    GROUP BY pair_id, label
+"""
+
+
+def gold_label_counts(project: AnnotationProject) -> dict[int, Counter]:
+    """Document pair id -> label -> the pair's gold items with that label (None: still open): :func:`gold_items`'
+    items counted in one query (tests/annotation/test_training_preview.py checks that the two agree)."""
+    from annotation.labelling.queue import flagged_annotator_ids
+
+    flagged = sorted(flagged_annotator_ids(project)) if project.exclude_flagged else []
+    params = {"project": project.pk, "flagged": flagged, "adjudicate_all": project.adjudicate_all}
+    by_pair: dict[int, Counter] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(_GOLD_COUNTS_SQL, params)
+        for pair_id, label, count in cursor.fetchall():
+            by_pair.setdefault(pair_id, Counter())[label] = count
+    return dict(sorted(by_pair.items()))
 
 
 def _splits(project: AnnotationProject, items: list[list], seed: int) -> dict[str, str]:
+    return _splits_of(project, {item[0] for item in items}, seed)
+
+
+def _splits_of(project: AnnotationProject, pair_ids: Iterable[int], seed: int) -> dict[str, str]:
     previous = TrainingSnapshot.objects.filter(project=project, seed=seed).order_by("-pk").values_list("splits", flat=True).first()
-    keys = sorted({str(item[0]) for item in items}, key=int)
+    keys = sorted({str(pair_id) for pair_id in pair_ids}, key=int)
     return {str(k): v for k, v in assign_splits(keys, seed=seed, previous=previous or {}).items()}
 
 

@@ -1,0 +1,85 @@
+"""The Models page's preview counts the gold in one query (gold_label_counts) and gets gold_items' counts."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from annotation.models import AnnotationProject, GoldAnswer, GoldItem, LabelEvent, PairVerification
+from annotation.training.snapshot import gold_items, gold_label_counts, snapshot_preview
+from tests.page_scale_world import world_build
+
+
+def _counted(project: AnnotationProject) -> dict[int, Counter]:
+    by_pair: dict[int, Counter] = {}
+    for pair_id, _, _, label in gold_items(project)[0]:
+        by_pair.setdefault(pair_id, Counter())[label] += 1
+    return dict(sorted(by_pair.items()))
+
+
+def _relabel(project, user, pair, index: int, label: str, source: str = LabelEvent.Source.HUMAN) -> None:
+    """A label after the user's latest on item (index, index) of ``pair``, or their first there."""
+    simple = pair.simple_document.sentences.get(index=index)
+    complex_ = pair.complex_document.sentences.get(index=index)
+    previous = (
+        LabelEvent.objects.filter(project=project, annotator=user, simple_sentence=simple, complex_sentence=complex_)
+        .order_by("-pk")
+        .first()
+    )
+    LabelEvent.objects.bulk_create([
+        LabelEvent(project=project, pair=pair, annotator=user, simple_sentence=simple, complex_sentence=complex_, new_label=label,
+                   old_label=previous.new_label if previous else "", previous=previous, source=source)
+    ])  # fmt: skip
+
+
+@pytest.fixture
+def gold_world(db):
+    """The page-scale world of 15 pairs (pairs 0, 5 and 10 verified, where anna and ben agree), and: ben changes his mind
+    on a verified pair (an open item there), a reviewer adjudicates it; anna imports labels on an unverified pair and
+    then relabels one of them by hand; a verified pair is withdrawn."""
+    world = world_build(15, name="Gold")
+    project, owner = world.project, world.owner
+    pairs = list(project.pairs.select_related("simple_document", "complex_document").order_by("pk"))
+    _relabel(project, world.ben, pairs[5], 1, "not_aligned")
+    _relabel(project, world.ben, pairs[10], 0, "partial")
+    _relabel(project, owner, pairs[10], 0, "partial", source=LabelEvent.Source.ADJUDICATION)
+    for index in range(3):
+        _relabel(project, world.anna, pairs[3], index, "aligned", source=LabelEvent.Source.IMPORT)
+    _relabel(project, world.anna, pairs[3], 2, "not_aligned")
+    PairVerification.objects.create(project=project, pair=pairs[0], verified=False, by=owner)
+    return world
+
+
+def test_the_preview_counts_equal_gold_items(gold_world) -> None:
+    project = gold_world.project
+    expected = _counted(project)
+    assert None in expected[list(expected)[1]]  # an open item on a verified pair is counted as such (no final label)
+    assert gold_label_counts(project) == expected
+
+
+def test_flagged_annotators_and_adjudicating_everything_count_the_same_way(gold_world) -> None:
+    project = gold_world.project
+    pairs = list(project.pairs.order_by("pk")[1:6])
+    gold = GoldItem.objects.bulk_create(
+        GoldItem(project=project, simple_sentence=pair.simple_document.sentences.get(index=1),
+                 complex_sentence=pair.complex_document.sentences.get(index=1), label="aligned")
+        for pair in pairs
+    )  # fmt: skip
+    GoldAnswer.objects.bulk_create(GoldAnswer(gold_item=item, annotator=gold_world.ben, label="not_aligned") for item in gold)
+    ben_counts = _counted(project)
+    assert gold_label_counts(project) == ben_counts  # ben is flagged (0 of 5 right): his labels no longer open items
+    project.exclude_flagged = False
+    assert gold_label_counts(project) == _counted(project) != ben_counts
+    project.adjudicate_all = True
+    assert gold_label_counts(project) == _counted(project)
+
+
+def test_the_preview_explains_missing_data_as_before(db) -> None:
+    world = world_build(6, name="Few")  # pairs 0 and 5 verified: two of the three pairs training needs
+    preview = snapshot_preview(world.project)
+    assert "has 2 such document pair(s) with 6 label(s)" in preview["error"] and preview["pairs"] == 2
+    assert preview["labels"] == {"aligned": 6}
+    other = get_user_model().objects.create_user("other")
+    assert snapshot_preview(AnnotationProject.objects.create(name="Empty", corpus=world.corpus, created_by=other))["pairs"] == 0
