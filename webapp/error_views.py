@@ -2,14 +2,20 @@
 
 None of them shows a traceback, URL patterns or settings, whatever ``DEBUG`` says for
 the page itself. The 500 view must answer even when the failure is in the database,
-the session or the templates, so it falls back to a self-contained page.
+the session or the templates, so it falls back to a self-contained page. While the
+database is away, :class:`DatabaseOutageLog` keeps the log to one line a request.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import sys
+import threading
+import time
+from collections.abc import Callable
 
+from django.db.backends.signals import connection_created
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
@@ -104,3 +110,73 @@ def database_unavailable(request: HttpRequest) -> HttpResponse:
         response = HttpResponse(_BARE_503, status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
+
+
+# A lost-database failure this long after the previous one starts a new outage (and logs its traceback again).
+OUTAGE_QUIET_SECONDS = 60.0
+
+
+class DatabaseOutage:
+    """Whether this process is in a database outage: from its first lost-database failure until the database answers.
+
+    The database answers again when a new connection to it is made (Django's ``connection_created``: a request
+    after the outage reconnects), or when OUTAGE_QUIET_SECONDS passed without a failure. Per process: each web
+    process logs its own first failure.
+    """
+
+    def __init__(self, *, quiet_seconds: float = OUTAGE_QUIET_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+        self.quiet_seconds = quiet_seconds
+        self.clock = clock
+        self._lock = threading.Lock()  # a threaded worker (WEB_THREADS > 1) fails several requests at once
+        self._ongoing = False
+        self._last_failure = -math.inf
+
+    def failure_starts_outage(self) -> bool:
+        """Record a lost-database failure; True when it is the first of an outage."""
+        with self._lock:
+            now = self.clock()
+            first = not self._ongoing or now - self._last_failure > self.quiet_seconds
+            self._ongoing, self._last_failure = True, now
+            return first
+
+    def database_answered(self, **signal_kwargs: object) -> None:
+        with self._lock:
+            self._ongoing = False
+
+
+database_outage = DatabaseOutage()
+connection_created.connect(database_outage.database_answered, weak=False, dispatch_uid="webapp.error_views.database_outage")
+
+
+class DatabaseOutageLog(logging.Filter):
+    """On ``django.request``: a request that failed for want of the database is one short line, with one traceback an outage.
+
+    Django logs every request that raised with its traceback (about 8.6 KB here); while the database is away
+    every request fails alike, so 88 s of outage under 20 clients wrote 25.9 MB of identical tracebacks. Now each
+    such request logs ``GET /path 503: the database is not answering (OperationalError: <its first line>)``,
+    and the first of an outage (:class:`DatabaseOutage`) keeps its traceback. Other errors are left as they are.
+    """
+
+    def __init__(self, outage: DatabaseOutage | None = None) -> None:
+        super().__init__()
+        self.outage = outage or database_outage
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is None or not database_lost(error):
+            return True
+        request = getattr(record, "request", None)
+        first_line = (str(error).strip().splitlines() or [""])[0]
+        record.msg = "%s %s %s: the database is not answering (%s: %s)"
+        record.args = (
+            getattr(request, "method", "-"),
+            getattr(request, "path", "-").encode("unicode_escape").decode("ascii"),  # as Django escapes it
+            getattr(record, "status_code", "-"),
+            type(error).__name__,
+            first_line,
+        )
+        if self.outage.failure_starts_outage():
+            record.msg += "; the traceback of this outage's first failure follows, the next ones log this line only"
+        else:
+            record.exc_info, record.exc_text = None, None
+        return True

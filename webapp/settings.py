@@ -354,9 +354,12 @@ IMPORT_MAX_DOCUMENT_SENTENCES = envint("IMPORT_MAX_DOCUMENT_SENTENCES", 250_000)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # While the database is away: one line per failed request, one traceback per outage (webapp/error_views.py).
+    "filters": {"database_outage": {"()": "webapp.error_views.DatabaseOutageLog"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "WARNING")},
     "loggers": {
+        "django.request": {"filters": ["database_outage"]},
         "procrastinate": {"level": envstr("PROCRASTINATE_LOG_LEVEL", "WARNING")},
         "alignment": {"level": envstr("LOG_LEVEL", "INFO")},
     },
