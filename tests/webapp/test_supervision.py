@@ -2,8 +2,8 @@
 
 Before, a SIGKILLed worker made ``runapp`` stop gunicorn and the embedded database: the site
 answered nothing until someone restarted it. The unit tests drive :class:`Supervisor` with small
-Python children; the last test kills the worker of a real ``runapp`` (embedded PostgreSQL, gunicorn)
-while a client keeps asking the site for pages.
+Python children; the last two kill a worker of a real ``runapp`` (embedded PostgreSQL, gunicorn)
+while a client keeps asking the site for pages, and its gunicorn master.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+from django.core.management.base import CommandError
 
 from alignment.jobs.backoff import Backoff
 from tests.markers import process_level
 from webapp.lib.supervisor import ChildSpec, Supervisor
+from webapp.management.commands.runapp import child_specs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,6 +103,30 @@ def test_stop_sends_each_child_its_own_signal_and_kills_what_does_not_stop(tmp_p
     polite, stubborn_child = (child.process for child in supervisor.children)
     assert polite.returncode == -signal.SIGINT
     assert stubborn_child.returncode == -signal.SIGKILL and any("stubborn did not stop" in m for m in messages)
+
+
+def test_a_child_runs_at_the_lower_cpu_priority_its_spec_asks_for() -> None:
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    supervisor, _ = _supervise([ChildSpec(name="job worker", command=sleeper, nice=5), ChildSpec(name="web", command=sleeper)])
+    for child in supervisor.children:
+        supervisor._start(child)
+    try:
+        worker, web = (psutil.Process(child.process.pid) for child in supervisor.children)
+        assert (worker.nice(), web.nice()) == (os.nice(0) + 5, os.nice(0))
+    finally:
+        supervisor.stop()
+
+
+def test_runapp_runs_its_job_workers_below_the_web_server_and_gunicorn_with_the_apps_config(monkeypatch) -> None:
+    monkeypatch.delenv("DEV_SERVER", raising=False)
+    monkeypatch.delenv("WORKER_NICE", raising=False)
+    monkeypatch.setenv("WORKER_PROCESSES", "2")
+    *workers, web = child_specs("127.0.0.1:8000")
+    assert [spec.nice for spec in workers] == [10, 10] and web.nice == 0
+    assert web.command[web.command.index("--config") + 1] == "python:webapp.gunicorn_conf"
+    monkeypatch.setenv("WORKER_NICE", "20")
+    with pytest.raises(CommandError, match="WORKER_NICE=20"):
+        child_specs("127.0.0.1:8000")
 
 
 def _free_port() -> int:
@@ -182,4 +208,59 @@ def test_a_killed_worker_of_runapp_is_back_within_10_s_and_the_site_answers_thro
     assert back <= 10
     assert answers and set(answers) == {200}, f"the site did not answer every time: {answers}"
     assert "worker 1 (pid" in output and "signal SIGKILL" in output and "starting it again" in output, output[-3000:]
+    assert runapp.returncode == 0, output[-3000:]
+
+
+def _gunicorn_master_of(runapp: subprocess.Popen) -> psutil.Process | None:
+    for child in psutil.Process(runapp.pid).children():
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and "gunicorn" in " ".join(child.cmdline()):
+                return child
+        except psutil.Error:  # gone meanwhile
+            continue
+    return None
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@process_level
+def test_a_killed_gunicorn_master_leaves_no_worker_holding_the_port_and_the_site_is_back_within_10_s(tmp_path) -> None:
+    """Process level: it asserts how soon the site answers again after ``kill -9`` of runapp's gunicorn master.
+
+    Before, the master's workers stayed (orphans still holding the listening socket) until they next woke up, up to
+    60 s when no request came; the new master could not bind meanwhile. No request is sent until they are gone: one
+    would wake an orphan, which would serve it and only then notice its master is dead.
+    """
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "EMBEDDED_DB_DELETE_ON_EXIT", "DEBUG", "DEV_SERVER"}}
+    env.update(STATE_DIR=str(tmp_path), WEB_CONCURRENCY="2", WORKER_PROCESSES="1", LOG_LEVEL="WARNING")
+    log = open(tmp_path / "runapp.log", "w+")  # noqa: SIM115 - runapp writes to it until the end of the test
+    runapp = subprocess.Popen(
+        [sys.executable, "manage.py", "runapp", "--no-demo", f"127.0.0.1:{port}"], cwd=REPO_ROOT, env=env, stdout=log, stderr=log
+    )
+    login = f"http://127.0.0.1:{port}/accounts/login/"
+    try:
+        _wait("the site", lambda: _status(login) == 200, runapp, timeout=300)
+        master = _gunicorn_master_of(runapp)
+        workers = master.children()
+        assert len(workers) == 2
+        master.send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
+        _wait("the killed master's workers to exit", lambda: not any(_alive(w) for w in workers), runapp, timeout=10)
+        _wait("a page from a new gunicorn", lambda: _status(login) == 200, runapp, timeout=10)
+        back = time.monotonic() - killed_at
+        new_master = _gunicorn_master_of(runapp)
+    finally:
+        runapp.send_signal(signal.SIGINT)
+        runapp.wait(timeout=90)
+        log.seek(0)
+        output = log.read()
+    assert back <= 10, f"the site answered {back:.1f} s after the master was killed"
+    assert new_master is not None and new_master.pid != master.pid
+    assert f"(pid {master.pid}) exited with signal SIGKILL" in output, output[-3000:]
     assert runapp.returncode == 0, output[-3000:]

@@ -6,13 +6,17 @@ a minute), and each restart is logged with the child's exit status. Only SIGINT 
 SIGTERM to the supervisor stops everything: each child gets its own stop signal once (children
 run in their own process group, so a terminal's Ctrl-C reaches them through the supervisor only,
 never twice), then up to ``stop_timeout`` seconds before it is killed. On Linux a child also
-gets SIGTERM if the supervisor itself dies, so nothing is left running unsupervised.
+gets SIGTERM if the supervisor itself dies, so nothing is left running unsupervised (gunicorn's
+workers do the same with their master: :mod:`webapp.gunicorn_conf`). A child may run at a lower
+CPU priority (``ChildSpec.nice``): runapp's job workers do, so that pages win the CPU.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
+import os
 import signal
 import subprocess
 import sys
@@ -28,12 +32,13 @@ _PR_SET_PDEATHSIG = 1
 
 @dataclass
 class ChildSpec:
-    """One supervised process: its name in the log, its command line, environment and graceful-stop signal."""
+    """One supervised process: its name in the log, its command line, environment, graceful-stop signal and niceness."""
 
     name: str
     command: list[str]
     env: dict[str, str] | None = None
     stop_signal: int = signal.SIGTERM
+    nice: int = 0  # added to the supervisor's niceness (os.nice): higher runs only when the others leave CPU over
 
 
 @dataclass
@@ -46,12 +51,24 @@ class _Child:
     restarts: list[float] = field(default_factory=list)
 
 
-def _child_setup() -> None:
-    """In the child before exec: default Ctrl-C handling, and SIGTERM when the supervisor dies (Linux)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a shell starting us in the background made SIGINT ignored
+def die_with_parent(signum: int) -> None:
+    """Have Linux send this process ``signum`` when its parent dies (``prctl(PR_SET_PDEATHSIG)``); elsewhere nothing.
+
+    Strictly, when the parent *thread* that forked this process exits: call it in children of a parent that forks
+    from its main thread (the supervisor, gunicorn's master). A parent that died before the call sends nothing: the
+    caller compares ``os.getppid()`` with the parent it expects afterwards.
+    """
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signum)
+
+
+def _child_setup(nice: int) -> None:
+    """In the child before exec: default Ctrl-C handling, its CPU priority, and SIGTERM when the supervisor dies (Linux)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a shell starting us in the background made SIGINT ignored
+    if nice:
+        os.nice(nice)
+    die_with_parent(signal.SIGTERM)
 
 
 class Supervisor:
@@ -96,7 +113,8 @@ class Supervisor:
                 child.restarts.append(now)
 
     def _start(self, child: _Child) -> None:
-        child.process = subprocess.Popen(child.spec.command, env=child.spec.env, preexec_fn=_child_setup, process_group=0)
+        setup = functools.partial(_child_setup, child.spec.nice)
+        child.process = subprocess.Popen(child.spec.command, env=child.spec.env, preexec_fn=setup, process_group=0)
         child.started_at = time.monotonic()
         child.restart_at = None
 

@@ -1,12 +1,13 @@
 """``manage.py runapp``: set up the demo, then run Procrastinate workers and the web server, supervised.
 
-The web server is gunicorn (several processes, see :func:`web_workers`); ``DEV_SERVER=1``
-runs Django's autoreloading development server instead. WORKER_PROCESSES workers (2) take
-every queue. Every child attaches to the same database (each gunicorn worker loads the
-settings itself, so each attaches to the embedded PostgreSQL and detaches when it exits).
-A child that dies is started again with backoff (:mod:`webapp.lib.supervisor`), so a worker
-killed for memory never takes the site down; Ctrl-C (or SIGTERM) stops all of them, and
-when the last process holding the embedded PostgreSQL exits, it shuts down cleanly.
+The web server is gunicorn (several processes, see :func:`web_workers`; its master loads the
+app once and forks them, webapp/gunicorn_conf.py); ``DEV_SERVER=1`` runs Django's autoreloading
+development server instead. WORKER_PROCESSES workers (2) take every queue, at a lower CPU
+priority than the web server (:func:`worker_nice`). Every child attaches to the same database
+(the gunicorn master for its workers, which are copies of it); a child that dies is started
+again with backoff (:mod:`webapp.lib.supervisor`), so a worker killed for memory never takes
+the site down; Ctrl-C (or SIGTERM) stops all of them, and when the last process holding the
+embedded PostgreSQL exits, it shuts down cleanly.
 """
 
 from __future__ import annotations
@@ -42,12 +43,18 @@ def gunicorn_env() -> dict[str, str]:
 
 
 def gunicorn_command(bind: str) -> list[str]:
-    """The production web server: gunicorn's prefork workers on the WSGI app, logs to stderr."""
+    """The production web server: gunicorn's prefork workers on the WSGI app, logs to stderr.
+
+    webapp/gunicorn_conf.py loads the app once in the master before forking (preload) and has each
+    worker die with its master, so a killed master leaves nothing holding the port.
+    """
     threads = envint("WEB_THREADS", 1)
     return [
         sys.executable,
         "-m",
         "gunicorn",
+        "--config",
+        "python:webapp.gunicorn_conf",
         "webapp.wsgi:application",
         "--bind",
         bind,
@@ -108,6 +115,19 @@ def worker_processes() -> int:
     return count
 
 
+def worker_nice() -> int:
+    """WORKER_NICE (default 10): how much lower the workers' CPU priority is than the web server's.
+
+    Web and workers share this machine's cores: an embedding or alignment job keeps every core busy for minutes,
+    and at equal priority pages queue behind the encoder's threads. At niceness 10 a worker gets about a tenth of
+    a core that a web process also wants, and all of what the web tier leaves idle (docs/deploying.md has the figures).
+    """
+    nice = envint("WORKER_NICE", 10)
+    if not 0 <= nice <= 19:
+        raise CommandError(f"WORKER_NICE={nice}: choose 0 (the web server's priority) to 19 (the lowest).")
+    return nice
+
+
 def child_specs(bind: str) -> list[ChildSpec]:
     """The supervised children: WORKER_PROCESSES workers on every queue, then the web server (gunicorn or runserver).
 
@@ -115,8 +135,9 @@ def child_specs(bind: str) -> list[ChildSpec]:
     runserver on SIGINT; all run their exit hooks, which detach them from the embedded database.
     """
     manage = [sys.executable, "manage.py"]
+    nice = worker_nice()
     specs = [
-        ChildSpec(name=f"worker {n}", command=[*manage, "procrastinate", "worker", "--name", f"runapp-worker-{n}"])
+        ChildSpec(name=f"worker {n}", command=[*manage, "procrastinate", "worker", "--name", f"runapp-worker-{n}"], nice=nice)
         for n in range(1, worker_processes() + 1)
     ]
     if envbool("DEV_SERVER", False):
