@@ -10,25 +10,26 @@ CRF's given those labels.
 
 Only what a label can change is decoded (:mod:`models_ml.aligning.window`): the sentences within
 ``CONTEXT_ROWS`` of a labelled one, in its paragraph block, with the sentences just outside that
-window clamped to the states the run stored (its Viterbi path), at most ``ROW_BUDGET`` rows per
-request, around the annotator's most recent labels first. The answer lists those sentences
-re-decoded; the unlabelled sentences out of every window's reach with the run's stored suggestions
-(``stored`` names them); and leaves out those whose windows the budget did not reach, which the
-screen asks for next (``next``: ``?from=`` that index) while it keeps what it shows. A 500 x 500
-pair costs tens of milliseconds instead of 0.5-5 s (``bench/refresh_latency.py``); with the
-window as large as the block, the answer is the full decoding's (:func:`full_suggestions`, kept
-as the reference the tests and the bench compare with).
+window clamped to the states the run stored (its Viterbi path) so that the window joins the rest,
+at most ``ROW_BUDGET`` rows per request, around the annotator's most recent labels first. The
+answer lists those sentences re-decoded (``candidates``); names the unlabelled sentences no label
+reaches (``stored``: the screen shows the run's suggestions there, as the page loaded them, which
+is what decoding them again would give or nearly); and leaves out those whose windows the budget
+did not reach, which the screen asks for next (``next``: ``?from=`` that index) while it keeps
+what it shows. With windows as large as the blocks, the answer is the full decoding's
+(:func:`full_suggestions`, kept as the reference the tests and ``bench/refresh_latency.py`` compare
+with; on a 500 x 500 pair it costs 0.5-1.5 s, the windows tens of milliseconds).
 
 Each web process keeps the last ``PAIRS_KEPT`` pairs' stored data unpacked (scores, sentence ids,
-paragraph blocks, Viterbi path, stored suggestions): a run's results are written once and never
-changed, so the entry is keyed by the run, the pair and the stored result's row, and a rerun or a
-flipped pair is another key.
+paragraph blocks, Viterbi path): a run's results are written once and never changed, so the entry
+is keyed by the run, the pair and the stored result's row (its id and creation time), and a rerun
+or a flipped pair is another key.
 
 Each annotator has at most one refresh decoding at a time, and the whole deployment at most
-``REFRESH_SLOTS``, across web processes (PostgreSQL advisory locks, since the cache is per process):
-a request beyond that is answered 429 with ``Retry-After`` at once, and the screen keeps its
+``REFRESH_SLOTS``, across web processes (PostgreSQL advisory locks: the cache is per process): a
+request beyond that is answered 429 with ``Retry-After`` at once, and the screen keeps its
 suggestions and asks again after that delay, so refreshes never queue in front of label saves.
-The screen itself sends one refresh at a time and drops an answer that a newer label superseded.
+The screen sends one refresh at a time and drops an answer that a newer change superseded.
 
 Nothing is written: the run's stored suggestions stay as they were, and the answer lists only
 unlabelled sentences, so nothing the annotator labelled changes. A label made on a suggestion the
@@ -40,13 +41,15 @@ group F1 at 25 % revealed (``bench/deplain_interactive.py``), and it costs more 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
@@ -57,8 +60,8 @@ from alignment.aligning.service import TOP_K, aligner_from_run_config
 from alignment.errors import ServiceError
 from alignment.models import AlignedPair, AlignmentRun, DocumentPair, Sentence
 from annotation.labelling.confidence import CRF, GROUP, NOT_SCORED, Confidence
-from annotation.labelling.screen import candidates_by_simple, suggestion_run_for
-from annotation.labels import LINKED_LABELS, current_labels
+from annotation.labelling.screen import suggestion_run_for
+from annotation.labels import LINKED_LABELS, current_labels, latest_label_events
 from annotation.models import AnnotationProject, LabelEvent
 from annotation.provenance import origin_run
 
@@ -80,7 +83,15 @@ REFRESH_SLOTS = 2
 finds one free unless several annotators are refreshing; a web worker busy decoding cannot save a label, and on the
 2-core reference machine two decoding workers leave the database and the other workers a fair share (the label-save
 figures under 20 refresh loops in bench/refresh_latency.py)."""
-RETRY_AFTER_SECONDS = 1  # a refresh takes well under this: the one in the way has finished by then
+RETRY_AFTER_SECONDS = 1  # a refresh takes well under this: the annotator's own one in the way has finished by then
+BUSY_RETRY_AFTER_SECONDS = 3  # every slot taken: the others' refreshes may go on, so the page waits longer
+DECODER_NICENESS = 10
+"""The decoding runs on a thread of its own at this niceness (on Linux, per thread), as runapp's job workers run
+(``WORKER_NICE``): label saves, the database and the other web workers get the CPU first, and the decoding what they
+leave. On 2 cores, 20 refresh loops at the web server's priority raised the label saves' p95 eightfold; niced,
+about 1.6-fold (bench/refresh_latency.py)."""
+_decoder: ThreadPoolExecutor | None = None
+_decoder_lock = threading.Lock()
 _USER_LOCKS, _SLOT_LOCKS = 0x5246, 0x5253  # advisory lock namespaces: per annotator, per slot
 
 
@@ -96,6 +107,13 @@ class RefreshBusy(Exception):
         self.retry_after = retry_after
 
 
+class Latest(NamedTuple):
+    """An annotator's latest event on one sentence pair, as far as a refresh reads it."""
+
+    new_label: str  # "" when taken back
+    pk: int
+
+
 @dataclass(frozen=True)
 class StoredPair:
     """What one run stored for one pair, unpacked once per web process: all that a refresh reads but the labels."""
@@ -108,13 +126,7 @@ class StoredPair:
     complex_ids: list[int]
     plan: BlockPlan
     viterbi: list[tuple[int, ...]]  # per simple sentence, the complex sentences of its stored state
-    stored: dict[str, list[dict[str, Any]]]  # simple id -> the run's stored candidates, ordered as the refresh orders them
-
-
-def refresh_in_turn(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, *, start: int = 0) -> dict[str, Any]:
-    """:func:`refreshed_suggestions` within the annotator's turn and a slot (:func:`refresh_turn`): what the screen asks."""
-    with refresh_turn(annotator.pk):
-        return refreshed_suggestions(project, annotator, pair, start=start)
+    column_best: np.ndarray  # (n,) each complex sentence's best-scoring simple sentence: a candidate whatever the labels
 
 
 @contextmanager
@@ -129,7 +141,9 @@ def refresh_turn(user_id: int) -> Iterator[None]:
     try:
         slot = next((slot for slot in range(REFRESH_SLOTS) if _try_lock(_SLOT_LOCKS, slot)), None)
         if slot is None:
-            raise RefreshBusy("The server is refreshing other annotators' suggestions; yours follow shortly.")
+            raise RefreshBusy(
+                "The server is refreshing other annotators' suggestions; yours follow shortly.", retry_after=BUSY_RETRY_AFTER_SECONDS
+            )
         try:
             yield
         finally:
@@ -152,32 +166,26 @@ def _unlock(namespace: int, key: int) -> None:
 def refreshed_suggestions(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, *, start: int = 0) -> dict[str, Any]:
     """The unlabelled simple sentences' candidates, re-decoded near the annotator's labels of ``pair`` (module docstring).
 
-    Answers ``{"candidates": {simple id: [entry, ...]}, "stored": simple ids answered with the run's stored
-    candidates, "known": labelled simple sentences, "run": run id, "decoded_rows": rows the CRF ran over,
-    "next": the ``start`` of the next request or None, "seconds": time taken}``; each entry is as the screen's
-    payload has it (``complex``, ``predicted``, ``score``, ``confidence``, ``basis``), suggestions first. ``start``
-    skips the most recent labels' windows that an earlier answer's ``next`` says were answered; such an answer
-    lists only re-decoded sentences. RefreshUnavailable says why when the pair cannot be re-decoded.
+    Answers ``{"candidates": {simple id: [entry, ...]}, "stored": simple ids, "known": labelled simple sentences,
+    "run": run id, "decoded_rows": rows the CRF ran over, "next": the ``start`` of the next request or None,
+    "seconds": time taken}``. ``candidates`` holds the re-decoded sentences, each entry as the screen's payload has it
+    (``complex``, ``predicted``, ``score``, ``confidence``, ``basis``), suggestions first; ``stored`` the unlabelled
+    sentences out of every label's reach, whose suggestions are the run's own (the screen has them from the page);
+    an unlabelled sentence in neither is within reach of a label whose window the budget left for ``next``. ``start``
+    skips the windows of the most recent labels that an earlier answer covered; such an answer has no ``stored``.
+    RefreshUnavailable says why when the pair cannot be re-decoded.
     """
-    from models_ml.aligning import window
-
     started = time.perf_counter()
     stored = stored_pair(project, pair)
-    labels = current_labels(project, annotator, pair.pk)
+    labels = latest_labels(project, annotator, pair)
     fixed = fixed_links(labels, stored.simple_ids, stored.complex_ids)
     aligner = _aligner(stored.model_key, stored.model_config)
     centres = _centres(labels, stored)
-    with torch_threads(1):  # a few windows: tiny tensors, which torch's thread pool only slows (ONE_THREAD_MAX_STATES)
-        windows = window.decode_windows(
-            aligner, stored.plan, stored.similarity, fixed, stored.viterbi, centres,
-            start=start, context=window.CONTEXT_ROWS, budget=window.ROW_BUDGET,
-        )  # fmt: skip
-    candidates = _entries(windows.result, stored.similarity, fixed, stored.simple_ids, stored.complex_ids, rows=windows.decoded)
+    windows, candidates = _at_low_priority(_decoded, aligner, stored, fixed, centres, start)
     kept: list[int] = []
-    if start == 0:  # the first answer also puts back the run's suggestions where no label reaches
+    if start == 0:  # the first answer also names the sentences no label reaches: the screen shows the run's own there
         reached = set(windows.decoded) | set(windows.deferred) | set(fixed)
         kept = [pk for j, pk in enumerate(stored.simple_ids) if j not in reached]
-        candidates.update({str(pk): stored.stored.get(str(pk), []) for pk in kept})
     return {
         "candidates": candidates,
         "stored": kept,
@@ -199,17 +207,60 @@ def full_suggestions(project: AnnotationProject, annotator: AbstractBaseUser, pa
     with torch_threads(1, when=n * aligner.config.crf.max_span + 1 <= ONE_THREAD_MAX_STATES):
         simple_paragraphs, complex_paragraphs = _side(pair.simple_document_id)[1], _side(pair.complex_document_id)[1]
         result = aligner.align([""] * n, [""] * m, complex_paragraphs, simple_paragraphs, similarity=stored.similarity, fixed=fixed)
-    candidates = _entries(result, stored.similarity, fixed, stored.simple_ids, stored.complex_ids, rows=range(m))
+    row_ids = [None if j in fixed else pk for j, pk in enumerate(stored.simple_ids)]
+    candidates = _entries(result, row_ids, stored.complex_ids)
     return {
         "candidates": candidates,
         "known": len(fixed),
         "run": stored.model_run_id,
         "decoded_rows": m,
-        "seconds": time.perf_counter() - started,
+        "seconds": round(time.perf_counter() - started, 3),
     }
 
 
-def fixed_links(labels: dict[tuple[int, int], LabelEvent], simple_ids: list[int], complex_ids: list[int]) -> dict[int, tuple[int, ...]]:
+def _decoded(aligner: Aligner, stored: StoredPair, fixed: dict[int, tuple[int, ...]], centres: list[int], start: int):
+    """The windows from ``centres[start:]`` decoded, and their unlabelled sentences' candidates by simple id."""
+    from models_ml.aligning import window
+
+    windows = window.decode_windows(
+        aligner, stored.plan, stored.similarity, fixed, stored.viterbi, centres,
+        start=start, context=window.CONTEXT_ROWS, budget=window.ROW_BUDGET,
+    )  # fmt: skip
+    rows = [j for j in windows.decoded if j not in fixed]
+    row_ids: list[int | None] = [stored.simple_ids[j] for j in rows]
+    return windows, _entries(_rows_only(windows.result, rows, stored.column_best), [*row_ids, None], stored.complex_ids)
+
+
+def _at_low_priority(decode: Callable[..., Any], *args: Any, **options: Any) -> Any:
+    """``decode(*args, **options)`` on this process's decoder thread (``DECODER_NICENESS``, one torch thread), waited for."""
+    global _decoder
+    with _decoder_lock:
+        if _decoder is None:
+            _decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="refresh-decoder", initializer=_niced)
+    return _decoder.submit(_one_thread, decode, *args, **options).result()
+
+
+def _niced() -> None:
+    with suppress(AttributeError, OSError):  # on Linux a thread's own priority; elsewhere, or where refused, the process's
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), DECODER_NICENESS)
+
+
+def _one_thread(decode: Callable[..., Any], *args: Any, **options: Any) -> Any:
+    with torch_threads(1):  # a few windows: tiny tensors, which torch's thread pool only slows (ONE_THREAD_MAX_STATES)
+        return decode(*args, **options)
+
+
+def latest_labels(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair) -> dict[tuple[int, int], Latest]:
+    """:func:`annotation.labels.current_labels`, the two fields a refresh reads: no model instances (250 labels: 30 ms less)."""
+    latest = latest_label_events(project, annotator=annotator, pair_id=pair.pk)
+    return {(simple, complex_): Latest(label, pk) for simple, complex_, label, pk in latest.values_list(
+        "simple_sentence_id", "complex_sentence_id", "new_label", "pk"
+    )}  # fmt: skip
+
+
+def fixed_links(
+    labels: Mapping[tuple[int, int], LabelEvent | Latest], simple_ids: list[int], complex_ids: list[int]
+) -> dict[int, tuple[int, ...]]:
     """Simple sentence index -> the complex indices the annotator linked it to (empty: every label says not aligned).
 
     A simple sentence with no label of theirs (or only labels taken back) is not in the map.
@@ -226,7 +277,7 @@ def fixed_links(labels: dict[tuple[int, int], LabelEvent], simple_ids: list[int]
     return {simple: tuple(sorted(linked)) for simple, linked in fixed.items()}
 
 
-def _centres(labels: dict[tuple[int, int], LabelEvent], stored: StoredPair) -> list[int]:
+def _centres(labels: Mapping[tuple[int, int], LabelEvent | Latest], stored: StoredPair) -> list[int]:
     """The labelled simple sentences (indices), the most recently labelled first: whose windows a refresh decodes first."""
     simple_index = {pk: index for index, pk in enumerate(stored.simple_ids)}
     latest: dict[int, int] = {}
@@ -256,7 +307,7 @@ def stored_pair(project: AnnotationProject, pair: DocumentPair) -> StoredPair:
 
 
 def _unpacked(run: AlignmentRun, pair: DocumentPair) -> StoredPair:
-    """Read and unpack what ``run`` stored for ``pair`` (a cache miss: about 0.3 s for 500 x 500)."""
+    """Read and unpack what ``run`` stored for ``pair`` (a cache miss: about 0.2 s for 500 x 500, the paragraph alignment most of it)."""
     stored = AlignedPair.objects.filter(run=run, pair=pair).values_list("matrices", "viterbi").first() or (b"", [])
     measure = run.config.get("aligner", {}).get("measure", "")
     matrices = unpack_matrices(stored[0] or b"")
@@ -273,7 +324,6 @@ def _unpacked(run: AlignmentRun, pair: DocumentPair) -> StoredPair:
         raise RefreshUnavailable(f"the suggestion run #{run.pk} scored another version of this pair: its suggestions cannot be refreshed")
     model_key = (model_run.pk, model_run.created_at.isoformat())
     plan = _aligner(model_key, model_run.config).blocks(similarity, simple_paragraphs, complex_paragraphs)
-    by_simple = candidates_by_simple(run, pair, {})
     return StoredPair(
         model_run_id=model_run.pk,
         model_key=model_key,
@@ -283,7 +333,7 @@ def _unpacked(run: AlignmentRun, pair: DocumentPair) -> StoredPair:
         complex_ids=complex_ids,
         plan=plan,
         viterbi=[tuple(int(c) for c in links) for links in stored[1]],
-        stored={str(pk): _ordered(by_simple.get(pk, [])) for pk in simple_ids},
+        column_best=similarity.argmax(axis=0),  # (n,)
     )
 
 
@@ -311,31 +361,57 @@ def _aligner(key: tuple[int, str], config: dict[str, Any]) -> Aligner:
     return aligner
 
 
-def _entries(
-    result: AlignmentResult,
-    similarity: np.ndarray,
-    fixed: dict[int, tuple[int, ...]],
-    simple_ids: list[int],
-    complex_ids: list[int],
-    *,
-    rows,
-) -> dict[str, list[dict[str, Any]]]:
-    """The candidates of the unlabelled ``rows`` as the run would have stored them, ordered as the screen walks them."""
-    by_simple: dict[str, list[dict[str, Any]]] = {str(simple_ids[j]): [] for j in rows if j not in fixed}
+def _entries(result: AlignmentResult, row_ids: list[int | None], complex_ids: list[int]) -> dict[str, list[dict[str, Any]]]:
+    """The candidates of ``result``'s rows as the run would have stored them, by simple sentence id (``row_ids``, one per
+    row; None: not answered), ordered as the screen walks them: suggestions by the CRF's belief, then near misses by
+    it, then by score."""
+    by_simple: dict[str, list[dict[str, Any]]] = {str(pk): [] for pk in row_ids if pk is not None}
     if not by_simple:
         return by_simple
-    for candidate in select_candidates(result, {"primary": similarity}, "primary", TOP_K):
-        entries = by_simple.get(str(simple_ids[candidate.simple]))
-        if entries is None:
+    for candidate in select_candidates(result, {"primary": result.similarity}, "primary", TOP_K):
+        if row_ids[candidate.simple] is None:
             continue
         sure = _confidence(candidate, result)
-        entries.append({
+        by_simple[str(row_ids[candidate.simple])].append({
             "complex": complex_ids[candidate.complex],
             "predicted": candidate.label,
-            "score": round(float(similarity[candidate.simple, candidate.complex]), 3),
+            "score": round(float(result.similarity[candidate.simple, candidate.complex]), 3),
             **sure.as_dict(),
         })  # fmt: skip
     return {simple: _ordered(entries) for simple, entries in by_simple.items()}
+
+
+def _rows_only(result: AlignmentResult, rows: list[int], column_best: np.ndarray) -> AlignmentResult:
+    """``result`` cut down to ``rows`` (in order) and one last row standing for all the others, so that
+    :func:`select_candidates` picks each row's candidates as it would in the whole pair without scanning the whole pair.
+
+    The rule that needs the others: each complex sentence's best-scoring simple sentence is a candidate. The last row
+    scores a complex sentence above everything when its best simple sentence is not among ``rows`` (so none of
+    ``rows`` is chosen for it) and below everything when it is (so that one is, as in the whole pair); its own
+    candidates are dropped. Groups keep their label and score, with their simple sentences outside ``rows`` left out.
+    """
+    from models_ml.aligning.aligner import AlignmentResult
+    from models_ml.data.io import AlignmentGroup
+
+    position = {j: k for k, j in enumerate(rows)}
+    outside = ~np.isin(column_best, rows)  # (n,)
+    top = np.finfo(np.float32).max
+    last = np.where(outside, top, -top).astype(np.float32)[None, :]  # (1, n)
+    groups = [
+        AlignmentGroup(group.complex, tuple(position[j] for j in group.simple if j in position), group.label, group.score)
+        for group in result.groups
+        if any(j in position for j in group.simple)
+    ]
+    n = result.similarity.shape[1]
+    return AlignmentResult(
+        groups=groups,
+        similarity=np.concatenate([result.similarity[rows], last]),  # (r+1, n)
+        paragraph_mask=np.concatenate([result.paragraph_mask[rows], np.zeros((1, n), dtype=bool)]),
+        paragraph_groups=result.paragraph_groups,
+        chosen_complex=[result.chosen_complex[j] for j in rows] + [()],
+        state_marginals=np.append(result.state_marginals[rows], 1.0),
+        pair_marginals=np.concatenate([result.pair_marginals[rows], np.zeros((1, n), dtype=np.float32)]),
+    )
 
 
 def _ordered(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -128,12 +128,13 @@ def suggestions_refresh(request: HttpRequest, project_id: int, pair_id: int) -> 
     ``?from=`` goes on where an earlier answer's ``next`` says. 429 with ``Retry-After`` while another refresh of theirs
     runs, or the server's refresh slots are all taken.
     """
-    project, assignment = _assignment_for(request, project_id, pair_id)
     start = request.GET.get("from", "0").strip()
     if not start.isdigit():
         return error_json(ServiceError(f"from: {start[:20]!r} is not a whole number", field="from"))
     try:
-        return JsonResponse(refresh.refresh_in_turn(project, request.user, assignment.pair, start=int(start)))
+        with refresh.refresh_turn(request.user.pk):  # first: a refresh refused costs one query, not the access checks too
+            project, assignment = _assignment_for(request, project_id, pair_id)
+            return JsonResponse(refresh.refreshed_suggestions(project, request.user, assignment.pair, start=int(start)))
     except refresh.RefreshBusy as busy:
         answer = JsonResponse({"error": str(busy), "retry_after": busy.retry_after}, status=429)
         answer["Retry-After"] = str(busy.retry_after)

@@ -20,6 +20,7 @@ from alignment.importing.service import corpus_import_files
 from alignment.models import AlignmentRun
 from alignment.services import corpus_get_or_create
 from annotation.labelling import refresh
+from annotation.labelling.screen import candidates_by_simple
 from models_ml.aligning import window
 from tests.annotation.conftest import label_now, tram_project
 from tests.annotation.labelling.test_refresh import lighthouse_project
@@ -60,32 +61,30 @@ def quiet_queue(monkeypatch):
 def test_on_a_500_by_500_pair_a_refresh_decodes_a_bounded_number_of_rows_however_many_labels(owner, annotator, quiet_queue):
     project, pair, simple, complex_ = long_project(owner, [annotator], 500)
     first = refresh.refreshed_suggestions(project, annotator, pair)
-    assert first["decoded_rows"] == 0 and first["next"] is None  # nothing labelled: the run's own suggestions
-    assert (
-        set(first["stored"]) == set(simple)
-        and first["candidates"][str(simple[7])] == refresh.stored_pair(project, pair).stored[str(simple[7])]
-    )
+    assert first["decoded_rows"] == 0 and first["next"] is None  # nothing labelled: the run's own suggestions everywhere
+    assert first["candidates"] == {} and first["stored"] == simple
 
     for j in range(40):  # labelled in document order: one window, at the frontier
         label_now(project, annotator, pair, simple[j], complex_[j])
     frontier = refresh.refreshed_suggestions(project, annotator, pair)
-    reached = {simple.index(int(pk)) for pk in frontier["candidates"]} - {simple.index(pk) for pk in frontier["stored"]}
-    assert reached == set(range(40, 40 + window.CONTEXT_ROWS)) and frontier["next"] is None  # within reach of simple #39
+    assert {simple.index(int(pk)) for pk in frontier["candidates"]} == set(range(40, 40 + window.CONTEXT_ROWS))  # simple #39's reach
+    assert frontier["stored"] == simple[40 + window.CONTEXT_ROWS :] and frontier["next"] is None
     assert frontier["decoded_rows"] <= window.CONTEXT_ROWS + 2
 
     for j in range(60, 500, 7):  # 63 more labels spread over the pair
         label_now(project, annotator, pair, simple[j], complex_[min(j + 1, 499)])
     spread = refresh.refreshed_suggestions(project, annotator, pair)
     assert spread["decoded_rows"] <= window.ROW_BUDGET and spread["next"] is not None  # bounded: the rest follows
-    assert spread["known"] == 103 and not {str(pk) for pk in simple[:40]} & set(spread["candidates"])  # labelled: never answered
-    answered, start = set(spread["candidates"]) - set(map(str, spread["stored"])), spread["next"]
+    assert spread["known"] == 103
+    labelled = set(range(40)) | set(range(60, 500, 7))
+    reach = {k for j in labelled for k in range(j - window.CONTEXT_ROWS, j + window.CONTEXT_ROWS + 1) if 0 <= k < 500} - labelled
+    assert spread["stored"] == [pk for k, pk in enumerate(simple) if k not in reach | labelled]
+    answered, start = set(spread["candidates"]), spread["next"]
     while start is not None:  # what the screen asks next, until every label's window is answered
         later = refresh.refreshed_suggestions(project, annotator, pair, start=start)
         assert later["decoded_rows"] <= window.ROW_BUDGET and later["stored"] == []
         answered, start = answered | set(later["candidates"]), later["next"]
-    labelled = set(range(40)) | set(range(60, 500, 7))
-    reach = {k for j in labelled for k in range(j - window.CONTEXT_ROWS, j + window.CONTEXT_ROWS + 1) if 0 <= k < 500} - labelled
-    assert answered == {str(simple[k]) for k in reach}
+    assert answered == {str(simple[k]) for k in reach}  # never a labelled sentence
 
 
 def test_with_windows_as_large_as_the_pair_the_refresh_is_the_full_decoding(owner, annotator, quiet_queue, monkeypatch):
@@ -98,13 +97,20 @@ def test_with_windows_as_large_as_the_pair_the_refresh_is_the_full_decoding(owne
     full = refresh.full_suggestions(project, annotator, pair)
 
     assert windowed["next"] is None and windowed["known"] == full["known"] == 4
-    assert set(windowed["candidates"]) == set(full["candidates"]) == {str(pk) for j, pk in enumerate(simple) if j not in (3, 12, 20, 33)}
-    for simple_id, entries in full["candidates"].items():
-        got = windowed["candidates"][simple_id]
+    unlabelled = {str(pk) for j, pk in enumerate(simple) if j not in (3, 12, 20, 33)}
+    assert set(windowed["candidates"]) | set(map(str, windowed["stored"])) == set(full["candidates"]) == unlabelled
+    assert len(windowed["candidates"]) > len(unlabelled) // 2  # the labelled blocks, whole
+    for simple_id, got in windowed["candidates"].items():
+        entries = full["candidates"][simple_id]
         assert [(e["complex"], e["predicted"], e["score"], e["basis"]) for e in got] == [
             (e["complex"], e["predicted"], e["score"], e["basis"]) for e in entries
         ], simple_id
         assert [e["confidence"] for e in got] == pytest.approx([e["confidence"] for e in entries], abs=2e-3)
+    run_says = candidates_by_simple(project.suggestion_run, pair, {})  # where no label reaches: what the run stored
+    for simple_id in windowed["stored"]:
+        assert {(e["complex"], e["predicted"]) for e in run_says.get(simple_id, [])} == {
+            (e["complex"], e["predicted"]) for e in full["candidates"][str(simple_id)]
+        }
 
 
 def _other_session():
@@ -136,7 +142,7 @@ def test_while_an_annotators_refresh_runs_elsewhere_theirs_gets_429_with_retry_a
             for slot in range(refresh.REFRESH_SLOTS):
                 cursor.execute("SELECT pg_advisory_lock(%s, %s)", [refresh._SLOT_LOCKS, slot])
         busy = client.get(url)
-        assert busy.status_code == 429 and busy["Retry-After"] == str(refresh.RETRY_AFTER_SECONDS)
+        assert busy.status_code == 429 and busy["Retry-After"] == str(refresh.BUSY_RETRY_AFTER_SECONDS)
         with other.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock_all()")
         client.force_login(annotator)
