@@ -1,9 +1,10 @@
 /* Suggestions that learn while the annotator labels. After a label, an edit or an undo is saved (debounced), the
  * screen asks the server to decode the pair again near the annotator's labels (annotation/labelling/refresh.py) and
- * replaces the candidates of the sentences the answer lists; a labelled sentence is never touched, and a sentence the
- * answer leaves out keeps what it shows. Sentences whose best suggestion changed are marked ("↻ new suggestion") until
- * the next refresh, and #suggest-status says how many changed. A label made on a refreshed list says so
- * (suggestions=refreshed: the export's provenance); one made on the run's own suggestions (the answer's `stored`) not.
+ * replaces the candidates of the sentences the answer lists; a labelled sentence is never touched. A sentence the
+ * answer names in `stored` (no label reaches it, say after an undo) gets back the run's suggestions the page loaded
+ * with; one the answer leaves out keeps what it shows. Sentences whose best suggestion changed are marked
+ * ("↻ new suggestion") until the next refresh, and #suggest-status says how many changed. A label made on a
+ * refreshed list says so (suggestions=refreshed: the export's provenance); one made on the run's own suggestions not.
  *
  * One refresh at a time: a change while one runs is asked for when it answers, and that answer, superseded, is
  * dropped. An answer with `next` is followed at once by `?from=next` (the windows the server's budget left out).
@@ -29,6 +30,7 @@
     let changes = 0; // saved changes so far: an answer asked before the latest one is superseded
     let retryAt = 0; // not before this time (ms): the server said 429
     let refusedOnce = false;
+    const loaded = structuredClone(state.candidates); // the run's stored suggestions, as the page came with them
     state.refreshed = {}; // simple id -> true: the list on screen came from a refresh
     state.changed = {}; // simple id -> true: its best suggestion changed in the latest refresh
 
@@ -87,20 +89,24 @@
     function apply(payload, from) {
       const selected = currentSimple();
       if (!from) state.changed = {};
-      const stored = new Set((payload.stored || []).map(String));
       let changed = 0;
-      for (const [simpleId, list] of Object.entries(payload.candidates || {})) {
-        if (labelled(simpleId)) continue; // labelled while the refresh ran: its own labels rule
+      const replace = (simpleId, list, refreshed) => {
+        if (labelled(simpleId)) return; // labelled while the refresh ran: its own labels rule
         const before = best(state.candidates[simpleId]);
         const after = best(list);
         const followBest = String(selected) === simpleId && state.complexId === before;
         state.candidates[simpleId] = list;
-        state.refreshed[simpleId] = !stored.has(simpleId);
+        state.refreshed[simpleId] = refreshed;
         if (before !== after) {
           state.changed[simpleId] = true;
           changed += 1;
         }
         if (followBest) state.complexId = after; // the selected sentence's suggestion moved: j-then-a accepts the new one
+      };
+      for (const [simpleId, list] of Object.entries(payload.candidates || {})) replace(simpleId, list, true);
+      for (const simpleId of (payload.stored || []).map(String)) {
+        // out of every label's reach (an undo): the run's own suggestions, as the page loaded them
+        if (state.refreshed[simpleId]) replace(simpleId, structuredClone(loaded[simpleId] || []), false);
       }
       render();
       const known = payload.known === 1 ? "1 labelled sentence" : `${payload.known} labelled sentences`;
