@@ -23,7 +23,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from alignment.models import DocumentPair, Sentence
 from annotation.models import AnnotationProject, Assignment, LabelEvent, PairVerification
@@ -73,10 +73,13 @@ def latest_event(project: AnnotationProject, annotator: AbstractBaseUser, simple
     return events.order_by("-pk").first()
 
 
-def current_label_subquery(project: AnnotationProject, annotator: AbstractBaseUser) -> QuerySet[LabelEvent]:
-    """For ``Subquery``: the annotator's current label of the outer row's (simple_sentence, complex_sentence)."""
+def labelled_now_subquery(project: AnnotationProject, annotator: AbstractBaseUser) -> QuerySet[LabelEvent]:
+    """For ``Exists``: the annotator's current label of the outer row's (simple_sentence, complex_sentence) is set: an
+    own event there with a label and none after it, which PostgreSQL answers for many outer rows at once (an
+    anti-join) instead of looking up the latest event row by row."""
     same_item = {"simple_sentence": OuterRef("simple_sentence"), "complex_sentence": OuterRef("complex_sentence")}
-    return own_events(project, annotator=annotator, **same_item).order_by("-pk").values("new_label")[:1]
+    later = own_events(project, annotator=annotator, **same_item, pk__gt=OuterRef("pk"))
+    return own_events(project, annotator=annotator, **same_item).exclude(new_label=UNLABELLED).filter(~Exists(later))
 
 
 def imported_label(events: Iterable[tuple[int, str, str]]) -> tuple[int, str] | None:
