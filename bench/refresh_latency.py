@@ -9,7 +9,8 @@ in-process by the shipped default model (learned scorer + CRF, as the app's own 
 
 In process (Django's test client, the whole server side without a network): an annotator labels
 "simple k ~ complex k" for the first 10 %, 25 % and 50 % of the simple sentences (in document order,
-as annotators work), then every 10th sentence of the rest as well (labels spread over the pair). At
+as annotators work), then every 10th sentence of the rest as well (labels spread over the pair), then
+the sentences halfway between those linked two sentences further on (labels that move the path). At
 each step it times ``GET .../suggestions/`` (what the screen asks after each label: only the windows
 near the labels, ``annotation/labelling/refresh.py``) and the full re-decoding it replaces
 (``refresh.full_suggestions``, called directly), both as the service's own time, and prints p50/p95
@@ -100,13 +101,14 @@ def _setup(sentences: int, annotators: int):
     return project, pair, users, simple, complex_
 
 
-def _label(project, pair, annotator, simple: list[int], complex_: list[int], rows) -> None:
+def _label(project, pair, annotator, simple: list[int], complex_: list[int], rows, offset: int = 0) -> None:
+    """Link each of ``rows`` (simple k) to complex k + ``offset``."""
     known = {simple_id for simple_id, _ in current_labels(project, annotator, pair.pk)}
     for k in rows:
         if simple[k] not in known:
             services.label_record(
-                project=project, annotator=annotator, pair=pair, simple_sentence_id=simple[k], complex_sentence_id=complex_[k],
-                label="aligned", expected_previous=None,
+                project=project, annotator=annotator, pair=pair, simple_sentence_id=simple[k],
+                complex_sentence_id=complex_[min(k + offset, len(complex_) - 1)], label="aligned", expected_previous=None,
             )  # fmt: skip
 
 
@@ -125,14 +127,14 @@ def in_process(project, pair, annotator, simple, complex_, requests: int, full_r
     assert client.get(url).status_code == 200
     print(f"first request (loads the aligner, unpacks the pair; once per web process): {(time.perf_counter() - started) * 1000:.0f} ms")
     m = len(simple)
-    steps = [("10 % in order", range(m // 10)), ("25 % in order", range(m // 4)), ("50 % in order", range(m // 2))]
-    steps.append(("+ every 10th", range(m // 2, m, 10)))
+    steps = [("10 % in order", range(m // 10), 0), ("25 % in order", range(m // 4), 0), ("50 % in order", range(m // 2), 0)]
+    steps += [("+ every 10th", range(m // 2, m, 10), 0), ("+ 2 off, spread", range(m // 2 + 5, m, 10), 2)]
     run_says = candidates_by_simple(project.suggestion_run, pair, {})  # the run's stored suggestions, as the screen loads them
     print(
         "labelled        | windowed request          | windowed service          | full service              | p95 full/windowed | rows decoded | suggestions = full's"
     )
-    for name, rows in steps:
-        _label(project, pair, annotator, simple, complex_, rows)
+    for name, rows, offset in steps:
+        _label(project, pair, annotator, simple, complex_, rows, offset)
         request_ms, service_ms, decoded = [], [], []
         for _ in range(requests):
             began = time.perf_counter()
