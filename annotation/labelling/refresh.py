@@ -154,13 +154,13 @@ def refresh_turn(user_id: int) -> Iterator[None]:
 
 def _try_lock(namespace: int, key: int) -> bool:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [namespace, key])
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [namespace, key % 2**31])  # two int4 keys
         return bool(cursor.fetchone()[0])
 
 
 def _unlock(namespace: int, key: int) -> None:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [namespace, key])
+        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [namespace, key % 2**31])
 
 
 def refreshed_suggestions(project: AnnotationProject, annotator: AbstractBaseUser, pair: DocumentPair, *, start: int = 0) -> dict[str, Any]:
