@@ -30,7 +30,7 @@ from annotation.adjudication.agreement import (
     aligner_alignment_prf,
     pairwise_alignment_prf,
 )
-from annotation.adjudication.agreement_sql import AgreementTotals, agreement_totals
+from annotation.adjudication.agreement_sql import AgreementTotals, agreement_totals_cached
 from annotation.export.agreement_counts import AgreementCounts
 from annotation.labels import NOT_ALIGNED, latest_label_events
 from annotation.models import AnnotationProject, Assignment
@@ -138,8 +138,9 @@ def pair_agreement_rows(
 
 
 def project_agreement(project: AnnotationProject, *, pairs: Iterable[DocumentPair] = ()) -> ProjectAgreement:
-    """The dashboard: every project-wide figure summed in PostgreSQL (:mod:`agreement_sql`), and the per-pair rows of ``pairs``."""
-    totals = agreement_totals(project)
+    """The dashboard: every project-wide figure counted in PostgreSQL (:mod:`agreement_sql`, cached until the labels
+    change), and the per-pair rows of ``pairs``."""
+    totals = agreement_totals_cached(project)
     return ProjectAgreement(**vars(totals), per_pair=pair_agreement_rows(project, pairs))
 
 

@@ -1,19 +1,13 @@
-"""The agreement dashboard's project-wide figures, summed in PostgreSQL: one query however many pairs and labels.
+"""The agreement dashboard's project-wide figures, counted in PostgreSQL: one query however many pairs and labels.
 
 :mod:`annotation.adjudication.agreement_data` builds every rating in Python (annotator -> item -> label), per document
 pair; over a whole project that is every label plus, in the "all sentence pairs" scope, every sentence pair of every
-document pair. Each measure only needs sums over items, though (:mod:`annotation.export.agreement_counts`), so this
-module has PostgreSQL build the same ratings and sum them, and fills an :class:`AgreementCounts` per scope:
-
-- per annotator, their ratings per label;
-- per two annotators, the confusion matrix of the items both rated;
-- per number of raters of an item, the item count and the sums of each label's count, of its square and of the products
-  of two labels' counts (Fleiss' kappa and Krippendorff's coincidences come from those);
-- in the "all sentence pairs" scope, the pairs nobody labelled are not listed at all: per set of annotators who marked a
-  document pair done, the number of its sentence pairs none of its annotators labelled (each is "not aligned" for each
-  of them) is added to the sums at the end;
-- per annotator, the confusion of their shown-scope ratings with the aligner's candidates, and the aligner's labels,
-  for P/R/F1 against the aligner.
+document pair. Each measure only needs sums over items, though (:mod:`annotation.export.agreement_counts`), and items
+rated alike add the same to every sum. So PostgreSQL builds the same ratings and counts the items per *pattern* of
+ratings (who gave which label, and the aligner's label): a few dozen rows, whatever the project's size, which fill an
+:class:`AgreementCounts` per scope with a weight each. Only the labelled items are read one by one (they are rated
+alike in both scopes); an item nobody labelled is rated "not aligned" by each annotator who marked its pair done, so
+the aligner's other items (shown) and every other sentence pair (all) are counted per pair and set of done annotators.
 
 The ratings are :func:`agreement_data.project_ratings`' (tests/annotation/adjudication/test_agreement_sql.py checks
 that both give the same figures): an annotator's current labels on a document pair assigned to them; where they
@@ -22,10 +16,12 @@ marked the pair done, every shown (or, in the other scope, every) sentence pair 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from itertools import combinations
 
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.db import connection
 
 from annotation.adjudication.agreement import (
@@ -41,20 +37,24 @@ from annotation.export.agreement_counts import AgreementCounts
 from annotation.models import AnnotationProject, Assignment
 from models_ml.labels import LABELS, NOT_ALIGNED
 
-_N = ", ".join(f"count(*) FILTER (WHERE label = '{label}') AS n{k}" for k, label in enumerate(LABELS))  # labels are fixed words
-_SUMS = ", ".join(
-    [f"sum(n{k})::bigint" for k in range(len(LABELS))]
-    + [f"sum(n{a} * n{b})::bigint" for a in range(len(LABELS)) for b in range(a, len(LABELS))]
-)
+_DIGIT = " ".join(f"WHEN '{label}' THEN {digit}" for digit, label in enumerate(LABELS, start=1))  # labels are fixed words
+_NA = LABELS.index(NOT_ALIGNED) + 1
+_BIGINT_RATERS = 31  # 4 ** 31 = 2 ** 62: up to 31 annotators a pattern fits a bigint, which PostgreSQL sums faster than numeric
 _SQL = f"""
     WITH assigned AS (
         SELECT a.pair_id, a.annotator_id, a.completed_at IS NOT NULL AS done
         FROM annotation_assignment a
         JOIN annotation_annotationproject_pairs pp ON pp.annotationproject_id = a.project_id AND pp.documentpair_id = a.pair_id
         WHERE a.project_id = %(project)s
+    ), raters AS (  -- each annotator's digit in a pattern: 4 ** their rank among the project's annotators, by id
+        SELECT annotator_id, (power(4::numeric, dense_rank() OVER (ORDER BY annotator_id) - 1))::{{unit}} AS unit
+        FROM (SELECT DISTINCT annotator_id FROM assigned) annotators
+    ), done_sets AS (  -- per pair, the pattern of an item nobody labelled: "not aligned" from each annotator who marked it done
+        SELECT assigned.pair_id, sum(raters.unit * {_NA}) AS pattern
+        FROM assigned JOIN raters ON raters.annotator_id = assigned.annotator_id WHERE assigned.done GROUP BY assigned.pair_id
     ), own AS (
-        SELECT latest.annotator_id, latest.pair_id, latest.simple_sentence_id AS simple_id, latest.complex_sentence_id AS complex_id,
-               latest.new_label AS label
+        SELECT latest.pair_id, latest.simple_sentence_id AS simple_id, latest.complex_sentence_id AS complex_id, latest.new_label AS label,
+               assigned.done, raters.unit
         FROM (
             SELECT DISTINCT ON (e.annotator_id, e.pair_id, e.simple_sentence_id, e.complex_sentence_id)
                    e.annotator_id, e.pair_id, e.simple_sentence_id, e.complex_sentence_id, e.new_label
@@ -63,58 +63,47 @@ _SQL = f"""
             ORDER BY e.annotator_id, e.pair_id, e.simple_sentence_id, e.complex_sentence_id, e.id DESC
         ) latest
         JOIN assigned ON assigned.annotator_id = latest.annotator_id AND assigned.pair_id = latest.pair_id
+        JOIN raters ON raters.annotator_id = latest.annotator_id
         WHERE latest.new_label <> ''
+    ), labelled AS (  -- per item some assigned annotator labels, its own labels' part of the pattern (a done annotator's
+                      -- "not aligned" for it, which the pair's done set adds, taken back where they labelled it)
+        SELECT pair_id, simple_id, complex_id,
+               sum(unit * (CASE label {_DIGIT} END - CASE WHEN done THEN {_NA} ELSE 0 END)) AS own_part
+        FROM own GROUP BY pair_id, simple_id, complex_id
     ), aligner AS (
         SELECT c.pair_id, c.simple_sentence_id AS simple_id, c.complex_sentence_id AS complex_id, c.label
         FROM alignment_candidatealignment c
         JOIN annotation_annotationproject_pairs pp ON pp.annotationproject_id = %(project)s AND pp.documentpair_id = c.pair_id
         WHERE c.run_id = %(run)s
-    ), explicit_items AS (
-        SELECT DISTINCT pair_id, simple_id, complex_id FROM own
-    ), shown_items AS (
-        SELECT pair_id, simple_id, complex_id FROM aligner UNION SELECT pair_id, simple_id, complex_id FROM explicit_items
-    ), rated AS (
-        SELECT scope, i.simple_id, i.complex_id, assigned.annotator_id, coalesce(own.label, '{NOT_ALIGNED}') AS label
-        FROM (SELECT 'shown' AS scope, * FROM shown_items UNION ALL SELECT 'all', * FROM explicit_items) i
-        JOIN assigned ON assigned.pair_id = i.pair_id
-        LEFT JOIN own ON own.annotator_id = assigned.annotator_id AND own.pair_id = i.pair_id
-                     AND own.simple_id = i.simple_id AND own.complex_id = i.complex_id
-        WHERE own.label IS NOT NULL OR assigned.done
-    ), per_item AS (
-        SELECT scope, count(*) AS raters, {_N} FROM rated GROUP BY scope, simple_id, complex_id
-    ), unlabelled AS (
-        SELECT p.id AS pair_id,
-               (SELECT count(*) FROM alignment_sentence s WHERE s.document_id = p.simple_document_id)
-               * (SELECT count(*) FROM alignment_sentence s WHERE s.document_id = p.complex_document_id)
-               - coalesce(explicit.items, 0) AS items
-        FROM annotation_annotationproject_pairs pp JOIN alignment_documentpair p ON p.id = pp.documentpair_id
-        LEFT JOIN (SELECT pair_id, count(*) AS items FROM explicit_items GROUP BY pair_id) explicit ON explicit.pair_id = p.id
-        WHERE pp.annotationproject_id = %(project)s
-    ), done_sets AS (
-        SELECT pair_id, array_agg(annotator_id ORDER BY annotator_id) AS annotators FROM assigned WHERE done GROUP BY pair_id
+    ), pairs AS (
+        SELECT p.id AS pair_id, p.simple_document_id, p.complex_document_id, done_sets.pattern, coalesce(counted.items, 0) AS labelled
+        FROM done_sets JOIN alignment_documentpair p ON p.id = done_sets.pair_id
+        LEFT JOIN (SELECT pair_id, count(*) AS items FROM labelled GROUP BY pair_id) counted ON counted.pair_id = p.id
     )
-    SELECT 'labels', scope, annotator_id, NULL::bigint, label, NULL, ARRAY[count(*)] FROM rated GROUP BY scope, annotator_id, label
+    SELECT 'labelled', labelled.own_part + coalesce(done_sets.pattern, 0), aligner.label, count(*)
+    FROM labelled
+    LEFT JOIN done_sets ON done_sets.pair_id = labelled.pair_id
+    LEFT JOIN aligner ON aligner.pair_id = labelled.pair_id AND aligner.simple_id = labelled.simple_id
+                     AND aligner.complex_id = labelled.complex_id
+    GROUP BY 2, 3
+    UNION ALL  -- the aligner's items nobody labels: shown, so rated "not aligned" by those done with the pair
+    SELECT 'shown', done_sets.pattern, aligner.label, count(*)
+    FROM aligner JOIN done_sets ON done_sets.pair_id = aligner.pair_id
+    WHERE NOT EXISTS (SELECT 1 FROM labelled WHERE labelled.pair_id = aligner.pair_id AND labelled.simple_id = aligner.simple_id
+                                              AND labelled.complex_id = aligner.complex_id)
+    GROUP BY 2, 3
+    UNION ALL  -- every other sentence pair of a pair: in the "all sentence pairs" scope only
+    SELECT 'all', pattern, NULL, sum(
+        (SELECT count(*) FROM alignment_sentence s WHERE s.document_id = pairs.simple_document_id)
+        * (SELECT count(*) FROM alignment_sentence s WHERE s.document_id = pairs.complex_document_id) - pairs.labelled
+    )::bigint
+    FROM pairs GROUP BY 2
     UNION ALL
-    SELECT 'confusion', a.scope, a.annotator_id, b.annotator_id, a.label, b.label, ARRAY[count(*)]
-    FROM rated a JOIN rated b ON b.scope = a.scope AND b.simple_id = a.simple_id AND b.complex_id = a.complex_id
-                              AND b.annotator_id > a.annotator_id
-    GROUP BY a.scope, a.annotator_id, b.annotator_id, a.label, b.label
-    UNION ALL
-    SELECT 'items', scope, raters, NULL, NULL, NULL, ARRAY[count(*)::bigint, {_SUMS}] FROM per_item GROUP BY scope, raters
-    UNION ALL
-    SELECT 'unlabelled', 'all', NULL, NULL, array_to_string(done_sets.annotators, ','), NULL, ARRAY[sum(unlabelled.items)::bigint]
-    FROM done_sets JOIN unlabelled ON unlabelled.pair_id = done_sets.pair_id GROUP BY done_sets.annotators
-    UNION ALL
-    SELECT 'aligner', 'shown', rated.annotator_id, NULL, rated.label, aligner.label, ARRAY[count(*)]
-    FROM rated JOIN aligner ON aligner.simple_id = rated.simple_id AND aligner.complex_id = rated.complex_id
-    WHERE rated.scope = 'shown'
-    GROUP BY rated.annotator_id, rated.label, aligner.label
-    UNION ALL
-    SELECT 'aligner labels', 'shown', NULL, NULL, label, NULL, ARRAY[count(*)] FROM aligner GROUP BY label
+    SELECT 'aligner', NULL, label, count(*) FROM aligner GROUP BY label
 """
 _CODE = {label: index for index, label in enumerate(LABELS)}
-_NA = _CODE[NOT_ALIGNED]
 _SCOPES = {"shown": SCOPE_SHOWN, "all": SCOPE_ALL_PAIRS}
+_SCOPES_OF = {"labelled": ("shown", "all"), "shown": ("shown",), "all": ("all",)}  # the scopes each kind of row counts in
 
 
 @dataclass(frozen=True)
@@ -129,103 +118,94 @@ class AgreementTotals:
     versus_aligner_all_items: dict[str, PRF]
 
 
-def agreement_totals(project: AnnotationProject) -> AgreementTotals:
-    """Every project-wide figure of the agreement dashboard, from two queries (the roster and the sums)."""
+# What the figures depend on, cheaply: label events are only ever added (their count is a version), assignments may be
+# added, removed or marked done (and undone), pairs added or removed; the suggestion run is the project's own field.
+_STATE_SQL = """
+    SELECT (SELECT count(*) FROM annotation_labelevent WHERE project_id = %(project)s),
+           (SELECT concat_ws('/', count(*), sum(id), sum(extract(epoch FROM completed_at)))
+            FROM annotation_assignment WHERE project_id = %(project)s),
+           (SELECT concat_ws('/', count(*), sum(documentpair_id)) FROM annotation_annotationproject_pairs
+            WHERE annotationproject_id = %(project)s)
+"""
+CACHE_SECONDS = 3600
+
+
+def agreement_totals_cached(project: AnnotationProject) -> AgreementTotals:
+    """:func:`agreement_totals`, kept in the cache until a label, an assignment, the project's pairs, its suggestion run
+    or an annotator's name changes: a dashboard opened again (or paged through) costs two small queries."""
+    roster = _roster(project)
+    with connection.cursor() as cursor:
+        cursor.execute(_STATE_SQL, {"project": project.pk})
+        state = cursor.fetchone()
+    run = project.suggestion_run
+    version = (
+        (state, sorted(roster.items()), run.pk, run.status, run.candidates_written) if run is not None else (state, sorted(roster.items()))
+    )
+    key = f"agreement-totals:{project.pk}:{project.created_at.timestamp()}:" + hashlib.sha256(repr(version).encode()).hexdigest()
+    totals = cache.get(key)
+    if totals is None:
+        totals = agreement_totals(project, roster=roster)
+        cache.set(key, totals, CACHE_SECONDS)
+    return totals
+
+
+def _roster(project: AnnotationProject) -> dict[int, str]:
+    """Annotator id -> name, of everyone assigned a pair of the project."""
     username = get_user_model().USERNAME_FIELD
-    roster = dict(
+    return dict(
         Assignment.objects.filter(project=project, pair__in=project.pairs.all())
         .order_by()
         .values_list("annotator_id", f"annotator__{username}")
         .distinct()
     )
+
+
+def agreement_totals(project: AnnotationProject, *, roster: dict[int, str] | None = None) -> AgreementTotals:
+    """Every project-wide figure of the agreement dashboard, from two queries (the roster, unless given, and the patterns)."""
+    roster = _roster(project) if roster is None else roster
+    names_by_rank = [roster[pk] for pk in sorted(roster)]
     counts = {scope: AgreementCounts() for scope in _SCOPES}
     aligner: dict[str, list[list[int]]] = {}  # annotator -> their shown label x the aligner's label, items both rated
     aligner_labels = [0] * len(LABELS)
     with connection.cursor() as cursor:
-        cursor.execute(_SQL, {"project": project.pk, "run": project.suggestion_run_id})
-        for kind, scope, first, second, label, other, numbers in cursor.fetchall():
-            if kind == "labels":
-                counts[scope].label_counts.setdefault(roster[first], [0] * len(LABELS))[_CODE[label]] += numbers[0]
-            elif kind == "confusion":
-                _confusion_add(counts[scope], roster[first], roster[second], label, other, numbers[0])
-            elif kind == "items":
-                _items_add(counts[scope], first, numbers)
-            elif kind == "unlabelled":
-                _unlabelled_add(counts[scope], [roster[int(pk)] for pk in label.split(",")], numbers[0])
-            elif kind == "aligner":
-                aligner.setdefault(roster[first], _zeros())[_CODE[label]][_CODE[other]] += numbers[0]
-            else:
-                aligner_labels[_CODE[label]] += numbers[0]
+        unit = "bigint" if len(roster) <= _BIGINT_RATERS else "numeric"  # a pattern is a number of len(roster) base-4 digits
+        cursor.execute(_SQL.replace("{unit}", unit), {"project": project.pk, "run": project.suggestion_run_id})
+        for kind, ratings, aligner_label, items in cursor.fetchall():
+            if kind == "aligner":
+                aligner_labels[_CODE[aligner_label]] += items
+                continue
+            given = _decoded(int(ratings), names_by_rank)
+            for scope in _SCOPES_OF[kind]:
+                counts[scope].add((kind, ratings), given, weight=items)
+            for name, label in given.items() if kind != "all" and aligner_label else ():
+                aligner.setdefault(name, _zeros())[_CODE[label]][_CODE[aligner_label]] += items
     names = sorted(roster.values())
     shown = counts["shown"].report(scope=SCOPE_SHOWN, roster=names)
+    with_aligner = any(aligner_labels)
     return AgreementTotals(
         shown=shown,
         all_pairs=counts["all"].report(scope=SCOPE_ALL_PAIRS, roster=names),
         pairwise={pair: prf_from_confusion(matrix) for pair, matrix in shown.confusion_matrices.items()},
         pairwise_all_items={(a, b): _prf_all_items(shown, a, b) for a, b in combinations(names, 2)},
-        versus_aligner={name: _versus_aligner(shown, name, aligner.get(name, _zeros()), None) for name in names}
-        if any(aligner_labels)
-        else {},
+        versus_aligner={name: _versus_aligner(shown, name, aligner.get(name, _zeros()), None) for name in names} if with_aligner else {},
         versus_aligner_all_items=(
-            {name: _versus_aligner(shown, name, aligner.get(name, _zeros()), aligner_labels) for name in names}
-            if any(aligner_labels)
-            else {}
+            {name: _versus_aligner(shown, name, aligner.get(name, _zeros()), aligner_labels) for name in names} if with_aligner else {}
         ),
     )
 
 
+def _decoded(pattern: int, names_by_rank: list[str]) -> dict[str, str]:
+    """A pattern's ratings: its base-4 digit for the annotator of each rank is 0 (none) or a label's place in LABELS, from 1."""
+    given = {}
+    for name in names_by_rank:
+        pattern, digit = divmod(pattern, 4)
+        if digit:
+            given[name] = LABELS[digit - 1]
+    return given
+
+
 def _zeros() -> list[list[int]]:
     return [[0] * len(LABELS) for _ in LABELS]
-
-
-def _confusion_add(counts: AgreementCounts, a: str, b: str, label_a: str, label_b: str, number: int) -> None:
-    """Rows are the first name's labels in name order (the query orders the two by id)."""
-    if a > b:
-        a, b, label_a, label_b = b, a, label_b, label_a
-    counts.confusion.setdefault((a, b), _zeros())[_CODE[label_a]][_CODE[label_b]] += number
-
-
-def _items_add(counts: AgreementCounts, raters: int, numbers: list[int]) -> None:
-    """``numbers``: items with ``raters`` ratings, the sum of each label's count, then of each product n_a * n_b (a <= b)."""
-    size = len(LABELS)
-    items, totals, products = numbers[0], numbers[1 : 1 + size], iter(numbers[1 + size :])
-    product = _zeros()
-    for a in range(size):
-        for b in range(a, size):
-            product[a][b] = product[b][a] = next(products)
-    fleiss = counts.fleiss.setdefault(raters, [0] * (2 + size))
-    fleiss[0] += items
-    fleiss[1] += sum(product[c][c] for c in range(size))
-    for c in range(size):
-        fleiss[2 + c] += totals[c]
-    if raters >= 2:
-        counts.pairable_items += items
-        matrix = counts.coincidence.setdefault(raters, _zeros())
-        for c in range(size):
-            counts.pairable_values[c] += totals[c]
-            for k in range(size):
-                matrix[c][k] += product[c][k] - (totals[c] if c == k else 0)
-
-
-def _unlabelled_add(counts: AgreementCounts, done: list[str], items: int) -> None:
-    """``items`` sentence pairs nobody labelled, each rated "not aligned" by every annotator in ``done``."""
-    raters = len(done)
-    if not items or not raters:
-        return
-    for name in done:
-        counts.label_counts.setdefault(name, [0] * len(LABELS))[_NA] += items
-    for a, b in combinations(sorted(done), 2):
-        counts.confusion.setdefault((a, b), _zeros())[_NA][_NA] += items
-    totals, product = [0] * len(LABELS), [0] * (len(LABELS) * (len(LABELS) + 1) // 2)
-    totals[_NA] = raters * items
-    product[_square_index(_NA)] = raters * raters * items
-    _items_add(counts, raters, [items, *totals, *product])
-
-
-def _square_index(label: int) -> int:
-    """Where n_label * n_label sits among the products n_a * n_b, a <= b, in row order."""
-    size = len(LABELS)
-    return sum(size - a for a in range(label))
 
 
 def _linked(counts_by_label: list[int]) -> int:

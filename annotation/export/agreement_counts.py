@@ -59,35 +59,36 @@ class AgreementCounts:
     def annotators(self) -> tuple[str, ...]:
         return tuple(sorted(self.label_counts))
 
-    def add(self, item: Hashable, labels: Mapping[str, str | None]) -> None:
-        """Add one item's ratings (annotator -> label; an empty or None label is no rating)."""
+    def add(self, item: Hashable, labels: Mapping[str, str | None], *, weight: int = 1) -> None:
+        """Add one item's ratings (annotator -> label; an empty or None label is no rating); ``weight`` adds that many
+        items rated alike at once (the agreement dashboard adds each pattern of ratings with its count)."""
         rated = {name: label for name, label in labels.items() if label}
         for name, label in rated.items():
             if not isinstance(name, str):
                 raise ValueError(f"annotator names must be strings, got {name!r}")  # as validate_ratings
             if label not in _CODE:
                 raise ValueError(f"annotator {name!r} gave item {item!r} the unknown label {label!r}; expected one of {', '.join(LABELS)}")
-        if not rated:
+        if not rated or weight <= 0:
             return
         counts = [0] * _SIZE
         for name, label in rated.items():
             counts[_CODE[label]] += 1
-            self.label_counts.setdefault(name, [0] * _SIZE)[_CODE[label]] += 1
+            self.label_counts.setdefault(name, [0] * _SIZE)[_CODE[label]] += weight
         for a, b in combinations(sorted(rated), 2):
-            self.confusion.setdefault((a, b), _zeros())[_CODE[rated[a]]][_CODE[rated[b]]] += 1
+            self.confusion.setdefault((a, b), _zeros())[_CODE[rated[a]]][_CODE[rated[b]]] += weight
         raters = len(rated)
         fleiss = self.fleiss.setdefault(raters, [0] * (2 + _SIZE))
-        fleiss[0] += 1
-        fleiss[1] += sum(count * count for count in counts)
+        fleiss[0] += weight
+        fleiss[1] += weight * sum(count * count for count in counts)
         for index, count in enumerate(counts):
-            fleiss[2 + index] += count
+            fleiss[2 + index] += weight * count
         if raters >= 2:
-            self.pairable_items += 1
+            self.pairable_items += weight
             matrix = self.coincidence.setdefault(raters, _zeros())
             for c in range(_SIZE):
-                self.pairable_values[c] += counts[c]
+                self.pairable_values[c] += weight * counts[c]
                 for k in range(_SIZE):
-                    matrix[c][k] += counts[c] * counts[k] - (counts[c] if c == k else 0)
+                    matrix[c][k] += weight * (counts[c] * counts[k] - (counts[c] if c == k else 0))
 
     def report(self, *, scope: str = SCOPE_SHOWN, roster: Iterable[str] = ()) -> AgreementReport:
         """The same report :func:`agreement_report` gives for every rating added so far.

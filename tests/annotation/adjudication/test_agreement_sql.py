@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.adjudication.agreement_data import agreement_totals_in_python
-from annotation.adjudication.agreement_sql import AgreementTotals, agreement_totals
+from annotation.adjudication.agreement_sql import AgreementTotals, agreement_totals, agreement_totals_cached
 from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
 from tests.annotation.test_export_agreement import assert_same_report
 from tests.page_scale_world import SENTENCES, world_build
@@ -77,3 +79,18 @@ def test_without_suggestions_and_without_labels_they_agree_too(varied) -> None:
     empty = AnnotationProject.objects.create(name="Nothing yet", corpus=varied.corpus, created_by=varied.created_by)
     empty.pairs.add(*varied.pairs.all()[:2])
     assert_same_totals(agreement_totals(empty), agreement_totals_in_python(empty))
+
+
+def test_the_cached_figures_last_until_a_label_or_an_assignment_changes(varied) -> None:
+    first = agreement_totals_cached(varied)
+    with CaptureQueriesContext(connection) as again:
+        assert agreement_totals_cached(varied) == first
+    assert len(again) == 2 and not any("string_agg" in query["sql"] or "WITH assigned" in query["sql"] for query in again)
+    pair = varied.pairs.order_by("pk").last()
+    anna = varied.memberships.get(user__username="agree-anna").user
+    Assignment.objects.create(project=varied, pair=pair, annotator=anna, completed_at=timezone.now())  # the taken-back pair, again
+    LabelEvent.objects.bulk_create([_event(varied, pair, anna, 1, 0, "not_aligned")])
+    relabelled = agreement_totals_cached(varied)
+    assert relabelled != first and relabelled == agreement_totals(varied)
+    Assignment.objects.filter(project=varied, pair=pair).update(completed_at=None)
+    assert agreement_totals_cached(varied) == agreement_totals(varied) != relabelled
