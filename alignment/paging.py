@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
 from django.http import QueryDict
 
 PAGE_SIZE = 50
@@ -54,6 +55,13 @@ class ListPage:
         if page.has_next():
             links += [("next ›", self.url(page.next_page_number())), ("last »", self.url(last))]
         return links
+
+
+def in_order(rows: QuerySet, ids: Sequence[int]) -> list[Any]:
+    """The rows of ``rows`` whose ids are ``ids``, in that order: a page sorted by a narrow query (ids and sort keys
+    only), then read in full, so the database never sorts every row with all its columns joined in."""
+    by_id = rows.in_bulk(list(ids))
+    return [by_id[pk] for pk in ids if pk in by_id]
 
 
 def list_page(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Cast
@@ -11,8 +13,14 @@ from pgvector.django import CosineDistance, VectorField
 from alignment.errors import ServiceError
 from alignment.importing.models import ImportJob
 from alignment.models import AlignmentRun, Corpus, DocumentPair, EmbeddingRun, Encoder, Paragraph, Sentence, SentenceEmbedding
+from alignment.paging import in_order
 
 PAIR_ORDER = ("complex_document__external_id", "complex_document__level", "simple_document__level", "pk")  # lists of pairs, pages apart
+
+
+def pairs_in_order(ids: Sequence[int]) -> list[DocumentPair]:
+    """The document pairs ``ids`` (a page of a list sorted by :data:`PAIR_ORDER`) with their documents, in that order."""
+    return in_order(DocumentPair.objects.select_related("complex_document", "simple_document__corpus"), ids)
 
 
 def corpora_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Corpus]:

@@ -18,7 +18,7 @@ from alignment.errors import error_answer, form_error
 from alignment.forms import AlignmentRunForm, CorpusLanguageForm
 from alignment.level_order import corpus_direction
 from alignment.models import AlignmentRun, EmbeddingRun
-from alignment.paging import ListPage, list_page
+from alignment.paging import ListPage, in_order, list_page
 from alignment.pairs_flip import corpus_pairs_flip
 
 
@@ -34,12 +34,12 @@ def corpus_detail(request: HttpRequest, corpus_id: int) -> HttpResponse:
 def _corpus_page(request: HttpRequest, corpus, *, language_form: CorpusLanguageForm | None = None, status: int = 200) -> HttpResponse:
     """The corpus: counts, language, jobs, and a page each of its pairs and its documents (``pairs_page``, ``documents_page``)."""
     documents = corpus.documents.order_by("external_id", "level", "pk").only("id", "corpus_id", "external_id", "title", "level", "source")
-    pairs = corpus.pairs.select_related("complex_document", "simple_document__corpus").order_by(*selectors.PAIR_ORDER)
+    pairs = corpus.pairs.order_by(*selectors.PAIR_ORDER).values_list("pk", flat=True)
     context = {
         "corpus": corpus,
         "language_form": language_form or CorpusLanguageForm(initial={"language": corpus.language}),
         "documents": list_page(request.GET, documents, param="documents_page", anchor="documents"),
-        "pairs": list_page(request.GET, pairs, param="pairs_page", anchor="pairs"),
+        "pairs": list_page(request.GET, pairs, param="pairs_page", anchor="pairs", present=selectors.pairs_in_order),
         "run_form": AlignmentRunForm(),
         "direction": corpus_direction(corpus),
         **_jobs_context(request, corpus),
@@ -200,7 +200,9 @@ def alignment_run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def _run_pairs(request: HttpRequest, run: AlignmentRun) -> ListPage:
-    return list_page(request.GET, selectors.alignment_run_pairs(run), param="pairs_page", anchor="run-pairs")
+    rows = selectors.alignment_run_pairs(run)
+    ids = run.pairs.order_by("pk").values_list("pk", flat=True)
+    return list_page(request.GET, ids, param="pairs_page", anchor="run-pairs", present=lambda page: in_order(rows, page))
 
 
 def _run_poll_url(request: HttpRequest, run: AlignmentRun) -> str:
