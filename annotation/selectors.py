@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Exists, OuterRef, QuerySet, Subquery, Sum, Value
-from django.db.models.functions import Coalesce
+from django.core.cache import cache
+from django.db import connection
+from django.db.models import OuterRef, QuerySet, Subquery, Value
 from django.http import Http404
 
+from alignment.paging import in_order
 from alignment.selectors import corpora_visible_to, sentence_count
 from annotation.labels import latest_label_events
-from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
+from annotation.models import AnnotationProject, Assignment, ProjectMembership
+
+T = TypeVar("T")
 
 
 def projects_with_role(user: AbstractBaseUser) -> QuerySet[AnnotationProject]:
@@ -87,42 +94,56 @@ def _assignments(project: AnnotationProject, annotator: AbstractBaseUser | None)
     return assignments if annotator is None else assignments.filter(annotator=annotator)
 
 
+# The project page's totals in one statement: the assignments, their simple sentences, and of those the ones with a current
+# label (the annotator's latest own event on some (simple, complex) pair of it is a label; :func:`latest_label_events`).
+_PROGRESS_TOTALS_SQL = """
+    WITH assigned AS (
+        SELECT a.annotator_id, a.pair_id, p.simple_document_id FROM annotation_assignment a
+        JOIN alignment_documentpair p ON p.id = a.pair_id
+        WHERE a.project_id = %(project)s AND (%(annotator)s::integer IS NULL OR a.annotator_id = %(annotator)s)
+    ), latest AS (
+        SELECT DISTINCT ON (e.annotator_id, e.pair_id, e.simple_sentence_id, e.complex_sentence_id)
+               e.annotator_id, e.pair_id, e.simple_sentence_id, e.new_label
+        FROM annotation_labelevent e
+        WHERE e.project_id = %(project)s AND e.source <> 'adjudication' AND (%(annotator)s::integer IS NULL OR e.annotator_id = %(annotator)s)
+        ORDER BY e.annotator_id, e.pair_id, e.simple_sentence_id, e.complex_sentence_id, e.id DESC
+    )
+    SELECT (SELECT count(*) FROM assigned),
+           (SELECT count(*) FROM assigned JOIN alignment_sentence s ON s.document_id = assigned.simple_document_id),
+           (SELECT count(*) FROM (  -- grouped in the order DISTINCT ON left them in: no second sort
+                SELECT latest.annotator_id, latest.pair_id FROM latest
+                GROUP BY latest.annotator_id, latest.pair_id, latest.simple_sentence_id HAVING bool_or(latest.new_label <> '')
+           ) touched WHERE EXISTS (
+                SELECT 1 FROM assigned WHERE assigned.annotator_id = touched.annotator_id AND assigned.pair_id = touched.pair_id
+           ))
+"""
+
+
 def project_progress_totals(project: AnnotationProject, *, annotator: AbstractBaseUser | None = None) -> ProgressTotals:
-    """Over every assignment (``annotator``'s only, when given), in two queries: the simple sentences with a current
-    label (any complex sentence, undone ones not) summed over the assignments, and all their simple sentences."""
-    figures = (
-        _assignments(project, annotator)
-        .annotate(simple_total=sentence_count("pair__simple_document"))
-        .aggregate(assignments=Count("pk"), total=Coalesce(Sum("simple_total"), 0))
+    """Over every assignment (``annotator``'s only, when given), in one query: the simple sentences with a current label
+    (any complex sentence, undone ones not) summed over the assignments, and all their simple sentences."""
+    with connection.cursor() as cursor:
+        cursor.execute(_PROGRESS_TOTALS_SQL, {"project": project.pk, "annotator": annotator.pk if annotator is not None else None})
+        assignments, total, touched = cursor.fetchone()
+    return ProgressTotals(assignments, touched, total)
+
+
+PROGRESS_ORDER = ("pair__complex_document__external_id", "pair__simple_document__level", "annotator__username", "pk")
+
+
+def project_progress_ids(project: AnnotationProject, *, annotator: AbstractBaseUser | None = None) -> QuerySet[int]:
+    """The ids of every assignment (``annotator``'s only, when given) in the project page's order; a page of them gets
+    its rows and figures from :func:`project_progress`."""
+    return _assignments(project, annotator).order_by(*PROGRESS_ORDER).values_list("pk", flat=True)
+
+
+def project_progress(project: AnnotationProject, assignment_ids: Iterable[int]) -> list[dict]:
+    """Per assignment of ``assignment_ids``, in that order: simple sentences with a current label (any pair labelled,
+    undone ones not) / all, percent. Two queries for all of them (the rows, one DISTINCT ON for the labels)."""
+    rows = Assignment.objects.select_related("pair__complex_document", "pair__simple_document", "annotator").annotate(
+        simple_total=sentence_count("pair__simple_document")
     )
-    latest = latest_label_events(project, **({"annotator": annotator} if annotator is not None else {})).values("pk")
-    assigned = Assignment.objects.filter(project=project, annotator=OuterRef("annotator"), pair=OuterRef("pair"))
-    touched = (
-        LabelEvent.objects.filter(pk__in=latest)
-        .exclude(new_label="")
-        .filter(Exists(assigned))
-        .values("annotator_id", "pair_id", "simple_sentence_id")
-        .distinct()
-        .count()
-    )
-    return ProgressTotals(figures["assignments"], touched, figures["total"])
-
-
-def project_progress_rows(project: AnnotationProject, *, annotator: AbstractBaseUser | None = None) -> QuerySet[Assignment]:
-    """Every assignment (``annotator``'s only, when given) in the project page's order, with ``simple_total``; a page of
-    them gets its labelled counts from :func:`project_progress`."""
-    return (
-        _assignments(project, annotator)
-        .select_related("pair__complex_document", "pair__simple_document", "annotator")
-        .annotate(simple_total=sentence_count("pair__simple_document"))
-        .order_by("pair__complex_document__external_id", "pair__simple_document__level", "annotator__username", "pk")
-    )
-
-
-def project_progress(project: AnnotationProject, assignments: Iterable[Assignment]) -> list[dict]:
-    """Per assignment of ``assignments`` (from :func:`project_progress_rows`): simple sentences with a current label
-    (any pair labelled, undone ones not) / all, percent. One DISTINCT ON query for all of them."""
-    assignments = list(assignments)
+    assignments = in_order(rows, list(assignment_ids))
     keys = {(a.annotator_id, a.pair_id) for a in assignments}
     latest = latest_label_events(project, annotator_id__in={a for a, _ in keys}, pair_id__in={p for _, p in keys}).values_list(
         "annotator_id", "pair_id", "simple_sentence_id", "new_label"
@@ -137,3 +158,39 @@ def project_progress(project: AnnotationProject, assignments: Iterable[Assignmen
         percent = round(100 * touched / row.simple_total) if row.simple_total else 0
         progress.append({"assignment": row, "touched": touched, "total": row.simple_total, "percent": percent})
     return progress
+
+
+# A version of a project's annotation state, cheap to read: label events and test answers are only ever added (their
+# counts are versions); assignments may be added, removed, given to someone else or marked done (and undone); pairs
+# added or removed; members added, removed, given another role or renamed.
+_STATE_SQL = """
+    SELECT concat_ws(';',
+        (SELECT count(*) FROM annotation_labelevent WHERE project_id = %(project)s),
+        (SELECT concat_ws('/', count(*), sum(id), sum(annotator_id), sum(extract(epoch FROM completed_at)))
+         FROM annotation_assignment WHERE project_id = %(project)s),
+        (SELECT concat_ws('/', count(*), sum(documentpair_id)) FROM annotation_annotationproject_pairs WHERE annotationproject_id = %(project)s),
+        (SELECT string_agg(concat_ws('/', m.user_id, m.role, u.{username}), ',' ORDER BY m.user_id)
+         FROM annotation_projectmembership m JOIN {users} u ON u.id = m.user_id WHERE m.project_id = %(project)s),
+        (SELECT count(*) FROM annotation_goldanswer g JOIN annotation_golditem i ON i.id = g.gold_item_id WHERE i.project_id = %(project)s),
+        (SELECT count(*) FROM annotation_golditem WHERE project_id = %(project)s))
+"""
+PROJECT_CACHE_SECONDS = 3600
+
+
+def project_cached(project: AnnotationProject, name: str, compute: Callable[[], T], *, extra: object = ()) -> T:
+    """``compute()``, kept in the cache while the project's labels, assignments, pairs, members, test items and settings
+    stay as they are (and ``extra``, what else the figures depend on): figures over every label of a large project,
+    read again when a page is opened again or paged through, for one small query."""
+    users = get_user_model()._meta
+    sql = _STATE_SQL.format(username=users.get_field(get_user_model().USERNAME_FIELD).column, users=users.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"project": project.pk})
+        (state,) = cursor.fetchone()
+    settings_ = (project.overlap, project.accuracy_threshold, project.exclude_flagged, project.adjudicate_all, project.suggestion_run_id)
+    version = hashlib.sha256(repr((state, settings_, extra)).encode()).hexdigest()
+    key = f"project:{project.pk}:{project.created_at.timestamp()}:{name}:{version}"
+    value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, PROJECT_CACHE_SECONDS)
+    return value

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from alignment.errors import error_answer, form_error
 from alignment.paging import list_page
-from alignment.selectors import PAIR_ORDER
+from alignment.selectors import PAIR_ORDER, pairs_in_order
 from annotation import selectors, services
 from annotation.adjudication.forms import ReviewDiffForm
 from annotation.adjudication.review import pair_review_read, reviewer_changes
@@ -31,6 +31,7 @@ from annotation.labelling import queue as queue_mode
 from annotation.labels import LABELS, pair_verified, verified_pair_ids
 from annotation.models import ProjectMembership
 from annotation.projects import members, worklist
+from annotation.projects.summary import project_summary
 
 
 def _manager_project(request: HttpRequest, project_id: int):
@@ -92,36 +93,34 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     review (managers), quality control, flags and comments, time per label, members."""
     project, role = selectors.project_get_for_user(request.user, project_id)
     annotator = request.user if role == ProjectMembership.Role.ANNOTATOR else None
-    totals = selectors.project_progress_totals(project, annotator=annotator)
+    summary = project_summary(project, annotator=annotator)
     assignments = list_page(
-        request.GET, selectors.project_progress_rows(project, annotator=annotator), param="assignments_page", anchor="assignments",
-        present=lambda rows: selectors.project_progress(project, rows),
+        request.GET, selectors.project_progress_ids(project, annotator=annotator), param="assignments_page", anchor="assignments",
+        present=lambda ids: selectors.project_progress(project, ids),
     )  # fmt: skip
-    shortfall = members.overlap_shortfall(project) if annotator is None else None
-    total = totals.total + (shortfall["missing_sentences"] if shortfall else 0)  # progress against the overlap, not only the assignments
     pairs = list_page(
-        request.GET, project.pairs.select_related("complex_document", "simple_document").order_by(*PAIR_ORDER), param="pairs_page",
-        anchor="review-pairs",
+        request.GET, project.pairs.order_by(*PAIR_ORDER).values_list("pk", flat=True), param="pairs_page", anchor="review-pairs",
+        present=pairs_in_order,
     )  # fmt: skip
     context = {
         "project": project,
         "role": role,
         "progress": assignments,
-        "assignment_count": totals.assignments,
-        "percent": round(100 * totals.touched / total) if total else 0,
+        "assignment_count": summary.totals.assignments,
+        "percent": summary.percent,
         "members": project.memberships.select_related("user").order_by("role", "user__username"),
         "pairs": pairs if role == ProjectMembership.Role.MANAGER else None,
         "pair_count": pairs.count,
         "member_form": MemberForm(),
-        "shortfall": shortfall,
+        "shortfall": summary.shortfall,
         "corpus_visible": selectors.corpus_visible(request.user, project),
-        "label_times": members.label_times(project, annotator=annotator),
+        "label_times": summary.label_times,
         "idle_minutes": round(settings.ANNOTATION_IDLE_SECONDS / 60),
         "verified_pairs": verified_pair_ids(project, pair_id__in=[pair.pk for pair in pairs.rows])
         if role == ProjectMembership.Role.MANAGER
         else set(),
         "reviewer_changes": reviewer_changes(project, request.user) if annotator is not None else [],
-        "accuracy": queue_mode.annotator_accuracy(project) if annotator is None else [],
+        "accuracy": summary.accuracy,
         "gold_item_count": project.gold_items.count(),
         "item_events": item_events.item_event_summary(project, request.user, role),
     }

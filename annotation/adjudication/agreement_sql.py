@@ -16,12 +16,10 @@ marked the pair done, every shown (or, in the other scope, every) sentence pair 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from itertools import combinations
 
 from django.contrib.auth import get_user_model
-from django.core.cache import cache
 from django.db import connection
 
 from annotation.adjudication.agreement import (
@@ -35,6 +33,7 @@ from annotation.adjudication.agreement import (
 )
 from annotation.export.agreement_counts import AgreementCounts
 from annotation.models import AnnotationProject, Assignment
+from annotation.selectors import project_cached
 from models_ml.labels import LABELS, NOT_ALIGNED
 
 _DIGIT = " ".join(f"WHEN '{label}' THEN {digit}" for digit, label in enumerate(LABELS, start=1))  # labels are fixed words
@@ -118,35 +117,14 @@ class AgreementTotals:
     versus_aligner_all_items: dict[str, PRF]
 
 
-# What the figures depend on, cheaply: label events are only ever added (their count is a version), assignments may be
-# added, removed or marked done (and undone), pairs added or removed; the suggestion run is the project's own field.
-_STATE_SQL = """
-    SELECT (SELECT count(*) FROM annotation_labelevent WHERE project_id = %(project)s),
-           (SELECT concat_ws('/', count(*), sum(id), sum(extract(epoch FROM completed_at)))
-            FROM annotation_assignment WHERE project_id = %(project)s),
-           (SELECT concat_ws('/', count(*), sum(documentpair_id)) FROM annotation_annotationproject_pairs
-            WHERE annotationproject_id = %(project)s)
-"""
-CACHE_SECONDS = 3600
-
-
 def agreement_totals_cached(project: AnnotationProject) -> AgreementTotals:
     """:func:`agreement_totals`, kept in the cache until a label, an assignment, the project's pairs, its suggestion run
-    or an annotator's name changes: a dashboard opened again (or paged through) costs two small queries."""
+    or an annotator's name changes (:func:`annotation.selectors.project_cached`): a dashboard opened again, or paged
+    through, costs three small queries."""
     roster = _roster(project)
-    with connection.cursor() as cursor:
-        cursor.execute(_STATE_SQL, {"project": project.pk})
-        state = cursor.fetchone()
     run = project.suggestion_run
-    version = (
-        (state, sorted(roster.items()), run.pk, run.status, run.candidates_written) if run is not None else (state, sorted(roster.items()))
-    )
-    key = f"agreement-totals:{project.pk}:{project.created_at.timestamp()}:" + hashlib.sha256(repr(version).encode()).hexdigest()
-    totals = cache.get(key)
-    if totals is None:
-        totals = agreement_totals(project, roster=roster)
-        cache.set(key, totals, CACHE_SECONDS)
-    return totals
+    depends_on = (sorted(roster.items()), (run.pk, run.status, run.candidates_written) if run is not None else None)
+    return project_cached(project, "agreement", lambda: agreement_totals(project, roster=roster), extra=depends_on)
 
 
 def _roster(project: AnnotationProject) -> dict[int, str]:

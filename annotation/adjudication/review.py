@@ -108,7 +108,7 @@ def reviewer_changes(project: AnnotationProject, annotator) -> list[ReviewerChan
     """Items of the annotator's pairs where a reviewer's final label differs from theirs.
 
     The same labels :func:`pair_item_states` gives (an unlabelled item of a pair they marked done
-    is "not aligned"), read in five queries however many pairs the annotator has (only the adjudicated pairs' assignments are read).
+    is "not aligned"), read in four queries however many pairs the annotator has (only the adjudicated pairs' assignments are read).
     """
     from annotation.labelling.queue import flagged_annotator_ids
 

@@ -348,16 +348,26 @@ class Accuracy:
         return self.correct / self.answered if self.answered else None
 
 
-def annotator_accuracy(project: AnnotationProject) -> list[Accuracy]:
-    """Accuracy on gold test items per annotator; flagged below the project's threshold (after 5 answers)."""
-    from django.contrib.auth import get_user_model
-
+def _gold_totals(project: AnnotationProject) -> dict[int, list[int]]:
+    """Annotator id -> [test items answered, answered right], by their latest answer to each."""
     totals: dict[int, list[int]] = {}
     for (_gold_id, user_id), answer in _latest_gold_answers(project).items():
         if answer.label:
             counts = totals.setdefault(user_id, [0, 0])
             counts[0] += 1
             counts[1] += int(answer.label == answer.gold_item.label)
+    return totals
+
+
+def _flagged(project: AnnotationProject, answered: int, correct: int) -> bool:
+    return answered >= MIN_ANSWERS_TO_FLAG and correct / answered < project.accuracy_threshold
+
+
+def annotator_accuracy(project: AnnotationProject) -> list[Accuracy]:
+    """Accuracy on gold test items per annotator; flagged below the project's threshold (after 5 answers)."""
+    from django.contrib.auth import get_user_model
+
+    totals = _gold_totals(project)
     seconds = dict(  # mean seconds per label, in the database rather than over every event in Python
         LabelEvent.objects.filter(project=project, seconds_spent__isnull=False, seconds_spent__lte=settings.ANNOTATION_IDLE_SECONDS)
         .order_by()
@@ -369,13 +379,13 @@ def annotator_accuracy(project: AnnotationProject) -> list[Accuracy]:
     rows = []
     for user_id, user in sorted(users.items(), key=lambda item: item[1].get_username()):
         answered, correct = totals.get(user_id, [0, 0])
-        flagged = answered >= MIN_ANSWERS_TO_FLAG and correct / answered < project.accuracy_threshold
-        rows.append(Accuracy(user, answered, correct, seconds.get(user_id), flagged))
+        rows.append(Accuracy(user, answered, correct, seconds.get(user_id), _flagged(project, answered, correct)))
     return rows
 
 
 def flagged_annotator_ids(project: AnnotationProject) -> set[int]:
-    return {row.annotator.pk for row in annotator_accuracy(project) if row.flagged}
+    """The annotators :func:`annotator_accuracy` flags, from their test answers alone (not their seconds per label)."""
+    return {user_id for user_id, (answered, correct) in _gold_totals(project).items() if _flagged(project, answered, correct)}
 
 
 def gold_items_from_verified(project: AnnotationProject) -> int:

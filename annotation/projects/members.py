@@ -9,15 +9,15 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.tokens import default_token_generator
 from django.db import connection, transaction
-from django.db.models import Count, ExpressionWrapper, F, IntegerField, OuterRef, QuerySet, Sum, Value
+from django.db.models import Count, ExpressionWrapper, F, IntegerField, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from alignment.selectors import count_of, sentence_count
-from annotation.models import AnnotationProject, Assignment, ProjectMembership
+from alignment.selectors import sentence_count
+from annotation.models import AnnotationProject, ProjectMembership
 from annotation.services import membership_set
 
 MEMBER_SEARCH_LIMIT = 10
@@ -52,11 +52,9 @@ def overlap_shortfall(project: AnnotationProject) -> dict:
     annotators = ProjectMembership.objects.filter(project=project, role=ProjectMembership.Role.ANNOTATOR).count()
     lacking = ExpressionWrapper(Value(project.overlap) - F("assigned"), output_field=IntegerField())
     short = (
-        project.pairs.annotate(
-            assigned=count_of(Assignment.objects.filter(project=project, pair=OuterRef("pk"))),
-            simple_total=sentence_count("simple_document"),
-        )
+        project.pairs.annotate(assigned=Count("assignments", filter=Q(assignments__project=project)))
         .filter(assigned__lt=project.overlap)
+        .annotate(simple_total=sentence_count("simple_document"))  # counted for the short pairs only
         .aggregate(pairs=Count("pk"), missing=Coalesce(Sum(lacking * F("simple_total")), 0))
     )  # in the database: one row, however many pairs
     return {

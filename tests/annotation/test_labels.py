@@ -106,7 +106,7 @@ def test_the_sql_progress_and_its_orm_twin_agree(team_of_two):
         expected = screen._progress(team.pair, labels.current_labels(team.project, user, team.pair.pk))
         (task,) = worklist.tasks_for(user)
         assert (task.labelled, task.total) == (expected.labelled, expected.total)
-        rows = selectors.project_progress(team.project, selectors.project_progress_rows(team.project))
+        rows = selectors.project_progress(team.project, selectors.project_progress_ids(team.project))
         (row,) = [row for row in rows if row["assignment"].annotator_id == user.pk]
         assert (row["touched"], row["total"]) == (expected.labelled, expected.total)
         own = selectors.project_progress_totals(team.project, annotator=user)  # the page's totals, summed in the database

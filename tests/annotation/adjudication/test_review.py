@@ -186,7 +186,7 @@ def test_reviewer_changes_agree_with_the_pair_review_in_a_fixed_number_of_querie
                 project=project, reviewer=owner, pair=pair, simple_sentence_id=s, complex_sentence_id=c,
                 label=final, expected_previous=None,
             )  # fmt: skip
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(4):
         changes = reviewer_changes(project, annotator)
     assert [(c.simple.pk, c.complex.pk, c.mine, c.final) for c in changes] == _changes_pair_by_pair(project, annotator)
     changed, unlabelled = ("aligned", "partial"), (None, "not_aligned")
