@@ -20,17 +20,21 @@ STATES = ("not started", "in progress", "done", "adjudicated")
 # what My tasks counts and filters. The states' rules are the module docstring's.
 _STATES_SQL = """
     WITH mine AS (
-        SELECT a.id, a.project_id, a.pair_id, a.completed_at FROM annotation_assignment a WHERE a.annotator_id = %(user)s
-    ), labelled AS (
+        SELECT a.id, a.project_id, a.pair_id, a.completed_at FROM annotation_assignment a
+        WHERE a.annotator_id = %(user)s AND (%(ids)s::integer[] IS NULL OR a.id = ANY(%(ids)s))
+    ), labelled AS (  -- only an open assignment's state depends on its labels
+
         SELECT DISTINCT latest.project_id, latest.pair_id FROM (
             SELECT DISTINCT ON (e.project_id, e.pair_id, e.simple_sentence_id, e.complex_sentence_id) e.project_id, e.pair_id, e.new_label
             FROM annotation_labelevent e
             WHERE e.project_id IN (SELECT project_id FROM mine) AND e.annotator_id = %(user)s AND e.source <> 'adjudication'
+              AND EXISTS (SELECT 1 FROM mine WHERE mine.project_id = e.project_id AND mine.pair_id = e.pair_id AND mine.completed_at IS NULL)
             ORDER BY e.project_id, e.pair_id, e.simple_sentence_id, e.complex_sentence_id, e.id DESC
         ) latest WHERE latest.new_label <> ''
     ), adjudicated AS (
         SELECT DISTINCT e.project_id, e.pair_id FROM annotation_labelevent e
         WHERE e.project_id IN (SELECT project_id FROM mine) AND e.source = 'adjudication'
+          AND EXISTS (SELECT 1 FROM mine WHERE mine.project_id = e.project_id AND mine.pair_id = e.pair_id)
     ), verified AS (
         SELECT latest.project_id, latest.pair_id FROM (
             SELECT DISTINCT ON (v.project_id, v.pair_id) v.project_id, v.pair_id, v.verified FROM annotation_pairverification v
@@ -48,17 +52,20 @@ _STATES_SQL = """
     LEFT JOIN verified ON verified.project_id = m.project_id AND verified.pair_id = m.pair_id
 """
 _COUNTS_SQL = f"SELECT project_id, state, count(*) FROM ({_STATES_SQL}) task GROUP BY project_id, state"
-# My tasks' order: newest project first, pairs in document order (the id breaks ties, so pages never overlap).
-_PAGE_SQL = f"""
-    SELECT task.id, task.state FROM ({_STATES_SQL}) task
+# My tasks' order: newest project first, pairs in document order (the id breaks ties, so pages never overlap). With a
+# state asked for, every assignment's state is read to filter them; without, only the page's.
+_ORDER = """
     JOIN annotation_annotationproject project ON project.id = task.project_id
     JOIN alignment_documentpair pair ON pair.id = task.pair_id
     JOIN alignment_document complex ON complex.id = pair.complex_document_id
     JOIN alignment_document simple ON simple.id = pair.simple_document_id
-    WHERE (%(state)s = '' OR task.state = %(state)s) AND (%(project)s = 0 OR task.project_id = %(project)s)
+    WHERE (%(project)s = 0 OR task.project_id = %(project)s) {state}
     ORDER BY project.created_at DESC, project.id, complex.external_id, simple.level, task.id
     LIMIT %(limit)s OFFSET %(offset)s
 """
+_PAGE_OF_STATE_SQL = f"SELECT task.id, task.state FROM ({_STATES_SQL}) task " + _ORDER.format(state="AND task.state = %(state)s")
+_PAGE_SQL = "SELECT task.id FROM annotation_assignment task " + _ORDER.format(state="AND task.annotator_id = %(user)s")
+_PAGE_STATES_SQL = f"SELECT task.id, task.state FROM ({_STATES_SQL}) task"
 # Labelled and all simple sentences of a few assignments (a page of them).
 _PROGRESS_SQL = """
     SELECT a.id,
@@ -92,7 +99,7 @@ def task_counts(user: AbstractBaseUser) -> dict[int, dict[str, int]]:
     """Project id -> state -> the user's assignments in that state (states with none left out), in one query."""
     counts: dict[int, dict[str, int]] = {}
     with connection.cursor() as cursor:
-        cursor.execute(_COUNTS_SQL, {"user": user.pk})
+        cursor.execute(_COUNTS_SQL, {"user": user.pk, "ids": None})
         for project_id, state, count in cursor.fetchall():
             counts.setdefault(project_id, {})[state] = count
     return counts
@@ -120,10 +127,24 @@ class TaskRows:
         start, stop, _ = index.indices(self._count)
         if stop <= start:
             return []
-        params = {"user": self.user.pk, "state": self.state, "project": self.project_id, "limit": stop - start, "offset": start}
+        params = {
+            "user": self.user.pk,
+            "state": self.state,
+            "project": self.project_id,
+            "limit": stop - start,
+            "offset": start,
+            "ids": None,
+        }
         with connection.cursor() as cursor:
-            cursor.execute(_PAGE_SQL, params)
-            states = dict(cursor.fetchall())
+            if self.state:
+                cursor.execute(_PAGE_OF_STATE_SQL, params)
+                states = dict(cursor.fetchall())
+            else:
+                cursor.execute(_PAGE_SQL, params)
+                ids = [pk for (pk,) in cursor.fetchall()]
+                cursor.execute(_PAGE_STATES_SQL, {"user": self.user.pk, "ids": ids})
+                found = dict(cursor.fetchall())
+                states = {pk: found[pk] for pk in ids}
             cursor.execute(_PROGRESS_SQL, [list(states)])
             figures = {row[0]: row[1:] for row in cursor.fetchall()}
         assignments = Assignment.objects.select_related("project", "pair__complex_document", "pair__simple_document").in_bulk(list(states))
