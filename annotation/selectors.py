@@ -160,8 +160,8 @@ def project_progress(project: AnnotationProject, assignment_ids: Iterable[int]) 
     return progress
 
 
-# A version of a project's annotation state, cheap to read: label events and test answers are only ever added (their
-# counts are versions); assignments may be added, removed, given to someone else or marked done (and undone); pairs
+# A version of a project's annotation state, cheap to read: label events, test answers and verifications are only ever
+# added (their counts are versions), training snapshots too (their sticky splits); assignments may be added, removed, given to someone else or marked done (and undone); pairs
 # added or removed; members added, removed, given another role or renamed.
 _STATE_SQL = """
     SELECT concat_ws(';',
@@ -172,7 +172,9 @@ _STATE_SQL = """
         (SELECT string_agg(concat_ws('/', m.user_id, m.role, u.{username}), ',' ORDER BY m.user_id)
          FROM annotation_projectmembership m JOIN {users} u ON u.id = m.user_id WHERE m.project_id = %(project)s),
         (SELECT count(*) FROM annotation_goldanswer g JOIN annotation_golditem i ON i.id = g.gold_item_id WHERE i.project_id = %(project)s),
-        (SELECT count(*) FROM annotation_golditem WHERE project_id = %(project)s))
+        (SELECT count(*) FROM annotation_golditem WHERE project_id = %(project)s),
+        (SELECT count(*) FROM annotation_pairverification WHERE project_id = %(project)s),
+        (SELECT max(id) FROM annotation_trainingsnapshot WHERE project_id = %(project)s))
 """
 PROJECT_CACHE_SECONDS = 3600
 

@@ -18,12 +18,10 @@ from collections.abc import Iterable
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Count, F, Q, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Q
 
 from alignment.aligning.service import side_sentences
 from alignment.models import DocumentPair
-from alignment.selectors import sentence_count
 from annotation.adjudication.review import pair_item_states
 from annotation.labels import LINKED_LABELS, NOT_ALIGNED, imported_label, latest_label_events, pair_verified
 from annotation.models import AnnotationProject, Assignment
@@ -99,6 +97,13 @@ def _check(project: AnnotationProject, items: list[list]) -> Counter:
     return labels
 
 
+_CELLS_SQL = """
+    SELECT coalesce(sum((SELECT count(*) FROM alignment_sentence s WHERE s.document_id = p.simple_document_id)
+                        * (SELECT count(*) FROM alignment_sentence s WHERE s.document_id = p.complex_document_id)), 0)
+    FROM alignment_documentpair p WHERE p.id = ANY(%s)
+"""  # the sentence pairs of the document pairs: one row from the database, however many pairs
+
+
 def _check_figures(project: AnnotationProject, labels: Counter, pairs: set[int]) -> None:
     """:func:`_check` from the counts per label and the document pairs they are in."""
     total = sum(labels.values())
@@ -116,11 +121,9 @@ def _check_figures(project: AnnotationProject, labels: Counter, pairs: set[int])
         )
     if labels.get(NOT_ALIGNED):
         return
-    cells = (
-        DocumentPair.objects.filter(pk__in=sorted(pairs))
-        .annotate(simple=sentence_count("simple_document"), complex=sentence_count("complex_document"))
-        .aggregate(cells=Coalesce(Sum(F("simple") * F("complex")), 0))["cells"]
-    )  # one row from the database, however many pairs
+    with connection.cursor() as cursor:
+        cursor.execute(_CELLS_SQL, [sorted(pairs)])
+        (cells,) = cursor.fetchone()
     if linked >= cells:
         raise TrainingDataError(
             f"only one class present: every one of the {cells} sentence pairs of the {len(pairs)} document pairs is linked; "

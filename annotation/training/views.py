@@ -59,8 +59,9 @@ def _domain_rows(version: ModelVersion) -> list[dict]:
 
 
 def _preview(project) -> dict:
-    """snapshot_preview with one row per split: (split, document pairs, [count per label])."""
-    preview = snapshot_preview(project)
+    """snapshot_preview with one row per split: (split, document pairs, [count per label]); kept in the cache until the
+    project's labels, verifications, assignments or snapshots change."""
+    preview = selectors.project_cached(project, "training-preview", lambda: snapshot_preview(project))
     if not preview["error"]:
         labels = list(preview["labels"])
         preview["rows"] = [

@@ -83,3 +83,18 @@ def test_the_preview_explains_missing_data_as_before(db) -> None:
     assert preview["labels"] == {"aligned": 6}
     other = get_user_model().objects.create_user("other")
     assert snapshot_preview(AnnotationProject.objects.create(name="Empty", corpus=world.corpus, created_by=other))["pairs"] == 0
+
+
+def test_the_models_page_preview_follows_a_new_verification(db) -> None:
+    """The page keeps its preview in the cache: a verification (or a label, an assignment) makes it count again."""
+    from annotation.training.views import _preview
+
+    world = world_build(20, name="Cached")  # pairs 0, 5, 10 and 15 verified
+    project = AnnotationProject.objects.select_related("suggestion_run").get(pk=world.project.pk)
+    pair = project.pairs.select_related("simple_document", "complex_document").order_by("pk")[1]  # anna and ben differ on item 2
+    _relabel(project, world.owner, pair, 2, "partial", source=LabelEvent.Source.ADJUDICATION)  # as a reviewer settles it
+    before = _preview(project)
+    assert not before["error"] and _preview(project) == before
+    PairVerification.objects.create(project=project, pair=pair, verified=True, by=world.owner)  # no label changes
+    after = _preview(project)
+    assert sum(after["pairs"].values()) == sum(before["pairs"].values()) + 1
