@@ -1,0 +1,89 @@
+"""Time and queries of every page with many document pairs in one corpus and one project (issue 34).
+
+    .venv/bin/python bench/page_scale.py [--pairs 10000] [--requests 20] [--pages "my tasks,agreement"]
+
+Builds, in a throw-away embedded database, the world of tests/page_scale_world.py with ``--pairs`` document pairs
+(three sentences a side, one alignment run over every pair, one project with two annotators who labelled every pair),
+and ANALYZEs it (as autovacuum would), then sends ``--requests`` GETs of each page of tests/test_page_scale.py as the role that uses it, through Django's
+test client (the whole server-side stack: middleware, sessions, views, templates, PostgreSQL; no network), after one
+warm-up GET. Prints per page p50 / p95 / max milliseconds, the SQL queries of one request and the bytes of the page.
+Issue 34's bar: p95 <= 300 ms on every page at 10,000 pairs, and queries that do not grow with the pairs. The project
+page, the agreement dashboard and the Models page keep their project-wide figures in the cache until the project's labels
+change; ``--cold`` empties it before every GET, so each is timed as right after a label (the queries column is always
+the cold count).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+from _django import setup_django
+
+os.environ.setdefault("DEBUG", "0")  # DEBUG keeps a log of every SQL query; production does not
+os.environ.setdefault("STATIC_MANIFEST", "0")  # nothing is collected here: static URLs without the manifest's hashes
+setup_django()
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.test import Client
+
+from tests.page_scale_world import world_build
+from tests.test_page_scale import PAGES
+
+
+def _counter(queries: list[str]):
+    """An execute wrapper that lists the SQL it sees."""
+
+    def count(execute, sql, params, many, context):
+        queries.append(sql)
+        return execute(sql, params, many, context)
+
+    return count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=10_000)
+    parser.add_argument("--requests", type=int, default=20, help="timed GETs per page")
+    parser.add_argument("--pages", default="", help="comma-separated page names (default: every page)")
+    parser.add_argument("--cold", action="store_true", help="empty the cache before every GET: each page as right after a label")
+    args = parser.parse_args()
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    wanted = {name.strip() for name in args.pages.split(",") if name.strip()}
+    started = time.perf_counter()
+    world = world_build(args.pairs)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # the statistics autovacuum keeps in a running database, which the planner's choices need
+    cold = ", the cache emptied before each" if args.cold else ""
+    print(f"{args.pairs:,} document pairs built in {time.perf_counter() - started:.1f} s; {args.requests} GETs per page{cold}\n")
+    print(f"{'page':<28} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'queries':>8} {'bytes':>9}")
+    for page in PAGES:
+        if wanted and page.name not in wanted:
+            continue
+        client = Client()
+        client.force_login(getattr(world, page.persona))
+        url = page.url(world)
+        response = client.get(url)  # warm-up: session, template loading
+        assert response.status_code == 200, (url, response.status_code)
+        queries: list[str] = []
+        cache.clear()  # counted cold: what the page asks right after a label
+        with connection.execute_wrapper(_counter(queries)):  # survives the reconnect each request does (CONN_MAX_AGE)
+            size = len(client.get(url).content)
+        times = []
+        for _ in range(args.requests):
+            if args.cold:
+                cache.clear()
+            tick = time.perf_counter()
+            client.get(url)
+            times.append(1000 * (time.perf_counter() - tick))
+        times.sort()
+        p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+        print(f"{page.name:<28} {statistics.median(times):>8.0f} {p95:>8.0f} {times[-1]:>8.0f} {len(queries):>8} {size:>9,}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
