@@ -162,9 +162,12 @@ class DatabaseOutageLog(logging.Filter):
         self.outage = outage or database_outage
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "database_outage_seen", False):
+            return True  # the filter is attached twice (logging configured again in the process): decide once a record
         error = record.exc_info[1] if record.exc_info else None
         if error is None or not database_lost(error):
             return True
+        record.database_outage_seen = True
         request = getattr(record, "request", None)
         first_line = (str(error).strip().splitlines() or [""])[0]
         record.msg = "%s %s %s: the database is not answering (%s: %s)"

@@ -10,7 +10,7 @@ from alignment.aligning.scoring import HEATMAP_MAX_CELLS, unpack_matrices
 from alignment.aligning.service import alignment_run_create, alignment_run_execute
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
-from alignment.models import AlignedPair, CandidateAlignment, Document, DocumentPair, Paragraph
+from alignment.models import AlignedPair, CandidateAlignment, Document, DocumentPair, PairBlock, Paragraph
 from alignment.services import corpus_get_or_create
 from tests.alignment.conftest import synthetic_sentences
 
@@ -103,6 +103,9 @@ def test_two_thousand_sentence_documents_stay_bounded(owner):
     stored = AlignedPair.objects.get(run=run)
     assert HEATMAP_MAX_CELLS < 2000 * 2000 and stored.matrices == b"" and unpack_matrices(stored.matrices) == {}
     assert len(stored.viterbi) == 2000
-    assert run.candidates_written <= (3 + 1) * 2000 + 2000
+    # aligned block by block (past ALIGN_BLOCK_MIN_CELLS): each block adds its columns' best pairs and the pairs its CRF gives
+    # at least 5 % (at most 20 a row): linear in the pair, not m x n
+    blocks = PairBlock.objects.filter(run=run).count()
+    assert blocks > 1 and run.candidates_written <= (3 + 1 + 20) * 2000 + blocks * 384
     predicted = _predicted(run)
     assert len(predicted) >= 1990 and np.mean([s == c for s, c in predicted]) > 0.99
