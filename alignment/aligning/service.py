@@ -255,20 +255,28 @@ def _cancel_requested(run_id: int) -> bool:
 
 def _align_one(run: AlignmentRun, pair: DocumentPair, scorer: PairScorer, encoder_name: str, time_slice: TimeSlice | None) -> str:
     """Align and store one pair: whole, or block by block past ``ALIGN_BLOCK_MIN_CELLS`` (STOPPED when cancelled meanwhile)."""
-    simple_count = Sentence.objects.filter(document_id=pair.simple_document_id).count()
-    complex_count = Sentence.objects.filter(document_id=pair.complex_document_id).count()
-    if simple_count * complex_count > settings.ALIGN_BLOCK_MIN_CELLS:
-        return _align_blocked(run, pair, scorer, encoder_name, time_slice)
     started = time.perf_counter()
-    simple = side_sentences(pair.simple_document_id, encoder_name)
-    complex_side = side_sentences(pair.complex_document_id, encoder_name)
+    simple = side_sentences(pair.simple_document_id, encoder_name, vectors=False)
+    complex_side = side_sentences(pair.complex_document_id, encoder_name, vectors=False)
+    if len(simple.ids) * len(complex_side.ids) > settings.ALIGN_BLOCK_MIN_CELLS:
+        return _align_blocked(run, pair, scorer, encoder_name, time_slice, simple, complex_side)
+    simple.vectors = stored_vectors(simple.ids, encoder_name)
+    complex_side.vectors = stored_vectors(complex_side.ids, encoder_name)
     outcome = scorer.score(simple, complex_side)
     with transaction.atomic():
         _store_outcome(run.pk, pair, simple, complex_side, outcome, started)
     return "done"
 
 
-def _align_blocked(run: AlignmentRun, pair: DocumentPair, scorer: PairScorer, encoder_name: str, time_slice: TimeSlice | None) -> str:
+def _align_blocked(
+    run: AlignmentRun,
+    pair: DocumentPair,
+    scorer: PairScorer,
+    encoder_name: str,
+    time_slice: TimeSlice | None,
+    simple: SideSentences,
+    complex_side: SideSentences,
+) -> str:
     """A huge pair in blocks (:mod:`models_ml.aligning.blockwise`): planned once, then one committed block at a time.
 
     Between blocks it stops when the run is cancelled (STOPPED) and gives the worker back when the time slice
@@ -277,8 +285,6 @@ def _align_blocked(run: AlignmentRun, pair: DocumentPair, scorer: PairScorer, en
     """
     from models_ml.aligning.blockwise import Block, dense_positions, plan_blocks, rows_for_span
 
-    simple = side_sentences(pair.simple_document_id, encoder_name, vectors=False)
-    complex_side = side_sentences(pair.complex_document_id, encoder_name, vectors=False)
     if not PairBlock.objects.filter(run_id=run.pk, pair=pair).exists():
         try:
             rows = rows_for_span(settings.ALIGN_BLOCK_ROWS, scorer.aligner.config.crf.max_span)  # equal CRF cost per block
