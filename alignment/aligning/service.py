@@ -12,21 +12,18 @@ import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import F, Sum
 
-from alignment.aligning.scoring import PairOutcome, PairScorer, SideSentences, pack_matrices
+from alignment.aligning.scoring import PairScorer, SideSentences
+from alignment.aligning.storing import store_block, store_blocked_pair, store_outcome
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
 from alignment.jobs.slices import TimeSlice, slice_check
 from alignment.models import (
-    AlignedPair,
     AlignmentRun,
-    CandidateAlignment,
     Corpus,
     DocumentPair,
     PairBlock,
-    ParagraphAlignment,
     Sentence,
     SentenceEmbedding,
 )
@@ -264,7 +261,7 @@ def _align_one(run: AlignmentRun, pair: DocumentPair, scorer: PairScorer, encode
     complex_side.vectors = stored_vectors(complex_side.ids, encoder_name)
     outcome = scorer.score(simple, complex_side)
     with transaction.atomic():
-        _store_outcome(run.pk, pair, simple, complex_side, outcome, started)
+        store_outcome(run.pk, pair, simple, complex_side, outcome, started)
     return "done"
 
 
@@ -312,140 +309,11 @@ def _align_blocked(
         (block_simple, simple_paragraphs), (block_complex, complex_paragraphs) = sides
         outcome = scorer.score(block_simple, block_complex)
         with transaction.atomic():
-            _store_block(
-                run.pk, pair, block, outcome, (block_simple, simple_paragraphs), (block_complex, complex_paragraphs), cols, started
-            )
+            store_block(run.pk, pair, block, outcome, (block_simple, simple_paragraphs), (block_complex, complex_paragraphs), cols, started)
         run.heartbeat()
         if _cancel_requested(run.pk):
             return STOPPED
         slice_check(time_slice)
     with transaction.atomic():
-        _store_blocked_pair(run.pk, pair, len(simple.ids), len(complex_side.ids))
+        store_blocked_pair(run.pk, pair, len(simple.ids), len(complex_side.ids))
     return "done"
-
-
-def _store_block(
-    run_id: int,
-    pair: DocumentPair,
-    block: PairBlock,
-    outcome: PairOutcome,
-    simple: tuple[SideSentences, list[int]],
-    complex_side: tuple[SideSentences, list[int]],
-    cols: list[int],
-    started: float,
-) -> None:
-    """One block's paragraph groups and candidates (group numbers after the earlier blocks'), and the block marked done."""
-    run = AlignmentRun.objects.select_for_update().get(pk=run_id)  # one writer per run at a time
-    if PairBlock.objects.filter(pk=block.pk, done=True).exists():
-        return  # a second worker on the same run (a requeued stalled job) stored this block first
-    if not run.pairs.filter(pk=pair.pk, complex_document_id=pair.complex_document_id).exists():
-        return  # the pair was flipped while it was aligned: this result is for the old direction
-    offset = PairBlock.objects.filter(run_id=run_id, pair=pair, done=True).aggregate(total=Sum("groups"))["total"] or 0
-    (simple_side, simple_paragraphs), (complex_block, complex_paragraphs) = simple, complex_side
-    _write_rows(run_id, pair, simple_side, complex_block, outcome, group_offset=offset, paragraphs=(simple_paragraphs, complex_paragraphs))
-    seconds = time.perf_counter() - started
-    viterbi = [[cols[c] for c in span] for span in outcome.result.chosen_complex]
-    PairBlock.objects.filter(pk=block.pk).update(done=True, viterbi=viterbi, groups=len(outcome.result.groups), seconds=seconds)
-    _count(run, outcome, seconds, sentences=len(simple_side.ids))
-
-
-def _store_blocked_pair(run_id: int, pair: DocumentPair, simple_count: int, complex_count: int) -> None:
-    """The pair's AlignedPair once every block is done: the blocks' Viterbi states in order, no heatmap (too big to keep)."""
-    AlignmentRun.objects.select_for_update().get(pk=run_id)
-    if AlignedPair.objects.filter(run_id=run_id, pair=pair).exists():
-        return
-    blocks = list(PairBlock.objects.filter(run_id=run_id, pair=pair).order_by("index").values_list("done", "viterbi", "seconds"))
-    if not blocks or not all(done for done, _, _ in blocks):
-        return  # flipped meanwhile: the blocks after the flip were not stored
-    AlignedPair.objects.create(
-        run_id=run_id,
-        pair=pair,
-        simple_count=simple_count,
-        complex_count=complex_count,
-        matrices=b"",
-        viterbi=[span for _, viterbi, _ in blocks for span in viterbi],
-        seconds=sum(seconds for _, _, seconds in blocks),
-    )
-    AlignmentRun.objects.filter(pk=run_id).update(pairs_done=F("pairs_done") + 1, sentences_done=F("sentences_done") + complex_count)
-
-
-def _store_outcome(
-    run_id: int, pair: DocumentPair, simple: SideSentences, complex_side: SideSentences, outcome: PairOutcome, started: float
-) -> None:
-    result = outcome.result
-    run = AlignmentRun.objects.select_for_update().get(pk=run_id)  # one writer per run at a time
-    if AlignedPair.objects.filter(run_id=run_id, pair=pair).exists():
-        return  # a second worker on the same run (a requeued stalled job) stored this pair first
-    if not run.pairs.filter(pk=pair.pk, complex_document_id=pair.complex_document_id).exists():
-        return  # the pair was flipped (alignment/pairs_flip.py) while it was aligned: this result is for the old direction
-    _write_rows(run_id, pair, simple, complex_side, outcome)
-    seconds = time.perf_counter() - started
-    AlignedPair.objects.create(
-        run_id=run_id,
-        pair=pair,
-        simple_count=len(simple.ids),
-        complex_count=len(complex_side.ids),
-        matrices=pack_matrices(outcome),
-        viterbi=[list(span) for span in result.chosen_complex],
-        seconds=seconds,
-    )
-    _count(run, outcome, seconds, sentences=len(simple.ids) + len(complex_side.ids), pairs=1)
-
-
-def _write_rows(
-    run_id: int,
-    pair: DocumentPair,
-    simple: SideSentences,
-    complex_side: SideSentences,
-    outcome: PairOutcome,
-    *,
-    group_offset: int = 0,
-    paragraphs: tuple[list[int], list[int]] | None = None,
-) -> None:
-    """Paragraph groups and candidates of one outcome; ``paragraphs`` maps a block's paragraph positions to the document's."""
-    simple_map, complex_map = paragraphs if paragraphs is not None else (None, None)
-    ParagraphAlignment.objects.bulk_create(
-        ParagraphAlignment(
-            run_id=run_id,
-            pair=pair,
-            simple_paragraphs=[simple_map[p] if simple_map else p for p in group.simple],
-            complex_paragraphs=[complex_map[p] if complex_map else p for p in group.complex],
-        )
-        for group in outcome.result.paragraph_groups
-    )
-    CandidateAlignment.objects.bulk_create(
-        (
-            CandidateAlignment(
-                run_id=run_id,
-                pair=pair,
-                simple_sentence_id=simple.ids[c.simple],
-                complex_sentence_id=complex_side.ids[c.complex],
-                scores=c.scores,
-                score=c.scores[outcome.primary],
-                crf_marginal=c.crf_marginal,
-                label=c.label,
-                group_index=None if c.group_index is None else c.group_index + group_offset,
-                group_score=c.group_score,
-                disagreement=c.disagreement,
-            )
-            for c in outcome.candidates
-        ),
-        batch_size=2000,
-    )
-
-
-def _count(run: AlignmentRun, outcome: PairOutcome, seconds: float, *, sentences: int, pairs: int = 0) -> None:
-    """Add one outcome to the run's counters (``run`` read under its row lock, so label_counts adds up)."""
-    counts = dict(run.label_counts)
-    for label, count in outcome.label_counts.items():
-        counts[label] = counts.get(label, 0) + count
-    AlignmentRun.objects.filter(pk=run.pk).update(
-        pairs_done=F("pairs_done") + pairs,
-        sentences_done=F("sentences_done") + sentences,
-        candidates_written=F("candidates_written") + len(outcome.candidates),
-        label_counts=counts,
-        encoder_seconds=F("encoder_seconds") + outcome.encoder_seconds,
-        measure_seconds=F("measure_seconds") + outcome.measure_seconds,
-        aligner_seconds=F("aligner_seconds") + outcome.aligner_seconds,
-        busy_seconds=F("busy_seconds") + seconds,
-    )

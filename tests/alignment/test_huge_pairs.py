@@ -116,20 +116,20 @@ def test_cancel_stops_a_huge_pair_after_the_block_in_flight_and_a_resume_continu
     run = alignment_run_create(corpus=corpus, aligner_config=CONFIG, measures=LEXICAL)
     from alignment.aligning import service
 
-    stored = service._store_block
+    stored = service.store_block
 
     def store_then_cancel(run_id, *args, **kwargs):
         stored(run_id, *args, **kwargs)
         if PairBlock.objects.filter(run_id=run_id, done=True).count() == 2:
             alignment_run_cancel(run=AlignmentRun.objects.get(pk=run_id))  # a user presses Cancel during block 2
 
-    monkeypatch.setattr(service, "_store_block", store_then_cancel)
+    monkeypatch.setattr(service, "store_block", store_then_cancel)
     _execute(run)
     run.refresh_from_db()
     assert run.status == AlignmentRun.Status.CANCELLED
     assert PairBlock.objects.filter(run=run, done=True).count() == 2, "stopped after the block in flight"
     assert not AlignedPair.objects.filter(run=run).exists()
-    monkeypatch.setattr(service, "_store_block", stored)
+    monkeypatch.setattr(service, "store_block", stored)
     from alignment.aligning.service import alignment_run_retry
 
     alignment_run_retry(run=run)
