@@ -9,6 +9,10 @@ What counts as training data:
 
 Sentence pairs nobody linked are "not aligned" for the aligner (they lie outside every gold
 group), which is how the CRF's gold states are built from alignments in the papers too.
+
+An item of a verified pair can be open again (no final label: a label changed after the pair was verified, or it awaits
+a reviewer's decision). It is kept with the label None, so it links nothing (the aligner takes it as not aligned), but it
+is not a label: the counts per label leave it out and report it apart, as "open" (:func:`_settled`).
 """
 
 from __future__ import annotations
@@ -84,6 +88,13 @@ def gold_items(project: AnnotationProject, *, finished: bool = False) -> tuple[l
     return items, sorted(set(event_ids))
 
 
+def _settled(counts: Counter) -> tuple[Counter, int]:
+    """The counts per final label, and apart how many items are open (label None): they have no label to count, sort or
+    show as one."""
+    labels = Counter(counts)
+    return labels, labels.pop(None, 0)
+
+
 def _check(project: AnnotationProject, items: list[list]) -> Counter:
     """Enough document pairs and labels, and both classes: linked pairs and pairs that are not linked.
 
@@ -91,7 +102,7 @@ def _check(project: AnnotationProject, items: list[list]) -> Counter:
     pair, every sentence pair nobody linked. So one class means nothing is linked at all, or every
     sentence pair of every document pair is linked.
     """
-    labels = Counter(item[3] for item in items)
+    labels, _ = _settled(Counter(item[3] for item in items))
     pairs = {item[0] for item in items}
     _check_figures(project, labels, pairs)
     return labels
@@ -135,18 +146,19 @@ def snapshot_preview(project: AnnotationProject, *, seed: int = 0) -> dict:
     """What a snapshot taken now would hold (counts per label and split), or the reason it cannot be taken: counted in
     PostgreSQL (:func:`gold_label_counts`), not item by item."""
     by_pair = gold_label_counts(project)
-    labels = sum(by_pair.values(), Counter())
+    labels, open_items = _settled(sum(by_pair.values(), Counter()))
     try:
         _check_figures(project, labels, set(by_pair))
     except TrainingDataError as error:
-        return {"error": str(error), "labels": dict(labels), "pairs": len(by_pair)}
+        return {"error": str(error), "labels": dict(labels), "pairs": len(by_pair), "open": open_items}
     splits = _splits_of(project, by_pair, seed)
     by_split = {name: Counter() for name in SPLITS}
     for pair_id, counts in by_pair.items():
-        by_split[splits[str(pair_id)]].update(counts)
+        by_split[splits[str(pair_id)]].update(_settled(counts)[0])
     return {
         "error": "",
         "labels": dict(sorted(labels.items())),
+        "open": open_items,
         "pairs": {name: sum(1 for v in splits.values() if v == name) for name in SPLITS},
         "labels_by_split": {name: dict(sorted(counter.items())) for name, counter in by_split.items()},
     }
@@ -237,11 +249,15 @@ def _splits_of(project: AnnotationProject, pair_ids: Iterable[int], seed: int) -
 
 
 def _counts(items: list[list], splits: dict[str, str]) -> dict:
+    """The snapshot's counts per label (overall and per split) and document pairs per split; open items apart."""
+    labels, open_items = _settled(Counter(item[3] for item in items))
     by_split = {name: Counter() for name in SPLITS}
     for item in items:
-        by_split[splits[str(item[0])]][item[3]] += 1
+        if item[3] is not None:
+            by_split[splits[str(item[0])]][item[3]] += 1
     return {
-        "labels": dict(sorted(Counter(item[3] for item in items).items())),
+        "labels": dict(sorted(labels.items())),
+        "open": open_items,
         "pairs": {name: sum(1 for v in splits.values() if v == name) for name in SPLITS},
         "labels_by_split": {name: dict(sorted(counter.items())) for name, counter in by_split.items()},
     }

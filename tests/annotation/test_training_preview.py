@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.models import AnnotationProject, GoldAnswer, GoldItem, LabelEvent, PairVerification
-from annotation.training.snapshot import gold_items, gold_label_counts, snapshot_preview
+from annotation.training.snapshot import gold_items, gold_label_counts, snapshot_create, snapshot_preview
 from tests.page_scale_world import world_build
 
 
@@ -98,3 +98,24 @@ def test_the_models_page_preview_follows_a_new_verification(db) -> None:
     PairVerification.objects.create(project=project, pair=pair, verified=True, by=world.owner)  # no label changes
     after = _preview(project)
     assert sum(after["pairs"].values()) == sum(before["pairs"].values()) + 1
+
+
+def test_the_models_page_shows_an_open_item_on_a_verified_pair(db, client) -> None:
+    """Ben changes his mind on a verified pair after it was verified: the item is open again (no final label). The page
+    answered 500 (sorting the labels met None); it shows the item as open, apart from the labels, and training can go on."""
+    world = world_build(20, name="Open")  # pairs 0, 5, 10 and 15 verified, where anna and ben agree
+    project = world.project
+    pair = project.pairs.select_related("simple_document", "complex_document").order_by("pk")[5]
+    _relabel(project, world.ben, pair, 1, "not_aligned")
+    client.force_login(world.owner)
+    page = client.get(f"/annotate/projects/{project.pk}/models/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "training-data-error" not in html and '<th class="num">None</th>' not in html  # not a label column
+    assert "1 sentence pair of verified document pairs is open" in html
+    preview = snapshot_preview(project)
+    assert preview["labels"] == {"aligned": 11} and preview["open"] == 1
+    snapshot = snapshot_create(project=project, created_by=world.owner)  # the open item links nothing: not aligned
+    assert snapshot.counts["labels"] == {"aligned": 11} and snapshot.counts["open"] == 1
+    assert sum(map(sum, (counts.values() for counts in snapshot.counts["labels_by_split"].values()))) == 11
+    assert [item[3] for item in snapshot.items].count(None) == 1
