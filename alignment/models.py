@@ -261,6 +261,16 @@ class AlignmentRun(Job):
         return self.sentences_done / self.busy_seconds if self.busy_seconds else None
 
     @property
+    def shard_summary(self) -> str:
+        """ "4 shards: 1 done, 2 running, 1 waiting" for a run split into shards (alignment/aligning/shards.py); else ""."""
+        counts = dict(self.shards.values_list("status").annotate(n=models.Count("pk")).values_list("status", "n"))
+        if not counts:
+            return ""
+        words = {"succeeded": "done", "running": "running", "queued": "waiting", "failed": "failed", "cancelled": "cancelled"}
+        parts = [f"{counts[status]} {word}" for status, word in words.items() if counts.get(status)]
+        return f"{sum(counts.values())} shards: {', '.join(parts)}"
+
+    @property
     def measures(self) -> list[str]:
         return list(self.config.get("measures", []))
 
@@ -300,6 +310,35 @@ class AlignedPair(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pair} in run {self.run_id}"
+
+
+class AlignmentShard(Job):
+    """A share of a large run's pairs, aligned by its own task, so that several workers work on one run.
+
+    A run of more than ``ALIGN_SHARD_PAIRS`` pairs splits its pending pairs into shards of that many
+    (alignment/aligning/shards.py); each shard is a job of the queue "alignment" with its own attempts,
+    heartbeat and time slices, and the run succeeds when its last shard does. A shard stores each pair
+    as an unsharded run does, under the run's row lock, so the run's counters add up across shards.
+    """
+
+    kind = "alignment shard"
+    resumable = True  # a requeued shard skips the pairs the run already stored
+
+    run = models.ForeignKey(AlignmentRun, on_delete=models.CASCADE, related_name="shards")
+    index = models.PositiveIntegerField()
+    pair_ids = models.JSONField(default=list, help_text="The document pairs of this shard (ids), fixed when the run split.")
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="alignment_shard_unique")]
+
+    def __str__(self) -> str:
+        return f"shard {self.index} of alignment run {self.run_id}: {self.status}"
+
+    @property
+    def lane_user_id(self) -> int | None:
+        """The run's owner: a run's shards share their owner's lanes, so one big run cannot take every worker."""
+        return AlignmentRun.objects.filter(pk=self.run_id).values_list("created_by_id", flat=True).first()
 
 
 class PairBlock(models.Model):

@@ -15,7 +15,7 @@ from alignment.jobs.slices import TimeSlice
 from alignment.jobs.stalled import stalled_jobs_retry_async
 from alignment.jobs.wrapper import job_task
 from alignment.mining.models import MiningJob, MiningShard
-from alignment.models import AlignmentRun, EmbeddingRun
+from alignment.models import AlignmentRun, AlignmentShard, EmbeddingRun
 
 
 @job_task(queue="embedding", name="alignment.embed_corpus", model=EmbeddingRun, id_arg="run_id")
@@ -53,6 +53,17 @@ def align_pairs(*, run_id: int) -> None:
 
     aligning.alignment_run_execute(
         run_id=run_id, build_measure=run_measure, device=settings.ENCODER_DEVICE, time_slice=TimeSlice.from_settings()
+    )
+
+
+@job_task(queue="alignment", name="alignment.align_shard", model=AlignmentShard, id_arg="shard_id")
+def align_shard(*, shard_id: int) -> None:
+    """Align one shard of a large AlignmentRun's pairs (resumable, cancellable, in time slices); the last one finishes the run."""
+    from alignment.aligning.measures import run_measure
+    from alignment.aligning.shards import alignment_shard_execute
+
+    alignment_shard_execute(
+        shard_id=shard_id, build_measure=run_measure, device=settings.ENCODER_DEVICE, time_slice=TimeSlice.from_settings()
     )
 
 

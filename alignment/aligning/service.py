@@ -12,12 +12,13 @@ import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import QuerySet
 
 from alignment.aligning.scoring import PairScorer, SideSentences
 from alignment.aligning.storing import store_block, store_blocked_pair, store_outcome
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
-from alignment.jobs.models import Pickup, error_text
+from alignment.jobs.models import Job, Pickup, error_text
 from alignment.jobs.slices import TimeSlice, slice_check
 from alignment.models import (
     AlignmentRun,
@@ -141,10 +142,12 @@ def alignment_run_for_new_pairs(*, corpus: Corpus, created_by: AbstractBaseUser 
 
 def alignment_run_cancel(*, run: AlignmentRun) -> AlignmentRun:
     """A queued run is cancelled at once; a running one stops after the pair in flight (kept), or, in a huge pair
-    aligned block by block, after the block in flight (its finished blocks are kept: a resume continues there)."""
+    aligned block by block, after the block in flight (its finished blocks are kept: a resume continues there).
+    A run split into shards none of which is running (all wait for a worker) is cancelled at once too."""
     with transaction.atomic():
         locked = AlignmentRun.objects.select_for_update().get(pk=run.pk)
-        if locked.status == AlignmentRun.Status.QUEUED:
+        idle_shards = locked.shards.exists() and not locked.shards.filter(status=AlignmentRun.Status.RUNNING).exists()
+        if locked.status == AlignmentRun.Status.QUEUED or (locked.status == AlignmentRun.Status.RUNNING and idle_shards):
             locked.mark_cancelled()
             transaction.on_commit(lambda: run_finished.send(sender=AlignmentRun, run=locked))
         elif locked.status == AlignmentRun.Status.RUNNING:
@@ -206,6 +209,7 @@ def alignment_run_execute(
 
     Any error marks the run failed with the message and re-raises; running it again
     continues with the pairs not yet stored. A cancel request stops it between pairs.
+    More than ALIGN_SHARD_PAIRS pending pairs are split into shards, each its own task (shards.py).
     Found "running" (its worker died) it resumes, or fails after JOB_MAX_ATTEMPTS (Job.pickup).
     ``time_slice`` (in a worker): between pairs, once it has run out, the run gives its worker
     to other jobs and continues later (alignment/jobs/slices.py).
@@ -218,45 +222,66 @@ def alignment_run_execute(
         run_finished.send(sender=AlignmentRun, run=run)
         return run
     try:
-        aligner = aligner_from_run_config(run.config, device=device)
-        options = {"cross_encoder_dir": run.config["cross_encoder_dir"]} if run.config.get("cross_encoder_dir") else {}
-        scorer = PairScorer(
-            aligner, run.measures, lambda name: build_measure(name, aligner, **options), top_k=run.config.get("top_k", TOP_K)
-        )
         pending = run.pairs.exclude(aligned_pairs__run_id=run_id).order_by("pk")
-        for pair in pending.iterator(chunk_size=100):
-            if _cancel_requested(run_id) or _align_one(run, pair, scorer, aligner.config.encoder, time_slice) is STOPPED:
-                run.mark_cancelled()
-                run_finished.send(sender=AlignmentRun, run=run)
-                return run
-            run.heartbeat()
-            slice_check(time_slice)
+        if run.shards.exists() or pending.count() > settings.ALIGN_SHARD_PAIRS:
+            from alignment.aligning.shards import shards_start
+
+            return shards_start(run, list(pending.values_list("pk", flat=True)))
+        if not align_pending(run, run, pending, run_scorer(run, build_measure, device), time_slice):
+            run.mark_cancelled()
+            run_finished.send(sender=AlignmentRun, run=run)
+            return run
     except Exception as exc:
         if not database_lost(exc):  # a lost database leaves the run running: the task's retry resumes it
             run.mark_failed(error_text(exc))
             run_finished.send(sender=AlignmentRun, run=AlignmentRun.objects.get(pk=run_id))
         raise
-    run.mark_succeeded()
-    finished = AlignmentRun.objects.get(pk=run_id)
-    run_succeeded.send(sender=AlignmentRun, run=finished)
-    run_finished.send(sender=AlignmentRun, run=finished)
+    return run_finish(run)
+
+
+def run_finish(run: AlignmentRun) -> AlignmentRun:
+    """Mark the run succeeded and tell the listeners, once: only the call whose transition wins sends the signals."""
+    won = run.mark_succeeded()
+    finished = AlignmentRun.objects.get(pk=run.pk)
+    if won:
+        run_succeeded.send(sender=AlignmentRun, run=finished)
+        run_finished.send(sender=AlignmentRun, run=finished)
     return finished
 
 
 STOPPED = "stopped"  # what aligning a pair answers when the run was cancelled halfway through it
 
 
-def _cancel_requested(run_id: int) -> bool:
-    return AlignmentRun.objects.filter(pk=run_id, cancel_requested=True).exists()
+def run_stopped(run_id: int) -> bool:
+    """Whether the run's work should stop: a cancel was asked for, or it is no longer running (a shard of it failed)."""
+    return AlignmentRun.objects.filter(pk=run_id).exclude(status=AlignmentRun.Status.RUNNING, cancel_requested=False).exists()
 
 
-def _align_one(run: AlignmentRun, pair: DocumentPair, scorer: PairScorer, encoder_name: str, time_slice: TimeSlice | None) -> str:
+def run_scorer(run: AlignmentRun, build_measure: Callable[..., SimilarityMeasure], device: str) -> PairScorer:
+    """The run's aligner and measures, ready to score pairs."""
+    aligner = aligner_from_run_config(run.config, device=device)
+    options = {"cross_encoder_dir": run.config["cross_encoder_dir"]} if run.config.get("cross_encoder_dir") else {}
+    return PairScorer(aligner, run.measures, lambda name: build_measure(name, aligner, **options), top_k=run.config.get("top_k", TOP_K))
+
+
+def align_pending(run: AlignmentRun, job: Job, pending: QuerySet[DocumentPair], scorer: PairScorer, time_slice: TimeSlice | None) -> bool:
+    """Align and store ``pending`` pair after pair, beating ``job``'s heartbeat (the run's or a shard's); False when stopped."""
+    for pair in pending.iterator(chunk_size=100):
+        if run_stopped(run.pk) or _align_one(run, job, pair, scorer, time_slice) is STOPPED:
+            return False
+        job.heartbeat()
+        slice_check(time_slice)
+    return True
+
+
+def _align_one(run: AlignmentRun, job: Job, pair: DocumentPair, scorer: PairScorer, time_slice: TimeSlice | None) -> str:
     """Align and store one pair: whole, or block by block past ``ALIGN_BLOCK_MIN_CELLS`` (STOPPED when cancelled meanwhile)."""
     started = time.perf_counter()
+    encoder_name = scorer.aligner.config.encoder
     simple = side_sentences(pair.simple_document_id, encoder_name, vectors=False)
     complex_side = side_sentences(pair.complex_document_id, encoder_name, vectors=False)
     if len(simple.ids) * len(complex_side.ids) > settings.ALIGN_BLOCK_MIN_CELLS:
-        return _align_blocked(run, pair, scorer, encoder_name, time_slice, simple, complex_side)
+        return _align_blocked(run, job, pair, scorer, time_slice, simple, complex_side)
     simple.vectors = stored_vectors(simple.ids, encoder_name)
     complex_side.vectors = stored_vectors(complex_side.ids, encoder_name)
     outcome = scorer.score(simple, complex_side)
@@ -267,9 +292,9 @@ def _align_one(run: AlignmentRun, pair: DocumentPair, scorer: PairScorer, encode
 
 def _align_blocked(
     run: AlignmentRun,
+    job: Job,
     pair: DocumentPair,
     scorer: PairScorer,
-    encoder_name: str,
     time_slice: TimeSlice | None,
     simple: SideSentences,
     complex_side: SideSentences,
@@ -282,12 +307,14 @@ def _align_blocked(
     """
     from models_ml.aligning.blockwise import Block, dense_positions, plan_blocks, rows_for_span
 
+    encoder_name = scorer.aligner.config.encoder
+
     if not PairBlock.objects.filter(run_id=run.pk, pair=pair).exists():
         try:
             rows = rows_for_span(settings.ALIGN_BLOCK_ROWS, scorer.aligner.config.crf.max_span)  # equal CRF cost per block
             plan = plan_blocks(
                 simple.texts, complex_side.texts, block_rows=rows, max_cols=settings.ALIGN_BLOCK_MAX_COLS,
-                should_stop=lambda: _cancel_requested(run.pk),
+                should_stop=lambda: run_stopped(run.pk),
             )  # fmt: skip
         except InterruptedError:
             return STOPPED
@@ -310,8 +337,8 @@ def _align_blocked(
         outcome = scorer.score(block_simple, block_complex)
         with transaction.atomic():
             store_block(run.pk, pair, block, outcome, (block_simple, simple_paragraphs), (block_complex, complex_paragraphs), cols, started)
-        run.heartbeat()
-        if _cancel_requested(run.pk):
+        job.heartbeat()
+        if run_stopped(run.pk):
             return STOPPED
         slice_check(time_slice)
     with transaction.atomic():

@@ -108,7 +108,7 @@ def test_a_result_a_worker_computed_before_the_flip_is_not_stored_after_it(wrong
     DocumentPair.objects.filter(pk=stale.pk).update(complex_document=stale.simple_document, simple_document=stale.complex_document)
     aligner = aligning.aligner_from_run_config(run.config)
     scorer = PairScorer(aligner, run.measures, lambda name: run_measure(name, aligner), top_k=3)
-    aligning._align_one(run, stale, scorer, aligner.config.encoder, None)
+    aligning._align_one(run, run, stale, scorer, None)
     assert not AlignedPair.objects.filter(run=run).exists() and not CandidateAlignment.objects.filter(run=run).exists()
 
 
