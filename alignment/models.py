@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import F, Q
 from pgvector.django import VectorField
 
-from alignment.jobs.models import Job
+from alignment.jobs.models import Job, shard_summary
 
 
 class Corpus(models.Model):
@@ -188,10 +188,39 @@ class EmbeddingRun(Job):
         return f"embed {self.corpus} with {self.encoder_name}: {self.status}"
 
     @property
+    def shard_summary(self) -> str:
+        return shard_summary(self.shards.all())
+
+    @property
     def percent(self) -> int:
         if not self.total_sentences:
             return 100 if self.status == self.Status.SUCCEEDED else 0
         return min(100, round(100 * self.embedded_sentences / self.total_sentences))
+
+
+class EmbeddingShard(Job):
+    """A range of a large embedding run's missing sentences (by id: after_id < id <= through_id, open-ended when
+    through_id is null), embedded by its own task, so that several workers embed one corpus (alignment/embedding_shards.py)."""
+
+    kind = "embedding shard"
+    resumable = True  # a requeued shard embeds only the sentences still without a vector
+
+    run = models.ForeignKey(EmbeddingRun, on_delete=models.CASCADE, related_name="shards")
+    index = models.PositiveIntegerField()
+    after_id = models.BigIntegerField()
+    through_id = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="embedding_shard_unique")]
+
+    def __str__(self) -> str:
+        return f"shard {self.index} of embedding run {self.run_id}: {self.status}"
+
+    @property
+    def lane_user_id(self) -> int | None:
+        """The run's owner: a run's shards share their owner's lanes (alignment/jobs/enqueue.py)."""
+        return EmbeddingRun.objects.filter(pk=self.run_id).values_list("created_by_id", flat=True).first()
 
 
 INTERACTIVE_PAIRS = 5  # an alignment run of at most this many pairs is someone waiting at a page
@@ -262,13 +291,7 @@ class AlignmentRun(Job):
 
     @property
     def shard_summary(self) -> str:
-        """ "4 shards: 1 done, 2 running, 1 waiting" for a run split into shards (alignment/aligning/shards.py); else ""."""
-        counts = dict(self.shards.values_list("status").annotate(n=models.Count("pk")).values_list("status", "n"))
-        if not counts:
-            return ""
-        words = {"succeeded": "done", "running": "running", "queued": "waiting", "failed": "failed", "cancelled": "cancelled"}
-        parts = [f"{counts[status]} {word}" for status, word in words.items() if counts.get(status)]
-        return f"{sum(counts.values())} shards: {', '.join(parts)}"
+        return shard_summary(self.shards.all())
 
     @property
     def measures(self) -> list[str]:

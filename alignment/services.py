@@ -14,16 +14,17 @@ from collections.abc import Callable
 
 import numpy as np
 import psycopg
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
 from alignment.errors import ServiceError
 from alignment.importing.language import language_codes
 from alignment.jobs.enqueue import enqueue_on_commit
-from alignment.jobs.models import Pickup
+from alignment.jobs.models import Job, Pickup
 from alignment.jobs.slices import TimeSlice, slice_check
 from alignment.levels import level_pairs, scheme_sort_key
 from alignment.models import Corpus, Document, DocumentPair, EmbeddingRun, Encoder, Sentence, SentenceEmbedding
@@ -242,6 +243,28 @@ def _embed_batch(
         run.heartbeat(embedded_sentences=F("embedded_sentences") + len(batch), batches_done=F("batches_done") + 1)
 
 
+def embed_missing(
+    run: EmbeddingRun, job: Job, encoder: SentenceEncoder, encoder_row: Encoder, missing: QuerySet[Sentence],
+    batch_size: int, encode_batch_size: int, time_slice: TimeSlice | None,
+) -> None:  # fmt: skip
+    """Embed ``missing`` batch after batch, each committed with the run's progress; ``job`` (the run or a shard) beats."""
+    last_id = 0
+    while True:
+        # Read a window of missing sentences in id order (keyset, memory-bounded), then
+        # encode it in batches of similar length: a transformer pads every sentence
+        # of a batch to the longest one, so mixing lengths wastes most of the work.
+        window = list(missing.filter(pk__gt=last_id).values_list("pk", "text")[: batch_size * EMBEDDING_WINDOW_BATCHES])
+        if not window:
+            return
+        last_id = window[-1][0]
+        window.sort(key=lambda row: len(row[1]))
+        for start in range(0, len(window), batch_size):
+            _embed_batch(run, encoder, encoder_row, window[start : start + batch_size], encode_batch_size)
+            if job is not run:
+                job.heartbeat()
+            slice_check(time_slice)
+
+
 def embedding_run_execute(
     *, run_id: int, load_encoder: Callable[[str], SentenceEncoder], batch_size: int, encode_batch_size: int = 32,
     time_slice: TimeSlice | None = None,
@@ -257,7 +280,9 @@ def embedding_run_execute(
     error marks the run failed with the message and re-raises. Found "running" (its
     worker died) it resumes from the stored vectors, or fails after JOB_MAX_ATTEMPTS.
     ``time_slice`` (in a worker): between batches, once it has run out, the run gives its
-    worker to other jobs and continues later (alignment/jobs/slices.py).
+    worker to other jobs and continues later (alignment/jobs/slices.py). More than
+    EMBEDDING_SHARD_SENTENCES missing sentences are split into shards, each its own task
+    (alignment/embedding_shards.py).
     """
     run = EmbeddingRun.objects.select_related("corpus").get(pk=run_id)
     pickup = run.pickup()
@@ -272,19 +297,11 @@ def embedding_run_execute(
         already = {} if pickup is Pickup.CONTINUE else {"already_embedded": stored}
         run.heartbeat(total_sentences=total, embedded_sentences=stored, **already)
         missing = sentences_missing_embedding(corpus=run.corpus, encoder=encoder_row)
-        last_id = 0
-        while True:
-            # Read a window of missing sentences in id order (keyset, memory-bounded), then
-            # encode it in batches of similar length: a transformer pads every sentence
-            # of a batch to the longest one, so mixing lengths wastes most of the work.
-            window = list(missing.filter(pk__gt=last_id).values_list("pk", "text")[: batch_size * EMBEDDING_WINDOW_BATCHES])
-            if not window:
-                break
-            last_id = window[-1][0]
-            window.sort(key=lambda row: len(row[1]))
-            for start in range(0, len(window), batch_size):
-                _embed_batch(run, encoder, encoder_row, window[start : start + batch_size], encode_batch_size)
-                slice_check(time_slice)
+        if run.shards.exists() or missing.count() > settings.EMBEDDING_SHARD_SENTENCES:
+            from alignment.embedding_shards import embedding_shards_start
+
+            return embedding_shards_start(run, missing)
+        embed_missing(run, run, encoder, encoder_row, missing, batch_size, encode_batch_size, time_slice)
         encoder_index_ensure(encoder=encoder_row)
     except Exception as exc:
         run.mark_failed_by(exc)

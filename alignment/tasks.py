@@ -15,7 +15,7 @@ from alignment.jobs.slices import TimeSlice
 from alignment.jobs.stalled import stalled_jobs_retry_async
 from alignment.jobs.wrapper import job_task
 from alignment.mining.models import MiningJob, MiningShard
-from alignment.models import AlignmentRun, AlignmentShard, EmbeddingRun
+from alignment.models import AlignmentRun, AlignmentShard, EmbeddingRun, EmbeddingShard
 
 
 @job_task(queue="embedding", name="alignment.embed_corpus", model=EmbeddingRun, id_arg="run_id")
@@ -53,6 +53,21 @@ def align_pairs(*, run_id: int) -> None:
 
     aligning.alignment_run_execute(
         run_id=run_id, build_measure=run_measure, device=settings.ENCODER_DEVICE, time_slice=TimeSlice.from_settings()
+    )
+
+
+@job_task(queue="embedding", name="alignment.embed_shard", model=EmbeddingShard, id_arg="shard_id")
+def embed_shard(*, shard_id: int) -> None:
+    """Embed one shard of a large EmbeddingRun's sentences (resumable, in time slices); the last one finishes the run."""
+    from alignment.aligning.measures import app_encoder
+    from alignment.embedding_shards import embedding_shard_execute
+
+    embedding_shard_execute(
+        shard_id=shard_id,
+        load_encoder=app_encoder,
+        batch_size=settings.EMBEDDING_BATCH_SIZE,
+        encode_batch_size=settings.ENCODER_BATCH_SIZE,
+        time_slice=TimeSlice.from_settings(),
     )
 
 

@@ -165,6 +165,16 @@ class Job(models.Model):
         return Pickup.RESUME if self.resumable else Pickup.RESTART
 
 
+def shard_summary(shards: models.QuerySet) -> str:
+    """ "4 shards: 1 done, 2 running, 1 waiting" for a job split into shards; "" when it is not."""
+    counts = dict(shards.values_list("status").annotate(n=models.Count("pk")).values_list("status", "n"))
+    if not counts:
+        return ""
+    words = {JobStatus.SUCCEEDED: "done", JobStatus.RUNNING: "running", JobStatus.QUEUED: "waiting", JobStatus.FAILED: "failed"}
+    parts = [f"{counts[status]} {word}" for status, word in words.items() if counts.get(status)]
+    return f"{sum(counts.values())} shards: {', '.join(parts)}"
+
+
 def error_text(exc: BaseException) -> str:
     """The reason stored on a failed job: the exception's type and message, never a traceback."""
     return f"{type(exc).__name__}: {exc}"
