@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -104,24 +105,36 @@ def _row(stage: str, app: float, reference: float, unit: str, note: str = "") ->
     print(f"{stage:<12} {app:>12,.1f} {reference:>14,.1f}  {unit:<13} {ratio:>6.2f}x  {note}", flush=True)
 
 
-def run_workers(queue: str, count: int) -> tuple[float, list[float]]:
-    """``count`` worker processes on ``queue`` until it is empty; (wall seconds, each one's peak RSS in MB)."""
+def run_workers(queue: str, count: int, job, threads: int) -> tuple[float, list[float]]:
+    """``count`` worker processes on ``queue`` until ``job`` (a run row) has finished; (wall seconds, each one's peak RSS in MB).
+
+    The workers wait for work rather than stopping at an empty queue: a run's own task queues its shards, and a
+    second worker must not stop before they exist. Each may run every shard of the bench owner's run
+    (JOB_USER_CONCURRENCY = workers) on ``threads`` threads.
+    """
     from django.conf import settings
 
-    env = {**os.environ, "DATABASE_URL": database_url(), "ENCODER_CACHE_DIR": str(settings.ENCODER_CACHE_DIR), "LOG_LEVEL": "WARNING"}
-    if count > 1:
-        env.setdefault("ENCODER_THREADS", str(max(1, (os.cpu_count() or 1) // count)))
+    env = {
+        **os.environ, "DATABASE_URL": database_url(), "ENCODER_CACHE_DIR": str(settings.ENCODER_CACHE_DIR), "LOG_LEVEL": "WARNING",
+        "JOB_USER_CONCURRENCY": str(count), "ENCODER_THREADS": str(threads),
+    }  # fmt: skip
     started = time.perf_counter()
-    command = [sys.executable, "manage.py", "procrastinate", "worker", "--queues", queue, "--one-shot", "--concurrency", "1"]
+    command = [sys.executable, "manage.py", "procrastinate", "worker", "--queues", queue, "--concurrency", "1"]
     workers = [subprocess.Popen(command, env=env, cwd=REPO_ROOT) for _ in range(count)]
+    try:
+        while type(job).objects.filter(pk=job.pk, status__in=["queued", "running"]).exists():
+            if any(worker.poll() is not None for worker in workers):
+                raise SystemExit(f"a worker on {queue} stopped while the job ran")
+            time.sleep(0.5)
+    finally:
+        for worker in workers:
+            worker.send_signal(signal.SIGTERM)
+    wall = time.perf_counter() - started
     peaks = []
     for worker in workers:
-        _, status, usage = os.wait4(worker.pid, 0)
-        worker.returncode = os.waitstatus_to_exitcode(status)
-        if worker.returncode != 0:
-            raise SystemExit(f"a worker on {queue} exited with status {worker.returncode}")
+        _, _, usage = os.wait4(worker.pid, 0)
         peaks.append(usage.ru_maxrss / 1024)
-    return time.perf_counter() - started, peaks
+    return wall, peaks
 
 
 def stage_import(owner, files: list[tuple[str, bytes]]):
@@ -158,10 +171,10 @@ def stage_embedding(corpus, owner, args, sample_pairs) -> list[float]:
         device="cpu",
         backend=settings.ENCODER_BACKEND,
         cache_dir=str(settings.ENCODER_CACHE_DIR),
-        threads=settings.ENCODER_THREADS,
+        threads=args.threads,
     )  # fmt: skip; loaded (and exported, for ONNX) here first, so the workers read the cache
     run = embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL, created_by=owner)
-    wall, peaks = run_workers("embedding", args.workers)
+    wall, peaks = run_workers("embedding", args.workers, run, args.threads)
     run = EmbeddingRun.objects.get(pk=run.pk)
     if run.status != "succeeded":
         raise SystemExit(f"the embedding run ended {run.status}: {run.error}")
@@ -190,7 +203,7 @@ def stage_alignment(corpus, owner, args, sample_pairs):
     from alignment.models import AlignmentRun
 
     run = alignment_run_create(corpus=corpus, model_dir=settings.ALIGNER_MODEL_DIR, created_by=owner)
-    wall, peaks = run_workers("alignment", args.workers)
+    wall, peaks = run_workers("alignment", args.workers, run, args.threads)
     run = AlignmentRun.objects.get(pk=run.pk)
     if run.status != "succeeded":
         raise SystemExit(f"the alignment run ended {run.status}: {run.error}")
@@ -330,11 +343,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=1, help="worker processes for the embedding and alignment jobs")
+    parser.add_argument("--threads", type=int, default=0, help="ENCODER_THREADS per worker (default: cores / workers)")
     parser.add_argument("--source", choices=["auto", "onestopenglish", "demo"], default="auto")
     parser.add_argument("--sample", type=int, default=200, help="pairs the DB-free paths run on")
     parser.add_argument("--page-requests", type=int, default=20)
     parser.add_argument("--skip-pages", action="store_true")
     args = parser.parse_args()
+    args.threads = args.threads or max(1, (os.cpu_count() or 1) // args.workers)
+    import torch
+
+    torch.set_num_threads(args.threads)  # the DB-free paths run on one worker's threads
     bench_started = time.perf_counter()
     setup_django()
     from django.db import connection
@@ -344,7 +362,7 @@ def main() -> None:
     articles = source_articles(args.source)
     files = corpus_files(args.pairs, articles)
     print(
-        f"{args.pairs:,} document pairs from {len(articles)} articles ({args.source}); {os.cpu_count()} cores; {args.workers} worker process(es)\n"
+        f"{args.pairs:,} document pairs from {len(articles)} articles ({args.source}); {os.cpu_count()} cores; {args.workers} worker process(es) of {args.threads} thread(s)\n"
     )
     print(f"{'stage':<12} {'app':>12} {'DB-free path':>14}  {'unit':<13} {'ratio':>7}")
     owner = bench_owner()

@@ -310,9 +310,9 @@ ALIGN_BLOCK_ROWS = envint("ALIGN_BLOCK_ROWS", 128)
 ALIGN_BLOCK_MAX_COLS = envint("ALIGN_BLOCK_MAX_COLS", 384)
 # A run of more than ALIGN_SHARD_PAIRS pairs is split into shards of that many, each its own task (AlignmentShard), so
 # several workers (on several hosts) align one run at once; a user's shards still share that user's JOB_USER_CONCURRENCY lanes.
-ALIGN_SHARD_PAIRS = envint("ALIGN_SHARD_PAIRS", 100)
+ALIGN_SHARD_PAIRS = envint("ALIGN_SHARD_PAIRS", 50)
 # Likewise an embedding run with more than EMBEDDING_SHARD_SENTENCES sentences to embed (EmbeddingShard).
-EMBEDDING_SHARD_SENTENCES = envint("EMBEDDING_SHARD_SENTENCES", 20_000)
+EMBEDDING_SHARD_SENTENCES = envint("EMBEDDING_SHARD_SENTENCES", 5_000)
 # Automatic adaptation (annotation/training/adaptation.py): finishing a pair queues a job that fine-tunes copies of the
 # project's active model on its finished pairs (this many CRF epochs at most), keeps one only when it beats the model on
 # held-out finished pairs, and then re-suggests the pairs nobody has started. False: finishing a pair queues nothing.

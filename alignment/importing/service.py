@@ -15,6 +15,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import BooleanField, ExpressionWrapper, Q
 
 from alignment.importing.cleaning import ImportFormatError
 from alignment.importing.layout import PARAGRAPH_MODE_LABELS
@@ -178,10 +179,21 @@ def _fallback_warning(parsed: ParsedDocument, paragraph: int) -> str:
 
 def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayout, result: FileImportResult) -> None:
     content_hash = layout.content_hash(external_id=parsed.external_id, level=parsed.level)
-    if Document.objects.filter(corpus=corpus, content_hash=content_hash).exists():
+    text_hash = layout.text_hash()
+    same_id = Q(external_id=parsed.external_id, level=parsed.level)
+    found = list(
+        Document.objects.filter(Q(content_hash=content_hash) | same_id | Q(text_hash=text_hash), corpus=corpus)
+        .annotate(
+            unchanged=ExpressionWrapper(Q(content_hash=content_hash), output_field=BooleanField()),
+            clash=ExpressionWrapper(same_id, output_field=BooleanField()),
+        )
+        .order_by("-unchanged", "-clash", "pk")
+        .values_list("unchanged", "clash", "external_id", "level")[:1]
+    )  # the three checks below in one round trip, the strongest first
+    if found and found[0][0]:
         result.documents_unchanged += 1
         return
-    if Document.objects.filter(corpus=corpus, external_id=parsed.external_id, level=parsed.level).exists():
+    if found and found[0][1]:
         raise ImportFormatError(
             f"document {parsed.external_id!r} level {parsed.level!r} is already in the corpus with different content; "
             "delete it first or give the new version another id",
@@ -190,12 +202,11 @@ def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayo
         )
     if layout.fallback_from_paragraph is not None:
         result.warnings.append(_fallback_warning(parsed, layout.fallback_from_paragraph))
-    text_hash = layout.text_hash()
-    copy_of = Document.objects.filter(corpus=corpus, text_hash=text_hash).first()
-    if copy_of is not None:
+    if found:
+        _, _, copy_id, copy_level = found[0]
         result.warnings.append(
             f"{parsed.file}: {parsed.external_id!r} ({parsed.level}) has exactly the same text as "
-            f"{copy_of.external_id!r} ({copy_of.level}); stored anyway, check the source"
+            f"{copy_id!r} ({copy_level}); stored anyway, check the source"
         )
     document = Document.objects.create(
         corpus=corpus,
