@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
-from django.db.models import BooleanField, ExpressionWrapper, Q
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import Value
 
+from alignment.copying import copy_rows
 from alignment.importing.cleaning import ImportFormatError
 from alignment.importing.layout import PARAGRAPH_MODE_LABELS
 from alignment.importing.readers import FILE_SUFFIXES, ImportOptions, ParsedDocument, read_file
@@ -25,6 +26,9 @@ from alignment.jobs.database import database_lost
 from alignment.level_order import corpus_level_order_settle, level_order_check_against_pairs
 from alignment.models import Corpus, Document, Paragraph, Sentence
 from alignment.services import document_pairs_sync
+
+ANALYZE_AFTER_DOCUMENTS = 100  # an import call that stored this many documents refreshes the table's statistics
+SENTENCE_COLUMNS = ("document_id", "paragraph_id", "index", "index_in_paragraph", "text", "char_start", "char_end")
 
 
 @dataclass
@@ -117,6 +121,9 @@ def corpus_import_files(
         report.files.append(result)
         if on_file_done:
             on_file_done(result)
+    if report.documents_created >= ANALYZE_AFTER_DOCUMENTS:
+        with connection.cursor() as cursor:  # fresh statistics, or the planner takes a new corpus for empty (_store_document)
+            cursor.execute("ANALYZE alignment_document")
     with transaction.atomic():
         locked = Corpus.objects.select_for_update().get(pk=corpus.pk)  # one import at a time decides and pairs
         report.direction = corpus_level_order_settle(corpus=locked, requested=options.level_order).notes
@@ -130,7 +137,10 @@ def _import_one_file(*, corpus: Corpus, name: str, data: bytes, options: ImportO
     try:
         parsed = read_file(name, data, options)
         laid_out = [(document, _layout(document, options)) for document in parsed]
-        with transaction.atomic():
+        with transaction.atomic(), connection.cursor() as cursor:
+            # The file's commit need not wait for its WAL to reach the disk: WAL is flushed in order, so the job's next
+            # progress commit (synchronous) makes it durable too, and a crash before that imports the file again.
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
             for document, layout in laid_out:
                 _store_document(corpus, document, layout, result)
     except ImportFormatError as exc:
@@ -180,20 +190,22 @@ def _fallback_warning(parsed: ParsedDocument, paragraph: int) -> str:
 def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayout, result: FileImportResult) -> None:
     content_hash = layout.content_hash(external_id=parsed.external_id, level=parsed.level)
     text_hash = layout.text_hash()
-    same_id = Q(external_id=parsed.external_id, level=parsed.level)
-    found = list(
-        Document.objects.filter(Q(content_hash=content_hash) | same_id | Q(text_hash=text_hash), corpus=corpus)
-        .annotate(
-            unchanged=ExpressionWrapper(Q(content_hash=content_hash), output_field=BooleanField()),
-            clash=ExpressionWrapper(same_id, output_field=BooleanField()),
-        )
-        .order_by("-unchanged", "-clash", "pk")
-        .values_list("unchanged", "clash", "external_id", "level")[:1]
-    )  # the three checks below in one round trip, the strongest first
-    if found and found[0][0]:
+    # The three checks below in one round trip, each on its own index (an OR of them made PostgreSQL
+    # filter every document of the corpus): 0 = unchanged, 1 = the id and level taken, 2 = the same text.
+    base = Document.objects.filter(corpus=corpus)
+    checks = [
+        base.filter(content_hash=content_hash),
+        base.filter(external_id=parsed.external_id, level=parsed.level),
+        base.filter(text_hash=text_hash),
+    ]
+    first, *others = [
+        check.order_by().annotate(rank=Value(rank)).values_list("rank", "external_id", "level")[:1] for rank, check in enumerate(checks)
+    ]
+    found = list(first.union(*others, all=True).order_by("rank")[:1])
+    if found and found[0][0] == 0:
         result.documents_unchanged += 1
         return
-    if found and found[0][1]:
+    if found and found[0][0] == 1:
         raise ImportFormatError(
             f"document {parsed.external_id!r} level {parsed.level!r} is already in the corpus with different content; "
             "delete it first or give the new version another id",
@@ -203,7 +215,7 @@ def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayo
     if layout.fallback_from_paragraph is not None:
         result.warnings.append(_fallback_warning(parsed, layout.fallback_from_paragraph))
     if found:
-        _, _, copy_id, copy_level = found[0]
+        _, copy_id, copy_level = found[0]
         result.warnings.append(
             f"{parsed.file}: {parsed.external_id!r} ({parsed.level}) has exactly the same text as "
             f"{copy_id!r} ({copy_level}); stored anyway, check the source"
@@ -226,23 +238,23 @@ def _store_document(corpus: Corpus, parsed: ParsedDocument, layout: DocumentLayo
             "split_fallback_from_paragraph": layout.fallback_from_paragraph,
         },
     )
+    count = _store_sentences(document, layout)
+    result.documents_created += 1
+    result.sentences_created += count
+
+
+def _store_sentences(document: Document, layout: DocumentLayout) -> int:
+    """The document's paragraphs (their ids are needed) and its sentences, streamed by COPY; the sentence count."""
     paragraphs = Paragraph.objects.bulk_create(
         Paragraph(document=document, index=i, char_start=p.char_start, char_end=p.char_end) for i, p in enumerate(layout.paragraphs)
     )
-    sentences = []
-    for paragraph, paragraph_layout in zip(paragraphs, layout.paragraphs):
-        for j, s in enumerate(paragraph_layout.sentences):
-            sentences.append(
-                Sentence(
-                    document=document,
-                    paragraph=paragraph,
-                    index=len(sentences),
-                    index_in_paragraph=j,
-                    text=s.text,
-                    char_start=s.char_start,
-                    char_end=s.char_end,
-                )
-            )
-    Sentence.objects.bulk_create(sentences, batch_size=2000)
-    result.documents_created += 1
-    result.sentences_created += len(sentences)
+    rows = (
+        (document.pk, paragraph.pk, index, j, sentence.text, sentence.char_start, sentence.char_end)
+        for index, (paragraph, j, sentence) in enumerate(
+            (paragraph, j, sentence)
+            for paragraph, paragraph_layout in zip(paragraphs, layout.paragraphs)
+            for j, sentence in enumerate(paragraph_layout.sentences)
+        )
+    )
+    count = copy_rows(Sentence, SENTENCE_COLUMNS, rows)
+    return count
