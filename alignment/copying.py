@@ -1,17 +1,26 @@
-"""Bulk rows through PostgreSQL's COPY: one round trip and no per-row SQL, for the writes whose rows are many.
+"""Bulk rows through PostgreSQL's COPY, and vectors in pgvector's binary format: for the reads and writes whose rows are many.
 
 Django's ``bulk_create`` builds one INSERT with a placeholder per value; for thousands of rows the
 statement building costs as much as the database's work (a profile of an import: 7 s of 13.5 s in
 ``bulk_create``, half of it in the compiler). COPY streams the rows instead. It writes every column
 named, so a model's Python-side defaults must be given here; ids come from the table's sequence and
 are not returned (use ``bulk_create`` where the caller needs them).
+
+Vectors: the ORM reads and writes a vector as text ("[0.1,0.2,...]"), parsing or formatting 384 floats
+in Python per row; :func:`vector_cursor` moves them as binary instead (reading a pair's vectors: 1.0 of
+2.0 s per 100 pairs went to parsing the text).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import psycopg
 from django.db import connection, models
+from pgvector.psycopg.vector import register_vector_info
+from psycopg.types import TypeInfo
+
+_VECTOR_TYPES: dict[tuple, TypeInfo] = {}  # pgvector's type, by database: fetched once per process
 
 
 def copy_rows(model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
@@ -24,3 +33,16 @@ def copy_rows(model: type[models.Model], columns: Sequence[str], rows: Iterable[
             copy.write_row(row)
             count += 1
     return count
+
+
+def vector_cursor() -> psycopg.Cursor:
+    """A psycopg cursor on Django's connection (inside the caller's transaction) that sends (``%b``) and reads
+    (``binary=True``) pgvector's binary format; vectors come back as float32 NumPy arrays."""
+    connection.ensure_connection()
+    raw = connection.connection
+    key = (raw.info.host, raw.info.port, raw.info.dbname)
+    if key not in _VECTOR_TYPES:
+        _VECTOR_TYPES[key] = TypeInfo.fetch(raw, "vector")
+    cursor = psycopg.Cursor(raw)  # server-side binding: Django's client-side cursor cannot send %b
+    register_vector_info(cursor, _VECTOR_TYPES[key])
+    return cursor

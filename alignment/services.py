@@ -13,14 +13,12 @@ from collections import defaultdict
 from collections.abc import Callable
 
 import numpy as np
-import psycopg
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
-from pgvector.psycopg.vector import register_vector_info
-from psycopg.types import TypeInfo
 
+from alignment.copying import vector_cursor
 from alignment.errors import ServiceError
 from alignment.importing.language import language_codes
 from alignment.jobs.enqueue import enqueue_on_commit
@@ -227,10 +225,8 @@ def _vectors_insert(encoder_id: int, sentence_ids: list[int], vectors: np.ndarra
     row in Python; the binary path is about 4x faster (bench: 0.12 vs 0.49 ms
     a row), which is most of the job's time outside the encoder.
     """
-    raw = connection.connection  # the psycopg connection, inside the caller's transaction
-    cursor = psycopg.Cursor(raw)  # server-side binding: Django's client-side cursor cannot send %b
-    register_vector_info(cursor, TypeInfo.fetch(raw, "vector"))
-    cursor.executemany(_VECTOR_INSERT_SQL, [(pk, encoder_id, v) for pk, v in zip(sentence_ids, vectors)])
+    with vector_cursor() as cursor:
+        cursor.executemany(_VECTOR_INSERT_SQL, [(pk, encoder_id, v) for pk, v in zip(sentence_ids, vectors)])
 
 
 def _embed_batch(

@@ -90,7 +90,8 @@ class PairScorer:
         matrices: dict[str, np.ndarray] = {}
         encoder_seconds = 0.0
         started = time.perf_counter()
-        for name in self.measures:
+        raw: dict[str, np.ndarray] = {}  # the lexical measures as they return them (the learned scorer reuses char 3-grams)
+        for name in sorted(self.measures, key=lambda name: name == LEARNED):  # the learned scorer last
             stored = simple.vectors is not None and complex_side.vectors is not None
             if name == "embedding_cosine" and stored:
                 matrices[name] = stored_vector_cosine(simple.vectors, complex_side.vectors)
@@ -99,14 +100,18 @@ class PairScorer:
                 measure_started = time.perf_counter()
                 cosine = stored_vector_cosine(simple.vectors, complex_side.vectors) if stored and self.aligner.uses_encoder else None
                 scorer = self.measure(name)
-                matrices[name] = scorer.score(simple.texts, complex_side.texts, embedding_cosine=cosine)  # type: ignore[call-arg]
+                matrices[name] = scorer.score(  # type: ignore[call-arg]
+                    simple.texts, complex_side.texts, embedding_cosine=cosine, char3_cosine=raw.get("char3_tfidf_cosine")
+                )
                 if self.aligner.uses_encoder and cosine is None:
                     encoder_seconds += time.perf_counter() - measure_started
                 continue
             measure_started = time.perf_counter()
-            matrices[name] = np.asarray(self.measure(name).score(simple.texts, complex_side.texts), dtype=np.float32)
+            raw[name] = self.measure(name).score(simple.texts, complex_side.texts)
+            matrices[name] = np.asarray(raw[name], dtype=np.float32)
             if name not in LEXICAL_MEASURES:  # the others run the transformer
                 encoder_seconds += time.perf_counter() - measure_started
+        matrices = {name: matrices[name] for name in self.measures}  # the run's order
         measured = time.perf_counter()
         states = len(complex_side.texts) * self.aligner.config.crf.max_span + 1  # the most any block of this pair can have
         with torch_threads(1, when=states <= ONE_THREAD_MAX_STATES):

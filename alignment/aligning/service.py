@@ -16,6 +16,7 @@ from django.db.models import QuerySet
 
 from alignment.aligning.scoring import PairScorer, SideSentences
 from alignment.aligning.storing import store_block, store_blocked_pair, store_outcome
+from alignment.copying import vector_cursor
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Job, Pickup, error_text
@@ -24,6 +25,7 @@ from alignment.models import (
     AlignmentRun,
     Corpus,
     DocumentPair,
+    Encoder,
     PairBlock,
     Sentence,
     SentenceEmbedding,
@@ -196,10 +198,20 @@ def side_sentences(document_id: int, encoder_name: str, *, vectors: bool = True)
 
 def stored_vectors(ids: Sequence[int], encoder_name: str) -> np.ndarray | None:
     """The (len(ids), d) stored vectors of these sentences, in order; None unless every one has a vector."""
-    stored = dict(SentenceEmbedding.objects.filter(sentence_id__in=ids, encoder__name=encoder_name).values_list("sentence_id", "vector"))
-    if not ids or len(stored) != len(ids):
+    if not ids:
         return None
-    return np.stack([np.asarray(stored[pk], dtype=np.float32) for pk in ids])  # (count, d)
+    with vector_cursor() as cursor:
+        cursor.execute(STORED_VECTORS_SQL, [encoder_name, list(ids)], binary=True)
+        stored = dict(cursor.fetchall())
+    if len(stored) != len(ids):
+        return None
+    return np.stack([stored[pk].to_numpy() for pk in ids]).astype(np.float32, copy=False)  # (count, d)
+
+
+STORED_VECTORS_SQL = (
+    f"SELECT e.sentence_id, e.vector FROM {SentenceEmbedding._meta.db_table} e JOIN {Encoder._meta.db_table} c ON c.id = e.encoder_id "
+    "WHERE c.name = %s AND e.sentence_id = ANY(%s)"
+)
 
 
 def alignment_run_execute(

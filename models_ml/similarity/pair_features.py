@@ -64,8 +64,13 @@ def feature_names(with_embedding: bool) -> tuple[str, ...]:
     return BASE_FEATURES + (EMBEDDING_FEATURES if with_embedding else ()) + relative
 
 
-def pair_features(simple: Sequence[str], complex: Sequence[str], embedding_cosine: np.ndarray | None = None) -> np.ndarray:
-    """Feature tensor (m, n, f) in the order of :func:`feature_names` (``embedding_cosine`` given or not)."""
+def pair_features(
+    simple: Sequence[str], complex: Sequence[str], embedding_cosine: np.ndarray | None = None, char3_cosine: np.ndarray | None = None
+) -> np.ndarray:
+    """Feature tensor (m, n, f) in the order of :func:`feature_names` (``embedding_cosine`` given or not).
+
+    ``char3_cosine``: the pair's character 3-gram TF-IDF cosine when the caller has it already (the app
+    scores it as a measure of its own), exactly as ``TfidfCosine("char3").score`` returns it."""
     simple = validate_sentences(simple, "simple")
     complex = validate_sentences(complex, "complex")
     m, n = len(simple), len(complex)
@@ -73,7 +78,8 @@ def pair_features(simple: Sequence[str], complex: Sequence[str], embedding_cosin
     names = feature_names(with_embedding)
     if m == 0 or n == 0:
         return np.zeros((m, n, len(names)), dtype=np.float32)
-    views: dict[str, np.ndarray] = {"char3_cosine": TfidfCosine("char3").score(simple, complex)}
+    char3 = TfidfCosine("char3").score(simple, complex) if char3_cosine is None else np.asarray(char3_cosine)
+    views: dict[str, np.ndarray] = {"char3_cosine": char3}
     views["char3_cover_simple"], views["char3_cover_complex"] = _set_cover(
         [set(char_trigrams(s)) for s in simple], [set(char_trigrams(c)) for c in complex], None
     )

@@ -7,6 +7,7 @@ import numpy as np
 from alignment.aligning.scoring import PairScorer, SideSentences
 from models_ml.aligning.aligner import Aligner
 from models_ml.aligning.aligner_config import learned_config
+from models_ml.similarity.measures import TfidfCosine, build_measure
 from models_ml.similarity.pair_features import feature_names
 from models_ml.similarity.pair_scorer import ScorerParameters
 
@@ -32,3 +33,28 @@ def test_a_learned_scorer_reading_vectors_takes_the_stored_ones() -> None:
     matrix = outcome.matrices["learned"]
     assert matrix.shape == (2, 3) and matrix[0].argmax() == 2 and matrix[1].argmax() == 0
     assert [(g.complex, g.simple) for g in outcome.result.groups] == [((2,), (0,)), ((0,), (1,))]
+
+
+def test_the_learned_scorer_reuses_the_runs_char3_measure_and_scores_exactly_the_same(monkeypatch) -> None:
+    names = feature_names(False)
+    weights = np.linspace(-1.0, 1.0, len(names))  # every feature counts, the character 3-gram ones included
+    parameters = ScorerParameters(names, np.zeros(len(names)), np.ones(len(names)), weights, -0.5)
+    aligner = Aligner(learned_config(device="cpu", paragraph_variant="none", scorer=parameters.to_dict()))
+    calls = []
+    real = TfidfCosine.score
+
+    def counting(self, simple, complex):
+        calls.append(self.name)
+        return real(self, simple, complex)
+
+    simple = SideSentences([1, 2], ["The cat sat.", "It was warm."], [0, 0], None)
+    complex_side = SideSentences([3, 4, 5], ["The old cat sat on the mat.", "The sun was warm.", "Birds sang."], [0, 0, 0], None)
+    alone = PairScorer(aligner, ["learned"], build=lambda name: aligner.measure).score(simple, complex_side)
+    monkeypatch.setattr(TfidfCosine, "score", counting)
+    both = PairScorer(
+        aligner, ["learned", "char3_tfidf_cosine"], build=lambda name: aligner.measure if name == "learned" else build_measure(name)
+    )
+    together = both.score(simple, complex_side)
+    assert calls == ["char3_tfidf_cosine"], "the character 3-gram cosine is computed once per pair"
+    assert np.array_equal(alone.matrices["learned"], together.matrices["learned"])
+    assert list(together.matrices) == ["learned", "char3_tfidf_cosine"]
