@@ -16,6 +16,7 @@ all items (an item one side did not label counting as no link) is kept beside it
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -123,10 +124,16 @@ def _merged(parts: list[dict[str, dict[Item, str]]]) -> dict[str, dict[Item, str
 
 
 def _report(ratings: dict[str, dict[Item, str]], scope: str) -> AgreementReport:
-    """:func:`agreement_report` from running counts: the same figures in a fraction of the time for a pair's few items."""
+    """:func:`agreement_report` from running counts: the same figures in a fraction of the time for a pair's few items.
+
+    Items rated alike are added once with their count (a pair of 60 x 60 sentences has hundreds of items but a
+    handful of patterns of ratings: adding item by item took 1.5 s for a page of 50 such pairs)."""
     counts = AgreementCounts()
-    for item in {item for labels in ratings.values() for item in labels}:
-        counts.add(item, {name: labels.get(item) for name, labels in ratings.items()})
+    names = list(ratings)
+    items = {item for labels in ratings.values() for item in labels}
+    patterns = Counter(tuple(ratings[name].get(item) for name in names) for item in items)
+    for pattern, weight in patterns.items():
+        counts.add(pattern, dict(zip(names, pattern)), weight=weight)
     return counts.report(scope=scope, roster=ratings)
 
 
