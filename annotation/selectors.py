@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.cache import cache
+from django.core.cache import caches
 from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery, Value
 from django.http import Http404
@@ -191,8 +191,9 @@ def project_cached(project: AnnotationProject, name: str, compute: Callable[[], 
     settings_ = (project.overlap, project.accuracy_threshold, project.exclude_flagged, project.adjudicate_all, project.suggestion_run_id)
     version = hashlib.sha256(repr((state, settings_, extra)).encode()).hexdigest()
     key = f"project:{project.pk}:{project.created_at.timestamp()}:{name}:{version}"
-    value = cache.get(key)
+    figures = caches["figures"]  # shared by the host's web processes (settings.CACHES)
+    value = figures.get(key)
     if value is None:
         value = compute()
-        cache.set(key, value, PROJECT_CACHE_SECONDS)
+        figures.set(key, value, PROJECT_CACHE_SECONDS)
     return value

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from django.core.cache import cache
+from django.core.cache import caches
 from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -74,7 +74,7 @@ def measured(page: Page, world: World) -> tuple[int, int, list[str]]:
     client.force_login(getattr(world, page.persona))
     url = page.url(world)
     assert client.get(url).status_code == 200, url
-    cache.clear()
+    caches["figures"].clear()
     with CaptureQueriesContext(connection) as queries:
         response = client.get(url)
     assert response.status_code == 200, url

@@ -84,6 +84,16 @@ MIDDLEWARE = [
 # Sessions read from the process's memory cache, written through to the database: one query
 # less on every request (a label save is ~10 queries), and nothing lost when a process restarts.
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # A project's page-wide figures (agreement, the project page, the Models page: annotation.selectors.project_cached),
+    # shared by the web processes of a host, so after a label one process computes them and the others read them.
+    "figures": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(STATE_DIR / "cache" / "figures"),
+        "OPTIONS": {"MAX_ENTRIES": 2000},
+    },
+}
 
 ROOT_URLCONF = "webapp.urls"
 WSGI_APPLICATION = "webapp.wsgi.application"
