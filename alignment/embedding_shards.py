@@ -13,7 +13,6 @@ alignment shards do (alignment/aligning/shards.py).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 
 from django.conf import settings
@@ -21,7 +20,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from alignment.jobs.database import database_lost
-from alignment.jobs.enqueue import defer
+from alignment.jobs.enqueue import enqueue_once_on_commit
 from alignment.jobs.models import Pickup, error_text
 from alignment.jobs.slices import TimeSlice
 from alignment.models import EmbeddingRun, EmbeddingShard, Encoder, Sentence
@@ -50,17 +49,10 @@ def embedding_shards_start(run: EmbeddingRun, missing: QuerySet[Sentence]) -> Em
         open_shards = list(EmbeddingShard.objects.filter(run=run).exclude(status=EmbeddingShard.Status.SUCCEEDED))
         for shard in open_shards:
             shard.mark_queued()  # a failed shard is queued again; a waiting one stays as it is
-            transaction.on_commit(lambda shard=shard: _queue(shard))
+            enqueue_once_on_commit(SHARD_TASK, shard, shard_id=shard.pk)
     if not open_shards:
         run.mark_succeeded()
     return EmbeddingRun.objects.get(pk=run.pk)
-
-
-def _queue(shard: EmbeddingShard) -> None:
-    from procrastinate.exceptions import AlreadyEnqueued
-
-    with contextlib.suppress(AlreadyEnqueued):  # a retry while an old task of this shard still waits
-        defer(SHARD_TASK, shard, options={"queueing_lock": f"embedding-shard-{shard.pk}"}, shard_id=shard.pk)
 
 
 def embedding_shard_execute(

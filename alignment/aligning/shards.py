@@ -19,7 +19,6 @@ run uses at most JOB_USER_CONCURRENCY workers at a time; a run without an owner 
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 
 from django.conf import settings
@@ -27,7 +26,7 @@ from django.db import transaction
 
 from alignment.aligning.service import align_pending, run_finish, run_scorer
 from alignment.jobs.database import database_lost
-from alignment.jobs.enqueue import defer
+from alignment.jobs.enqueue import enqueue_once_on_commit
 from alignment.jobs.models import Pickup, error_text
 from alignment.jobs.slices import TimeSlice
 from alignment.models import AlignmentRun, AlignmentShard
@@ -52,18 +51,10 @@ def shards_start(run: AlignmentRun, pending_ids: list[int]) -> AlignmentRun:
         )
         for shard in open_shards:
             shard.mark_queued()  # a failed or cancelled shard is queued again; a waiting one stays as it is
-            transaction.on_commit(lambda shard=shard: _queue(shard))
+            enqueue_once_on_commit(SHARD_TASK, shard, shard_id=shard.pk)
     if not open_shards:
         return run_finish(run)
     return AlignmentRun.objects.get(pk=run.pk)
-
-
-def _queue(shard: AlignmentShard) -> None:
-    """Queue the shard's task unless one is already waiting (a retry while an old task of it still waits)."""
-    from procrastinate.exceptions import AlreadyEnqueued
-
-    with contextlib.suppress(AlreadyEnqueued):
-        defer(SHARD_TASK, shard, options={"queueing_lock": f"alignment-shard-{shard.pk}"}, shard_id=shard.pk)
 
 
 def alignment_shard_execute(

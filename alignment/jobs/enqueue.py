@@ -16,6 +16,7 @@ one-pair alignment does not wait behind a queue of bulk work.
 
 from __future__ import annotations
 
+import contextlib
 from functools import partial
 from typing import Any
 
@@ -82,3 +83,16 @@ def defer_in_transaction(task_name: str, job: Job, **task_kwargs: Any) -> int:
 def enqueue_on_commit(task_name: str, job: Job | None = None, *, options: dict | None = None, **task_kwargs: Any) -> None:
     """Defer ``task_name(**task_kwargs)`` when the current transaction commits (at once outside one)."""
     transaction.on_commit(partial(defer, task_name, job, options=options, **task_kwargs))
+
+
+def enqueue_once_on_commit(task_name: str, job: Job, **task_kwargs: Any) -> None:
+    """Like :func:`enqueue_on_commit`, unless a task of ``job`` already waits (a retry while an old one is still
+    queued): a Procrastinate queueing lock per job row, so a shard is never queued twice."""
+
+    def defer_once() -> None:
+        from procrastinate.exceptions import AlreadyEnqueued
+
+        with contextlib.suppress(AlreadyEnqueued):
+            defer(task_name, job, options={"queueing_lock": f"{task_name}-{job.pk}"}, **task_kwargs)
+
+    transaction.on_commit(defer_once)
