@@ -11,9 +11,9 @@ simple sentences with a partner, splits and merges stay the corpus's own. Everyt
 throw-away embedded database and temporary folders; nothing is written into the repository.
 
 Stages, each timed on the app's own path and, in the same run on the same data, on the DB-free path:
-1. import: ``corpus_import_files`` (what the import job and ``manage.py import_corpus`` run), 200
-   files at a time, vs reading and sentence-splitting the same files in memory (``read_file`` and the
-   layout) - documents/s;
+1. import: ``corpus_import_files`` (what the import job and ``manage.py import_corpus`` run) on every
+   file at once, vs reading and sentence-splitting the same files in memory in this process (``parse_file``)
+   - documents/s;
 2. embedding: the embedding job run by ``--workers`` Procrastinate worker processes, vs the same
    encoder (same backend) on --sample pairs' sentences in this process - sentences/s;
 3. alignment with the default model: the alignment job on the same workers, vs ``Aligner.align``
@@ -53,7 +53,6 @@ from _django import REPO_ROOT, SHARED_DATA, bench_owner, database_url, setup_dja
 
 os.environ.setdefault("DEBUG", "0")  # DEBUG keeps a log of every SQL query; production does not
 PASSWORD = "scale-pass-123"
-IMPORT_BATCH = 200
 
 
 def source_articles(source: str) -> list[tuple[list[str], list[str]]]:
@@ -138,24 +137,27 @@ def run_workers(queue: str, count: int, job, threads: int) -> tuple[float, list[
 
 
 def stage_import(owner, files: list[tuple[str, bytes]]):
-    from alignment.importing.readers import ImportOptions, read_file
-    from alignment.importing.service import _layout, corpus_import_files
+    from django.conf import settings
+
+    from alignment.importing.parsing import SplitLimits, parse_file
+    from alignment.importing.readers import ImportOptions
+    from alignment.importing.service import corpus_import_files
     from alignment.services import corpus_get_or_create
 
     options = ImportOptions(format="text", language="en")
     corpus, _ = corpus_get_or_create(name="Scale", language="en", owner=owner)
     started = time.perf_counter()
-    for start in range(0, len(files), IMPORT_BATCH):
-        report = corpus_import_files(corpus=corpus, files=files[start : start + IMPORT_BATCH], options=options)
-        if report.errors:
-            raise SystemExit(f"import failed: {report.errors[0].error}")
+    report = corpus_import_files(corpus=corpus, files=files, options=options)  # one import of every file, as the job runs it
+    if report.errors:
+        raise SystemExit(f"import failed: {report.errors[0].error}")
     app = time.perf_counter() - started
+    limits = SplitLimits(budget_seconds=settings.IMPORT_SPLIT_BUDGET_SECONDS, max_sentences=settings.IMPORT_MAX_DOCUMENT_SENTENCES)
     started = time.perf_counter()
     for name, data in files:
-        for document in read_file(name, data, options):
-            _layout(document, options)
+        parse_file(name, data, options, limits)
     reference = time.perf_counter() - started
-    _row("import", _rate(len(files), app), _rate(len(files), reference), "documents/s", f"{len(files):,} documents in {app:.0f} s")
+    note = f"{len(files):,} documents in {app:.0f} s, {settings.IMPORT_SPLIT_PROCESSES} splitting process(es)"
+    _row("import", _rate(len(files), app), _rate(len(files), reference), "documents/s", note)
     return corpus
 
 

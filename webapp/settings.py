@@ -365,6 +365,10 @@ IMPORT_SPLIT_BUDGET_SECONDS = envint("IMPORT_SPLIT_BUDGET_SECONDS", 60)
 # Sentences per document: a longer one is refused (the error names the file and the document: split it into parts).
 # Huge pairs are aligned block by block (ALIGN_BLOCK_*), so this bounds a document's texts in a worker's memory.
 IMPORT_MAX_DOCUMENT_SENTENCES = envint("IMPORT_MAX_DOCUMENT_SENTENCES", 250_000)
+# An import of IMPORT_SPLIT_MIN_FILES files or more reads and splits the next files in IMPORT_SPLIT_PROCESSES helper
+# processes while the worker stores the current one (alignment/importing/parsing.py); 0 splits in the worker itself.
+IMPORT_SPLIT_PROCESSES = envint("IMPORT_SPLIT_PROCESSES", 1)
+IMPORT_SPLIT_MIN_FILES = envint("IMPORT_SPLIT_MIN_FILES", 50)
 
 LOGGING = {
     "version": 1,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,8 +21,9 @@ from django.db.models import Value
 from alignment.copying import copy_rows
 from alignment.importing.cleaning import ImportFormatError
 from alignment.importing.layout import PARAGRAPH_MODE_LABELS
-from alignment.importing.readers import FILE_SUFFIXES, ImportOptions, ParsedDocument, read_file
-from alignment.importing.segment import DocumentLayout, layout_from_paragraphs, layout_from_sentences
+from alignment.importing.parsing import ParsedFile, SplitLimits, parsed_files
+from alignment.importing.readers import FILE_SUFFIXES, ImportOptions, ParsedDocument
+from alignment.importing.segment import DocumentLayout
 from alignment.jobs.database import database_lost
 from alignment.level_order import corpus_level_order_settle, level_order_check_against_pairs
 from alignment.models import Corpus, Document, Paragraph, Sentence
@@ -116,11 +118,14 @@ def corpus_import_files(
     if options.level_order:
         level_order_check_against_pairs(corpus, options.level_order)
     report = ImportReport()
-    for name, data in files:
-        result = _import_one_file(corpus=corpus, name=name, data=data, options=options)
-        report.files.append(result)
-        if on_file_done:
-            on_file_done(result)
+    limits = SplitLimits(budget_seconds=settings.IMPORT_SPLIT_BUDGET_SECONDS, max_sentences=settings.IMPORT_MAX_DOCUMENT_SENTENCES)
+    split = parsed_files(files, options, limits, processes=settings.IMPORT_SPLIT_PROCESSES, min_files=settings.IMPORT_SPLIT_MIN_FILES)
+    with closing(split):  # stopped early (a cancel, a time slice): the helper processes' queued files are dropped
+        for parsed in split:
+            result = _import_one_file(corpus=corpus, parsed=parsed)
+            report.files.append(result)
+            if on_file_done:
+                on_file_done(result)
     if report.documents_created >= ANALYZE_AFTER_DOCUMENTS:
         with connection.cursor() as cursor:  # fresh statistics, or the planner takes a new corpus for empty (_store_document)
             cursor.execute("ANALYZE alignment_document")
@@ -132,16 +137,17 @@ def corpus_import_files(
     return report
 
 
-def _import_one_file(*, corpus: Corpus, name: str, data: bytes, options: ImportOptions) -> FileImportResult:
+def _import_one_file(*, corpus: Corpus, parsed: ParsedFile) -> FileImportResult:
+    name = parsed.name
+    if parsed.error:
+        return FileImportResult(file=name, error=parsed.error)
     result = FileImportResult(file=name)
     try:
-        parsed = read_file(name, data, options)
-        laid_out = [(document, _layout(document, options)) for document in parsed]
         with transaction.atomic(), connection.cursor() as cursor:
             # The file's commit need not wait for its WAL to reach the disk: WAL is flushed in order, so the job's next
             # progress commit (synchronous) makes it durable too, and a crash before that imports the file again.
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
-            for document, layout in laid_out:
+            for document, layout in parsed.documents:
                 _store_document(corpus, document, layout, result)
     except ImportFormatError as exc:
         return FileImportResult(file=name, error=str(exc))
@@ -151,32 +157,12 @@ def _import_one_file(*, corpus: Corpus, name: str, data: bytes, options: ImportO
         if database_lost(exc):
             raise  # not this file's fault: the job is retried, and imports the file then
         return FileImportResult(file=name, error=f"{name}: the database refused the content ({exc.__cause__ or exc})")
-    result.paragraph_mode = parsed[0].paragraph_mode
-    for document in parsed:
+    documents = [document for document, _ in parsed.documents]
+    result.paragraph_mode = documents[0].paragraph_mode
+    for document in documents:
         result.control_characters_removed += document.cleaning.control_characters_removed
         result.punctuation_repaired += document.cleaning.punctuation_repaired
     return result
-
-
-def _layout(document: ParsedDocument, options: ImportOptions) -> DocumentLayout:
-    if document.sentences is not None:
-        layout = layout_from_sentences(document.sentences)
-    else:
-        layout = layout_from_paragraphs(
-            document.paragraphs or [], language=options.language, budget_seconds=settings.IMPORT_SPLIT_BUDGET_SECONDS
-        )
-    if layout.sentence_count == 0:
-        raise ImportFormatError(
-            f"document {document.external_id!r} ({document.level}) has no sentences", file=document.file, line=document.line
-        )
-    if layout.sentence_count > settings.IMPORT_MAX_DOCUMENT_SENTENCES:
-        raise ImportFormatError(
-            f"document {document.external_id!r} ({document.level}) has {layout.sentence_count:,} sentences; a document may have "
-            f"at most {settings.IMPORT_MAX_DOCUMENT_SENTENCES:,} (IMPORT_MAX_DOCUMENT_SENTENCES): split it into parts",
-            file=document.file,
-            line=document.line,
-        )
-    return layout
 
 
 def _fallback_warning(parsed: ParsedDocument, paragraph: int) -> str:
