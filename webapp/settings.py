@@ -323,6 +323,10 @@ ALIGN_BLOCK_MAX_COLS = envint("ALIGN_BLOCK_MAX_COLS", 384)
 ALIGN_SHARD_PAIRS = envint("ALIGN_SHARD_PAIRS", 50)
 # Likewise an embedding run with more than EMBEDDING_SHARD_SENTENCES sentences to embed (EmbeddingShard).
 EMBEDDING_SHARD_SENTENCES = envint("EMBEDDING_SHARD_SENTENCES", 5_000)
+# The embedding job's HNSW index build gets the maintenance_work_mem its graph needs (about 3 kB a 384-dimensional
+# vector), up to this many MB, so that it is built in memory: past maintenance_work_mem pgvector goes on on disk,
+# many times slower. A parallel build takes it as shared memory: in a container, give /dev/shm as much.
+EMBEDDING_INDEX_BUILD_MEMORY_MB = envint("EMBEDDING_INDEX_BUILD_MEMORY_MB", 2048)
 # Automatic adaptation (annotation/training/adaptation.py): finishing a pair queues a job that fine-tunes copies of the
 # project's active model on its finished pairs (this many CRF epochs at most), keeps one only when it beats the model on
 # held-out finished pairs, and then re-suggests the pairs nobody has started. False: finishing a pair queues nothing.

@@ -69,3 +69,34 @@ def test_registering_an_encoder_with_another_dimension_is_refused(db):
     services.encoder_get_or_create(name="toy", dimensions=3)
     with pytest.raises(ValueError, match="registered with 3 dimensions"):
         services.encoder_get_or_create(name="toy", dimensions=4)
+
+
+def test_an_index_build_gets_the_memory_its_graph_needs_up_to_the_setting(settings):
+    settings.EMBEDDING_INDEX_BUILD_MEMORY_MB = 2048
+    assert services.index_build_memory_mb(20_000, 384) == 59  # the embedded server's 64 MB hold it
+    assert services.index_build_memory_mb(200_000, 384) == 586
+    assert services.index_build_memory_mb(1_000_000, 384) == 2048  # capped (2,930 MB needed)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_large_build_raises_maintenance_work_mem_for_itself_only(embedded_tram_corpus, monkeypatch):
+    encoder, _ = embedded_tram_corpus
+    seen = []
+    execute = connection.cursor().__class__.execute
+
+    def watch(self, sql, params=None):
+        if "CREATE INDEX" in str(sql):
+            execute(self, "SHOW maintenance_work_mem")
+            seen.append(self.fetchone()[0])
+        return execute(self, sql, params)
+
+    monkeypatch.setattr(services, "index_build_memory_mb", lambda vectors, dimensions: 300)
+    monkeypatch.setattr(connection.cursor().__class__, "execute", watch)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW maintenance_work_mem")
+        (before,) = cursor.fetchone()
+    assert services.encoder_index_ensure(encoder=encoder) is True
+    assert seen == ["300MB"]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW maintenance_work_mem")
+        assert cursor.fetchone() == (before,)  # the session's own again
