@@ -188,12 +188,24 @@ def aligner_from_run_config(config: dict, *, device: str = "") -> Aligner:
 
 def side_sentences(document_id: int, encoder_name: str, *, vectors: bool = True) -> SideSentences:
     """One document's sentences in order, with stored vectors when every sentence has one (and ``vectors``)."""
-    rows = list(Sentence.objects.filter(document_id=document_id).order_by("index").values_list("pk", "text", "paragraph__index"))
-    ids = [pk for pk, _, _ in rows]
+    side = _side(list(Sentence.objects.filter(document_id=document_id).order_by("index").values_list("pk", "text", "paragraph__index")))
+    side.vectors = stored_vectors(side.ids, encoder_name) if vectors else None
+    return side
+
+
+def pair_sides(simple_id: int, complex_id: int) -> tuple[SideSentences, SideSentences]:
+    """The two documents' sentences as :func:`side_sentences` reads them (no vectors), in one query."""
+    rows = Sentence.objects.filter(document_id__in=[simple_id, complex_id]).order_by("index")
+    by_document: dict[int, list[tuple[int, str, int]]] = {simple_id: [], complex_id: []}
+    for document_id, pk, text, paragraph in rows.values_list("document_id", "pk", "text", "paragraph__index"):
+        by_document[document_id].append((pk, text, paragraph))
+    return _side(by_document[simple_id]), _side(by_document[complex_id])
+
+
+def _side(rows: list[tuple[int, str, int]]) -> SideSentences:
     paragraph_numbers = sorted({paragraph for _, _, paragraph in rows})
     dense = {number: position for position, number in enumerate(paragraph_numbers)}  # paragraphs without sentences are skipped
-    stored = stored_vectors(ids, encoder_name) if vectors else None
-    return SideSentences(ids=ids, texts=[text for _, text, _ in rows], paragraphs=[dense[p] for _, _, p in rows], vectors=stored)
+    return SideSentences(ids=[pk for pk, _, _ in rows], texts=[text for _, text, _ in rows], paragraphs=[dense[p] for _, _, p in rows])
 
 
 def stored_vectors(ids: Sequence[int], encoder_name: str) -> np.ndarray | None:
@@ -290,12 +302,12 @@ def _align_one(run: AlignmentRun, job: Job, pair: DocumentPair, scorer: PairScor
     """Align and store one pair: whole, or block by block past ``ALIGN_BLOCK_MIN_CELLS`` (STOPPED when cancelled meanwhile)."""
     started = time.perf_counter()
     encoder_name = scorer.aligner.config.encoder
-    simple = side_sentences(pair.simple_document_id, encoder_name, vectors=False)
-    complex_side = side_sentences(pair.complex_document_id, encoder_name, vectors=False)
+    simple, complex_side = pair_sides(pair.simple_document_id, pair.complex_document_id)
     if len(simple.ids) * len(complex_side.ids) > settings.ALIGN_BLOCK_MIN_CELLS:
         return _align_blocked(run, job, pair, scorer, time_slice, simple, complex_side)
-    simple.vectors = stored_vectors(simple.ids, encoder_name)
-    complex_side.vectors = stored_vectors(complex_side.ids, encoder_name)
+    both = stored_vectors(simple.ids + complex_side.ids, encoder_name)  # one round trip for the two documents
+    if both is not None:
+        simple.vectors, complex_side.vectors = both[: len(simple.ids)], both[len(simple.ids) :]
     outcome = scorer.score(simple, complex_side)
     with transaction.atomic():
         store_outcome(run.pk, pair, simple, complex_side, outcome, started)

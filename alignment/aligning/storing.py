@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from django.db import connection
 from django.db.models import F, Sum
 from psycopg.types.json import Jsonb
 
@@ -28,6 +29,7 @@ def store_block(
     started: float,
 ) -> None:
     """One block's paragraph groups and candidates (group numbers after the earlier blocks'), and the block marked done."""
+    commit_without_flush()
     run = AlignmentRun.objects.select_for_update().get(pk=run_id)  # one writer per run at a time
     if PairBlock.objects.filter(pk=block.pk, done=True).exists():
         return  # a second worker on the same run (a requeued stalled job) stored this block first
@@ -66,6 +68,7 @@ def store_outcome(
     run_id: int, pair: DocumentPair, simple: SideSentences, complex_side: SideSentences, outcome: PairOutcome, started: float
 ) -> None:
     result = outcome.result
+    commit_without_flush()
     run = AlignmentRun.objects.select_for_update().get(pk=run_id)  # one writer per run at a time
     if AlignedPair.objects.filter(run_id=run_id, pair=pair).exists():
         return  # a second worker on the same run (a requeued stalled job) stored this pair first
@@ -115,6 +118,16 @@ def write_rows(
         for c in outcome.candidates
     )  # fmt: skip
     copy_rows(CandidateAlignment, CANDIDATE_COLUMNS, rows)  # streamed: a pair's candidates were a third of its write time
+
+
+def commit_without_flush() -> None:
+    """This transaction's commit need not wait for its WAL to reach the disk (as a file's import, alignment/importing).
+
+    WAL is flushed in order, so the job's next heartbeat (a synchronous commit, right after the pair) makes the pair
+    durable too; a crash before that loses the pair's rows together with its AlignedPair, so a resumed run aligns it again.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
 
 def count_outcome(run: AlignmentRun, outcome: PairOutcome, seconds: float, *, sentences: int, pairs: int = 0) -> None:
