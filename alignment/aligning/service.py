@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from alignment.aligning.scoring import PairScorer, SideSentences
-from alignment.aligning.storing import store_block, store_blocked_pair, store_outcome
+from alignment.aligning.storing import AlignedOutcome, PendingWrites, store_block, store_blocked_pair
 from alignment.copying import vector_cursor
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
@@ -289,28 +289,45 @@ def run_scorer(run: AlignmentRun, build_measure: Callable[..., SimilarityMeasure
 
 
 def align_pending(run: AlignmentRun, job: Job, pending: QuerySet[DocumentPair], scorer: PairScorer, time_slice: TimeSlice | None) -> bool:
-    """Align and store ``pending`` pair after pair, beating ``job``'s heartbeat (the run's or a shard's); False when stopped."""
+    """Align and store ``pending`` pair after pair, beating ``job``'s heartbeat (the run's or a shard's); False when stopped.
+
+    Pairs are stored a few at a time (:class:`PendingWrites`); a stop, the end of the time slice or a pair that
+    fails stores what was aligned before it first.
+    """
+    writes = PendingWrites(run.pk)
     for pair in pending.iterator(chunk_size=100):
-        if run_stopped(run.pk) or _align_one(run, job, pair, scorer, time_slice) is STOPPED:
+        try:
+            stopped = run_stopped(run.pk) or _align_one(run, job, pair, scorer, time_slice, writes) is STOPPED
+        except Exception as exc:
+            if not database_lost(exc):
+                writes.store()  # the pairs before the one that failed are kept: a retry aligns only the rest
+            raise
+        if stopped:
+            writes.store()
             return False
+        if writes.due() or (time_slice is not None and time_slice.over()):
+            writes.store()
         job.heartbeat()
         slice_check(time_slice)
+    writes.store()
     return True
 
 
-def _align_one(run: AlignmentRun, job: Job, pair: DocumentPair, scorer: PairScorer, time_slice: TimeSlice | None) -> str:
-    """Align and store one pair: whole, or block by block past ``ALIGN_BLOCK_MIN_CELLS`` (STOPPED when cancelled meanwhile)."""
+def _align_one(
+    run: AlignmentRun, job: Job, pair: DocumentPair, scorer: PairScorer, time_slice: TimeSlice | None, writes: PendingWrites
+) -> str:
+    """Align one pair into ``writes``, or block by block past ``ALIGN_BLOCK_MIN_CELLS`` (STOPPED when cancelled meanwhile)."""
     started = time.perf_counter()
     encoder_name = scorer.aligner.config.encoder
     simple, complex_side = pair_sides(pair.simple_document_id, pair.complex_document_id)
     if len(simple.ids) * len(complex_side.ids) > settings.ALIGN_BLOCK_MIN_CELLS:
+        writes.store()  # the pairs before it first, so that the run's counters keep its order
         return _align_blocked(run, job, pair, scorer, time_slice, simple, complex_side)
     both = stored_vectors(simple.ids + complex_side.ids, encoder_name)  # one round trip for the two documents
     if both is not None:
         simple.vectors, complex_side.vectors = both[: len(simple.ids)], both[len(simple.ids) :]
     outcome = scorer.score(simple, complex_side)
-    with transaction.atomic():
-        store_outcome(run.pk, pair, simple, complex_side, outcome, started)
+    writes.add(AlignedOutcome(pair, simple, complex_side, outcome, time.perf_counter() - started))
     return "done"
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import F, Sum
 from psycopg.types.json import Jsonb
 
@@ -41,7 +43,7 @@ def store_block(
     seconds = time.perf_counter() - started
     viterbi = [[cols[c] for c in span] for span in outcome.result.chosen_complex]
     PairBlock.objects.filter(pk=block.pk).update(done=True, viterbi=viterbi, groups=len(outcome.result.groups), seconds=seconds)
-    count_outcome(run, outcome, seconds, sentences=len(simple_side.ids))
+    count_outcomes(run, [(outcome, seconds, len(simple_side.ids), 0)])
 
 
 def store_blocked_pair(run_id: int, pair: DocumentPair, simple_count: int, complex_count: int) -> None:
@@ -64,28 +66,80 @@ def store_blocked_pair(run_id: int, pair: DocumentPair, simple_count: int, compl
     AlignmentRun.objects.filter(pk=run_id).update(pairs_done=F("pairs_done") + 1, sentences_done=F("sentences_done") + complex_count)
 
 
-def store_outcome(
-    run_id: int, pair: DocumentPair, simple: SideSentences, complex_side: SideSentences, outcome: PairOutcome, started: float
-) -> None:
-    result = outcome.result
+@dataclass
+class AlignedOutcome:
+    """One pair aligned whole, not stored yet."""
+
+    pair: DocumentPair
+    simple: SideSentences
+    complex_side: SideSentences
+    outcome: PairOutcome
+    seconds: float  # reading and scoring it
+
+
+class PendingWrites:
+    """Pairs aligned but not stored yet, stored together in one transaction once there are enough or they have waited.
+
+    One transaction per pair cost about as much as aligning a small pair (the run's row lock, two checks, four
+    writes and a commit each); a batch pays them once. Bounds: ``MAX_PAIRS`` pairs, ``MAX_CELLS`` cells of their
+    score matrices in memory, ``MAX_SECONDS`` before they are stored; a stop or the end of a time slice stores them
+    first, and an error loses only them (they are not marked aligned, so the run aligns them again when retried).
+    """
+
+    MAX_PAIRS = 20
+    MAX_CELLS = 1_000_000
+    MAX_SECONDS = 0.5
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self.items: list[AlignedOutcome] = []
+        self.cells = 0
+        self.since = time.monotonic()
+
+    def add(self, item: AlignedOutcome) -> None:
+        if not self.items:
+            self.since = time.monotonic()
+        self.items.append(item)
+        self.cells += len(item.simple.ids) * len(item.complex_side.ids)
+
+    def due(self) -> bool:
+        return len(self.items) >= self.MAX_PAIRS or self.cells >= self.MAX_CELLS or time.monotonic() - self.since >= self.MAX_SECONDS
+
+    def store(self) -> None:
+        if self.items:
+            with transaction.atomic():
+                store_outcomes(self.run_id, self.items)
+            self.items, self.cells = [], 0
+
+
+def store_outcomes(run_id: int, items: list[AlignedOutcome]) -> None:
+    """Aligned pairs' groups, candidates, heatmaps and the run's counters, under the run's row lock."""
     commit_without_flush()
     run = AlignmentRun.objects.select_for_update().get(pk=run_id)  # one writer per run at a time
-    if AlignedPair.objects.filter(run_id=run_id, pair=pair).exists():
-        return  # a second worker on the same run (a requeued stalled job) stored this pair first
-    if not run.pairs.filter(pk=pair.pk, complex_document_id=pair.complex_document_id).exists():
-        return  # the pair was flipped (alignment/pairs_flip.py) while it was aligned: this result is for the old direction
-    write_rows(run_id, pair, simple, complex_side, outcome)
-    seconds = time.perf_counter() - started
-    AlignedPair.objects.create(
-        run_id=run_id,
-        pair=pair,
-        simple_count=len(simple.ids),
-        complex_count=len(complex_side.ids),
-        matrices=pack_matrices(outcome),
-        viterbi=[list(span) for span in result.chosen_complex],
-        seconds=seconds,
+    ids = [item.pair.pk for item in items]
+    stored = set(AlignedPair.objects.filter(run_id=run_id, pair_id__in=ids).values_list("pair_id", flat=True))
+    current = set(run.pairs.filter(pk__in=ids).values_list("pk", "complex_document_id"))
+    # Left out: a pair a second worker on the same run (a requeued stalled job) stored first, and a pair flipped
+    # (alignment/pairs_flip.py) while it was aligned, whose result is for the old direction.
+    items = [item for item in items if item.pair.pk not in stored and (item.pair.pk, item.pair.complex_document_id) in current]
+    if not items:
+        return
+    ParagraphAlignment.objects.bulk_create(row for item in items for row in paragraph_rows(run_id, item.pair, item.outcome))
+    candidates = (row for item in items for row in candidate_rows(run_id, item.pair, item.simple, item.complex_side, item.outcome))
+    copy_rows(CandidateAlignment, CANDIDATE_COLUMNS, candidates)  # streamed: a pair's candidates were a third of its write time
+    AlignedPair.objects.bulk_create(
+        AlignedPair(
+            run_id=run_id,
+            pair=item.pair,
+            simple_count=len(item.simple.ids),
+            complex_count=len(item.complex_side.ids),
+            matrices=pack_matrices(item.outcome),
+            viterbi=[list(span) for span in item.outcome.result.chosen_complex],
+            seconds=item.seconds,
+        )
+        for item in items
     )
-    count_outcome(run, outcome, seconds, sentences=len(simple.ids) + len(complex_side.ids), pairs=1)
+    count_outcomes(run, [(item.outcome, item.seconds, len(item.simple.ids) + len(item.complex_side.ids), 1) for item in items])
 
 
 def write_rows(
@@ -99,8 +153,15 @@ def write_rows(
     paragraphs: tuple[list[int], list[int]] | None = None,
 ) -> None:
     """Paragraph groups and candidates of one outcome; ``paragraphs`` maps a block's paragraph positions to the document's."""
+    ParagraphAlignment.objects.bulk_create(paragraph_rows(run_id, pair, outcome, paragraphs))
+    copy_rows(CandidateAlignment, CANDIDATE_COLUMNS, candidate_rows(run_id, pair, simple, complex_side, outcome, group_offset))
+
+
+def paragraph_rows(
+    run_id: int, pair: DocumentPair, outcome: PairOutcome, paragraphs: tuple[list[int], list[int]] | None = None
+) -> list[ParagraphAlignment]:
     simple_map, complex_map = paragraphs if paragraphs is not None else (None, None)
-    ParagraphAlignment.objects.bulk_create(
+    return [
         ParagraphAlignment(
             run_id=run_id,
             pair=pair,
@@ -108,40 +169,43 @@ def write_rows(
             complex_paragraphs=[complex_map[p] if complex_map else p for p in group.complex],
         )
         for group in outcome.result.paragraph_groups
-    )
+    ]
+
+
+def candidate_rows(
+    run_id: int, pair: DocumentPair, simple: SideSentences, complex_side: SideSentences, outcome: PairOutcome, group_offset: int = 0
+) -> Iterator[tuple]:
     ids = (simple.ids, complex_side.ids)
-    rows = (
-        (
+    for c in outcome.candidates:
+        yield (
             run_id, pair.pk, ids[0][c.simple], ids[1][c.complex], Jsonb(c.scores), c.scores[outcome.primary], c.crf_marginal, c.label,
             None if c.group_index is None else c.group_index + group_offset, c.group_score, c.disagreement,
-        )
-        for c in outcome.candidates
-    )  # fmt: skip
-    copy_rows(CandidateAlignment, CANDIDATE_COLUMNS, rows)  # streamed: a pair's candidates were a third of its write time
+        )  # fmt: skip
 
 
 def commit_without_flush() -> None:
     """This transaction's commit need not wait for its WAL to reach the disk (as a file's import, alignment/importing).
 
-    WAL is flushed in order, so the job's next heartbeat (a synchronous commit, right after the pair) makes the pair
-    durable too; a crash before that loses the pair's rows together with its AlignedPair, so a resumed run aligns it again.
+    WAL is flushed in order, so the job's next heartbeat (a synchronous commit) makes the rows durable too; a database
+    crash before that loses the pairs' rows together with their AlignedPair rows, so a resumed run aligns them again.
     """
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
 
-def count_outcome(run: AlignmentRun, outcome: PairOutcome, seconds: float, *, sentences: int, pairs: int = 0) -> None:
-    """Add one outcome to the run's counters (``run`` read under its row lock, so label_counts adds up)."""
+def count_outcomes(run: AlignmentRun, outcomes: list[tuple[PairOutcome, float, int, int]]) -> None:
+    """Add ``(outcome, seconds, sentences, pairs)`` to the run's counters (``run`` read under its row lock, so label_counts adds up)."""
     counts = dict(run.label_counts)
-    for label, count in outcome.label_counts.items():
-        counts[label] = counts.get(label, 0) + count
+    for outcome, _, _, _ in outcomes:
+        for label, count in outcome.label_counts.items():
+            counts[label] = counts.get(label, 0) + count
     AlignmentRun.objects.filter(pk=run.pk).update(
-        pairs_done=F("pairs_done") + pairs,
-        sentences_done=F("sentences_done") + sentences,
-        candidates_written=F("candidates_written") + len(outcome.candidates),
+        pairs_done=F("pairs_done") + sum(pairs for _, _, _, pairs in outcomes),
+        sentences_done=F("sentences_done") + sum(sentences for _, _, sentences, _ in outcomes),
+        candidates_written=F("candidates_written") + sum(len(outcome.candidates) for outcome, _, _, _ in outcomes),
         label_counts=counts,
-        encoder_seconds=F("encoder_seconds") + outcome.encoder_seconds,
-        measure_seconds=F("measure_seconds") + outcome.measure_seconds,
-        aligner_seconds=F("aligner_seconds") + outcome.aligner_seconds,
-        busy_seconds=F("busy_seconds") + seconds,
+        encoder_seconds=F("encoder_seconds") + sum(outcome.encoder_seconds for outcome, _, _, _ in outcomes),
+        measure_seconds=F("measure_seconds") + sum(outcome.measure_seconds for outcome, _, _, _ in outcomes),
+        aligner_seconds=F("aligner_seconds") + sum(outcome.aligner_seconds for outcome, _, _, _ in outcomes),
+        busy_seconds=F("busy_seconds") + sum(seconds for _, seconds, _, _ in outcomes),
     )

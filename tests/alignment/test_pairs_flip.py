@@ -12,6 +12,7 @@ from django.urls import reverse
 from alignment.aligning import service as aligning
 from alignment.aligning.measures import run_measure
 from alignment.aligning.scoring import PairScorer
+from alignment.aligning.storing import PendingWrites
 from alignment.errors import ServiceError
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
@@ -108,7 +109,9 @@ def test_a_result_a_worker_computed_before_the_flip_is_not_stored_after_it(wrong
     DocumentPair.objects.filter(pk=stale.pk).update(complex_document=stale.simple_document, simple_document=stale.complex_document)
     aligner = aligning.aligner_from_run_config(run.config)
     scorer = PairScorer(aligner, run.measures, lambda name: run_measure(name, aligner), top_k=3)
-    aligning._align_one(run, run, stale, scorer, None)
+    writes = PendingWrites(run.pk)
+    aligning._align_one(run, run, stale, scorer, None, writes)
+    writes.store()
     assert not AlignedPair.objects.filter(run=run).exists() and not CandidateAlignment.objects.filter(run=run).exists()
 
 
