@@ -186,8 +186,8 @@ def candidate_rows(
 def commit_without_flush() -> None:
     """This transaction's commit need not wait for its WAL to reach the disk (as a file's import, alignment/importing).
 
-    WAL is flushed in order, so the job's next heartbeat (a synchronous commit) makes the rows durable too; a database
-    crash before that loses the pairs' rows together with their AlignedPair rows, so a resumed run aligns them again.
+    PostgreSQL's WAL writer flushes it within a second; a database crash before that loses the pairs' rows together
+    with their AlignedPair rows (WAL is replayed in order), so a resumed run aligns them again.
     """
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL synchronous_commit TO OFF")

@@ -144,8 +144,9 @@ def _import_one_file(*, corpus: Corpus, parsed: ParsedFile) -> FileImportResult:
     result = FileImportResult(file=name)
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            # The file's commit need not wait for its WAL to reach the disk: WAL is flushed in order, so the job's next
-            # progress commit (synchronous) makes it durable too, and a crash before that imports the file again.
+            # The file's commit need not wait for its WAL to reach the disk (PostgreSQL's WAL writer flushes it within a
+            # second): WAL is replayed in order, so a database crash loses this file with everything after it, and the
+            # job, which records files done in later commits, imports the file again.
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
             for document, layout in parsed.documents:
                 _store_document(corpus, document, layout, result)

@@ -19,7 +19,7 @@ import time
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models, transaction
 from django.db.models import Case, F, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -99,7 +99,12 @@ class Job(models.Model):
         """One conditional UPDATE; on success the changed fields are re-read into ``self``."""
         won = type(self)._base_manager.filter(pk=self.pk, status__in=from_statuses).update(**values) > 0
         if won:
-            self.refresh_from_db(fields=list(values))
+            computed = [name for name, value in values.items() if hasattr(value, "resolve_expression")]  # F(), Case(), ...
+            for name, value in values.items():
+                if name not in computed:
+                    setattr(self, name, value)
+            if computed:
+                self.refresh_from_db(fields=computed)
         return won
 
     def mark_running(self, *, from_statuses: tuple[str, ...] = (JobStatus.QUEUED,)) -> bool:
@@ -115,8 +120,16 @@ class Job(models.Model):
         """Record progress (any fields) and that the worker is alive; False once the job is no longer running.
 
         JOB_TEST_STEP_DELAY_MS (a test hook, 0 in use) sleeps after each beat so a test can kill a worker mid-job.
+        A beat's commit does not wait for the WAL flush (a job beats after every pair or batch, and the flush cost
+        about as much as storing a small pair): a beat lost to a database crash only makes the job look older, and
+        progress is only ever behind what is stored, since WAL is replayed in order.
         """
-        alive = self._transition((JobStatus.RUNNING,), heartbeat_at=timezone.now(), **progress)
+        if connection.in_atomic_block:  # the caller's transaction decides its own commit
+            alive = self._transition((JobStatus.RUNNING,), heartbeat_at=timezone.now(), **progress)
+        else:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+                alive = self._transition((JobStatus.RUNNING,), heartbeat_at=timezone.now(), **progress)
         delay = int(getattr(settings, "JOB_TEST_STEP_DELAY_MS", 0))
         if delay > 0:
             time.sleep(delay / 1000)
