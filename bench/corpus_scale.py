@@ -139,9 +139,9 @@ def run_workers(queue: str, count: int, job, threads: int) -> tuple[float, list[
 def stage_import(owner, files: list[tuple[str, bytes]]):
     from django.conf import settings
 
-    from alignment.importing.parsing import SplitLimits, parse_file
+    from alignment.importing.parsing import parse_file
     from alignment.importing.readers import ImportOptions
-    from alignment.importing.service import corpus_import_files
+    from alignment.importing.service import corpus_import_files, split_limits
     from alignment.services import corpus_get_or_create
 
     options = ImportOptions(format="text", language="en")
@@ -151,7 +151,7 @@ def stage_import(owner, files: list[tuple[str, bytes]]):
     if report.errors:
         raise SystemExit(f"import failed: {report.errors[0].error}")
     app = time.perf_counter() - started
-    limits = SplitLimits(budget_seconds=settings.IMPORT_SPLIT_BUDGET_SECONDS, max_sentences=settings.IMPORT_MAX_DOCUMENT_SENTENCES)
+    limits = split_limits()
     started = time.perf_counter()
     for name, data in files:
         parse_file(name, data, options, limits)

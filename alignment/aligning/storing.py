@@ -6,12 +6,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Sum
 from psycopg.types.json import Jsonb
 
 from alignment.aligning.scoring import PairOutcome, SideSentences, pack_matrices
 from alignment.copying import copy_rows
+from alignment.jobs.database import commit_without_flush
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, DocumentPair, PairBlock, ParagraphAlignment
 
 CANDIDATE_COLUMNS = (
@@ -181,16 +182,6 @@ def candidate_rows(
             run_id, pair.pk, ids[0][c.simple], ids[1][c.complex], Jsonb(c.scores), c.scores[outcome.primary], c.crf_marginal, c.label,
             None if c.group_index is None else c.group_index + group_offset, c.group_score, c.disagreement,
         )  # fmt: skip
-
-
-def commit_without_flush() -> None:
-    """This transaction's commit need not wait for its WAL to reach the disk (as a file's import, alignment/importing).
-
-    PostgreSQL's WAL writer flushes it within a second; a database crash before that loses the pairs' rows together
-    with their AlignedPair rows (WAL is replayed in order), so a resumed run aligns them again.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
 
 def count_outcomes(run: AlignmentRun, outcomes: list[tuple[PairOutcome, float, int, int]]) -> None:

@@ -24,7 +24,7 @@ from alignment.importing.layout import PARAGRAPH_MODE_LABELS
 from alignment.importing.parsing import ParsedFile, SplitLimits, parsed_files
 from alignment.importing.readers import FILE_SUFFIXES, ImportOptions, ParsedDocument
 from alignment.importing.segment import DocumentLayout
-from alignment.jobs.database import database_lost
+from alignment.jobs.database import commit_without_flush, database_lost
 from alignment.level_order import corpus_level_order_settle, level_order_check_against_pairs
 from alignment.models import Corpus, Document, Paragraph, Sentence
 from alignment.services import document_pairs_sync
@@ -118,8 +118,9 @@ def corpus_import_files(
     if options.level_order:
         level_order_check_against_pairs(corpus, options.level_order)
     report = ImportReport()
-    limits = SplitLimits(budget_seconds=settings.IMPORT_SPLIT_BUDGET_SECONDS, max_sentences=settings.IMPORT_MAX_DOCUMENT_SENTENCES)
-    split = parsed_files(files, options, limits, processes=settings.IMPORT_SPLIT_PROCESSES, min_files=settings.IMPORT_SPLIT_MIN_FILES)
+    split = parsed_files(
+        files, options, split_limits(), processes=settings.IMPORT_SPLIT_PROCESSES, min_files=settings.IMPORT_SPLIT_MIN_FILES
+    )
     with closing(split):  # stopped early (a cancel, a time slice): the helper processes' queued files are dropped
         for parsed in split:
             result = _import_one_file(corpus=corpus, parsed=parsed)
@@ -137,17 +138,19 @@ def corpus_import_files(
     return report
 
 
+def split_limits() -> SplitLimits:
+    """The limits on splitting as this deployment's settings give them."""
+    return SplitLimits(budget_seconds=settings.IMPORT_SPLIT_BUDGET_SECONDS, max_sentences=settings.IMPORT_MAX_DOCUMENT_SENTENCES)
+
+
 def _import_one_file(*, corpus: Corpus, parsed: ParsedFile) -> FileImportResult:
     name = parsed.name
     if parsed.error:
         return FileImportResult(file=name, error=parsed.error)
     result = FileImportResult(file=name)
     try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            # The file's commit need not wait for its WAL to reach the disk (PostgreSQL's WAL writer flushes it within a
-            # second): WAL is replayed in order, so a database crash loses this file with everything after it, and the
-            # job, which records files done in later commits, imports the file again.
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        with transaction.atomic():
+            commit_without_flush()  # a crash before the flush loses the file and the later "files done": imported again
             for document, layout in parsed.documents:
                 _store_document(corpus, document, layout, result)
     except ImportFormatError as exc:

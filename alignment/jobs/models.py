@@ -24,7 +24,7 @@ from django.db.models import Case, F, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from alignment.jobs.database import database_lost
+from alignment.jobs.database import commit_without_flush, database_lost
 
 
 class JobStatus(models.TextChoices):
@@ -127,8 +127,8 @@ class Job(models.Model):
         if connection.in_atomic_block:  # the caller's transaction decides its own commit
             alive = self._transition((JobStatus.RUNNING,), heartbeat_at=timezone.now(), **progress)
         else:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            with transaction.atomic():
+                commit_without_flush()
                 alive = self._transition((JobStatus.RUNNING,), heartbeat_at=timezone.now(), **progress)
         delay = int(getattr(settings, "JOB_TEST_STEP_DELAY_MS", 0))
         if delay > 0:
