@@ -4,7 +4,10 @@
   app), re-exported here with the app's rule for checking a label.
 - **The current label** of a sentence pair for an annotator is never stored: it is the
   ``new_label`` of their latest own :class:`LabelEvent` there ("" once undone). Adjudications are
-  a separate stream, one per sentence pair for all reviewers together.
+  a separate stream, one per sentence pair for all reviewers together. One figure of it is kept:
+  ``Assignment.labelled``, the simple sentences of the pair with a current label, recounted from the
+  assignment's events by every write to them (:func:`assignments_labelled_refresh`), so that My tasks
+  and the project page never read every event of a large project.
 - **An item's labels** on the review page and in exports: each assigned annotator's current
   label, ``not_aligned`` when they marked the pair done without labelling the item, None while
   they are still working; the item is agreed when they all gave the same label.
@@ -151,6 +154,33 @@ def pair_verified(project: AnnotationProject, pair: DocumentPair) -> PairVerific
     """The latest verification row when it says verified, else None."""
     latest = PairVerification.objects.filter(project=project, pair=pair).order_by("-pk").first()
     return latest if latest is not None and latest.verified else None
+
+
+# Assignment.labelled: how many simple sentences of the pair have a current label of the annotator, a count kept on
+# the assignment so that My tasks and the project page read it instead of every label event; recomputed from the
+# assignment's own events (a few dozen rows, by the (project, annotator, pair) index) by each write to them.
+_LABELLED_SQL = f"""
+    UPDATE {Assignment._meta.db_table} a SET labelled = (
+        SELECT count(DISTINCT latest.simple_sentence_id) FROM (
+            SELECT DISTINCT ON (e.simple_sentence_id, e.complex_sentence_id) e.simple_sentence_id, e.new_label
+            FROM {LabelEvent._meta.db_table} e
+            WHERE e.project_id = a.project_id AND e.annotator_id = a.annotator_id AND e.pair_id = a.pair_id
+              AND e.source <> '{LabelEvent.Source.ADJUDICATION}'
+            ORDER BY e.simple_sentence_id, e.complex_sentence_id, e.id DESC
+        ) latest WHERE latest.new_label <> '')
+    WHERE a.project_id = %(project)s AND (%(pairs)s::integer[] IS NULL OR a.pair_id = ANY(%(pairs)s))
+      AND (%(annotator)s::integer IS NULL OR a.annotator_id = %(annotator)s)
+"""
+
+
+def assignments_labelled_refresh(
+    project: AnnotationProject, *, pair_ids: Sequence[int] | None = None, annotator_id: int | None = None
+) -> None:
+    """Recount ``Assignment.labelled`` of the project's assignments (of ``pair_ids`` and ``annotator_id`` when given)
+    from their label events: call after writing events or making assignments, in the same transaction."""
+    params = {"project": project.pk, "pairs": list(pair_ids) if pair_ids is not None else None, "annotator": annotator_id}
+    with connection.cursor() as cursor:
+        cursor.execute(_LABELLED_SQL, params)
 
 
 # --- the write guard -----------------------------------------------------------------------------

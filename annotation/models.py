@@ -88,6 +88,10 @@ class Assignment(models.Model):
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    labelled = models.PositiveIntegerField(
+        default=0, help_text="Simple sentences of the pair with a current label of the annotator: a count kept from the label "
+        "events, recomputed by every write to them (annotation.labels.assignments_labelled_refresh); the events stay the truth.",
+    )  # fmt: skip
 
     class Meta:
         ordering = ["project", "pair", "annotator"]
@@ -166,6 +170,10 @@ class LabelEvent(models.Model):
         indexes = [
             models.Index(fields=["project", "annotator", "pair"]),
             models.Index(fields=["project", "pair", "simple_sentence", "complex_sentence"]),
+            models.Index(fields=["project", "id"], name="label_event_project_latest"),  # the project's state: its latest event
+            models.Index(  # a project's adjudications, a few among its annotators' events: review, My tasks, exports
+                fields=["project", "pair"], condition=models.Q(source="adjudication"), name="label_event_adjudications"
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

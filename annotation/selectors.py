@@ -16,7 +16,6 @@ from django.http import Http404
 
 from alignment.paging import in_order
 from alignment.selectors import corpora_visible_to, sentence_count
-from annotation.labels import latest_label_events
 from annotation.models import AnnotationProject, Assignment, ProjectMembership
 
 T = TypeVar("T")
@@ -95,27 +94,12 @@ def _assignments(project: AnnotationProject, annotator: AbstractBaseUser | None)
 
 
 # The project page's totals in one statement: the assignments, their simple sentences, and of those the ones with a current
-# label (the annotator's latest own event on some (simple, complex) pair of it is a label; :func:`latest_label_events`).
+# label (``Assignment.labelled``, kept from the label events).
 _PROGRESS_TOTALS_SQL = """
-    WITH assigned AS (
-        SELECT a.annotator_id, a.pair_id, p.simple_document_id FROM annotation_assignment a
-        JOIN alignment_documentpair p ON p.id = a.pair_id
-        WHERE a.project_id = %(project)s AND (%(annotator)s::integer IS NULL OR a.annotator_id = %(annotator)s)
-    ), latest AS (
-        SELECT DISTINCT ON (e.annotator_id, e.pair_id, e.simple_sentence_id, e.complex_sentence_id)
-               e.annotator_id, e.pair_id, e.simple_sentence_id, e.new_label
-        FROM annotation_labelevent e
-        WHERE e.project_id = %(project)s AND e.source <> 'adjudication' AND (%(annotator)s::integer IS NULL OR e.annotator_id = %(annotator)s)
-        ORDER BY e.annotator_id, e.pair_id, e.simple_sentence_id, e.complex_sentence_id, e.id DESC
-    )
-    SELECT (SELECT count(*) FROM assigned),
-           (SELECT count(*) FROM assigned JOIN alignment_sentence s ON s.document_id = assigned.simple_document_id),
-           (SELECT count(*) FROM (  -- grouped in the order DISTINCT ON left them in: no second sort
-                SELECT latest.annotator_id, latest.pair_id FROM latest
-                GROUP BY latest.annotator_id, latest.pair_id, latest.simple_sentence_id HAVING bool_or(latest.new_label <> '')
-           ) touched WHERE EXISTS (
-                SELECT 1 FROM assigned WHERE assigned.annotator_id = touched.annotator_id AND assigned.pair_id = touched.pair_id
-           ))
+    SELECT count(*), coalesce(sum((SELECT count(*) FROM alignment_sentence s WHERE s.document_id = p.simple_document_id)), 0),
+           coalesce(sum(a.labelled), 0)
+    FROM annotation_assignment a JOIN alignment_documentpair p ON p.id = a.pair_id
+    WHERE a.project_id = %(project)s AND (%(annotator)s::integer IS NULL OR a.annotator_id = %(annotator)s)
 """
 
 
@@ -139,33 +123,23 @@ def project_progress_ids(project: AnnotationProject, *, annotator: AbstractBaseU
 
 def project_progress(project: AnnotationProject, assignment_ids: Iterable[int]) -> list[dict]:
     """Per assignment of ``assignment_ids``, in that order: simple sentences with a current label (any pair labelled,
-    undone ones not) / all, percent. Two queries for all of them (the rows, one DISTINCT ON for the labels)."""
+    undone ones not: ``Assignment.labelled``) / all, percent. One query for all of them."""
     rows = Assignment.objects.select_related("pair__complex_document", "pair__simple_document", "annotator").annotate(
         simple_total=sentence_count("pair__simple_document")
     )
-    assignments = in_order(rows, list(assignment_ids))
-    keys = {(a.annotator_id, a.pair_id) for a in assignments}
-    latest = latest_label_events(project, annotator_id__in={a for a, _ in keys}, pair_id__in={p for _, p in keys}).values_list(
-        "annotator_id", "pair_id", "simple_sentence_id", "new_label"
-    )
-    labelled: dict[tuple[int, int], set[int]] = {}
-    for annotator_id, pair_id, simple_id, label in latest:
-        if label and (annotator_id, pair_id) in keys:
-            labelled.setdefault((annotator_id, pair_id), set()).add(simple_id)
     progress = []
-    for row in assignments:
-        touched = len(labelled.get((row.annotator_id, row.pair_id), ()))
-        percent = round(100 * touched / row.simple_total) if row.simple_total else 0
-        progress.append({"assignment": row, "touched": touched, "total": row.simple_total, "percent": percent})
+    for row in in_order(rows, list(assignment_ids)):
+        percent = round(100 * row.labelled / row.simple_total) if row.simple_total else 0
+        progress.append({"assignment": row, "touched": row.labelled, "total": row.simple_total, "percent": percent})
     return progress
 
 
 # A version of a project's annotation state, cheap to read: label events, test answers and verifications are only ever
-# added (their counts are versions), training snapshots too (their sticky splits); assignments may be added, removed, given to someone else or marked done (and undone); pairs
+# added (their counts, and the label events' latest id, are versions), training snapshots too (their sticky splits); assignments may be added, removed, given to someone else or marked done (and undone); pairs
 # added or removed; members added, removed, given another role or renamed.
 _STATE_SQL = """
     SELECT concat_ws(';',
-        (SELECT count(*) FROM annotation_labelevent WHERE project_id = %(project)s),
+        (SELECT max(id) FROM annotation_labelevent WHERE project_id = %(project)s),  -- by the (project, id) index
         (SELECT concat_ws('/', count(*), sum(id), sum(annotator_id), sum(extract(epoch FROM completed_at)))
          FROM annotation_assignment WHERE project_id = %(project)s),
         (SELECT concat_ws('/', count(*), sum(documentpair_id)) FROM annotation_annotationproject_pairs WHERE annotationproject_id = %(project)s),

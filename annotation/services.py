@@ -141,7 +141,7 @@ def assignments_distribute(*, project: AnnotationProject) -> int:
     if not annotators:
         raise ValueError(f"project {project.name!r} has no annotators to assign work to")
     load = {m.user_id: Assignment.objects.filter(project=project, annotator_id=m.user_id).count() for m in annotators}
-    created = 0
+    created, given = 0, set()
     with transaction.atomic():
         for pair in project.pairs.order_by("pk"):
             have = set(Assignment.objects.filter(project=project, pair=pair).values_list("annotator_id", flat=True))
@@ -152,7 +152,20 @@ def assignments_distribute(*, project: AnnotationProject) -> int:
                 have.add(user_id)
                 load[user_id] += 1
                 created += 1
+                given.add(pair.pk)
+        if given:  # an annotator given a pair back finds the labels they made before
+            labels.assignments_labelled_refresh(project, pair_ids=sorted(given))
     return created
+
+
+def assignment_create(*, project: AnnotationProject, pair: DocumentPair, annotator: AbstractBaseUser) -> Assignment:
+    """Give one pair to one annotator (the page distributes them all: :func:`assignments_distribute`); callers check
+    the pair and the role. A pair given back finds the labels the annotator made before."""
+    with transaction.atomic():
+        assignment = Assignment.objects.create(project=project, pair=pair, annotator=annotator)
+        labels.assignments_labelled_refresh(project, pair_ids=[pair.pk], annotator_id=annotator.pk)
+    assignment.refresh_from_db(fields=["labelled"])
+    return assignment
 
 
 def label_record(
@@ -199,11 +212,14 @@ def label_record(
             if (latest.pk if latest else None) != expected_previous:
                 raise _stale(latest)
             old = latest.new_label if latest else LabelEvent.Label.NONE
-            return LabelEvent.objects.create(
+            event = LabelEvent.objects.create(
                 project=project, pair=pair, annotator=annotator, simple_sentence_id=simple_sentence_id,
                 complex_sentence_id=complex_sentence_id, old_label=old, new_label=label, source=source,
                 previous_id=latest.pk if latest else None, seconds_spent=seconds_spent, client_action_id=client_action_id, **provenance,
             )  # fmt: skip
+            if (old == LabelEvent.Label.NONE) != (label == LabelEvent.Label.NONE):  # a label set or cleared: the count may move
+                labels.assignments_labelled_refresh(project, pair_ids=[pair.pk], annotator_id=annotator.pk)
+            return event
     except IntegrityError as error:  # the lock makes this rare; the constraints make it safe
         if not _is_chain_race(error):
             raise
@@ -313,6 +329,7 @@ def label_undo_action(
                 old_label=latest.new_label if latest else "", new_label=event.old_label, source=LabelEvent.Source.UNDO,
                 previous=latest, undoes=event, client_action_id=event_action_id(client_action_id, position),
             ))  # fmt: skip
+        labels.assignments_labelled_refresh(project, pair_ids=[pair.pk], annotator_id=annotator.pk)
         return undos
 
 

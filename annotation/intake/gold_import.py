@@ -20,7 +20,7 @@ from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.models import DocumentPair
 from alignment.services import corpus_get_or_create
-from annotation import services
+from annotation import labels, services
 from annotation.models import AnnotationProject, Assignment, LabelEvent
 from models_ml.data.io import GoldPair
 
@@ -99,4 +99,5 @@ def gold_import(*, project_name: str, corpus_name: str, language: str, owner: Ab
                 for (s, c), label in sorted(links.items())
             ]
         LabelEvent.objects.bulk_create(events, batch_size=2000)
+        labels.assignments_labelled_refresh(project, annotator_id=owner.pk)
     return GoldImportReport(project=project, pairs=len(pairs), labels=len(events))

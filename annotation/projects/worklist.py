@@ -16,22 +16,14 @@ from annotation.models import AnnotationProject, Assignment, ProjectMembership
 
 STATES = ("not started", "in progress", "done", "adjudicated")
 
-# Each assignment of the annotator with its state, in one pass over their label events (not one subquery per assignment):
-# what My tasks counts and filters. The states' rules are the module docstring's.
+# Each assignment of the annotator with its state, from the assignment's own columns (``labelled``: simple sentences with
+# a current label) and the project's adjudications and verifications of its pairs: what My tasks counts and filters.
+# The states' rules are the module docstring's.
 _STATES_SQL = """
     WITH mine AS (
-        SELECT a.id, a.project_id, a.pair_id, a.completed_at FROM annotation_assignment a
+        SELECT a.id, a.project_id, a.pair_id, a.completed_at, a.labelled FROM annotation_assignment a
         WHERE a.annotator_id = %(user)s AND (%(ids)s::integer[] IS NULL OR a.id = ANY(%(ids)s))
-    ), labelled AS (  -- only an open assignment's state depends on its labels
-
-        SELECT DISTINCT latest.project_id, latest.pair_id FROM (
-            SELECT DISTINCT ON (e.project_id, e.pair_id, e.simple_sentence_id, e.complex_sentence_id) e.project_id, e.pair_id, e.new_label
-            FROM annotation_labelevent e
-            WHERE e.project_id IN (SELECT project_id FROM mine) AND e.annotator_id = %(user)s AND e.source <> 'adjudication'
-              AND EXISTS (SELECT 1 FROM mine WHERE mine.project_id = e.project_id AND mine.pair_id = e.pair_id AND mine.completed_at IS NULL)
-            ORDER BY e.project_id, e.pair_id, e.simple_sentence_id, e.complex_sentence_id, e.id DESC
-        ) latest WHERE latest.new_label <> ''
-    ), adjudicated AS (
+    ), adjudicated AS (  -- read by the partial index label_event_adjudications
         SELECT DISTINCT e.project_id, e.pair_id FROM annotation_labelevent e
         WHERE e.project_id IN (SELECT project_id FROM mine) AND e.source = 'adjudication'
           AND EXISTS (SELECT 1 FROM mine WHERE mine.project_id = e.project_id AND mine.pair_id = e.pair_id)
@@ -44,10 +36,9 @@ _STATES_SQL = """
     SELECT m.id, m.project_id, m.pair_id, CASE
         WHEN adjudicated.pair_id IS NOT NULL OR verified.pair_id IS NOT NULL THEN 'adjudicated'
         WHEN m.completed_at IS NOT NULL THEN 'done'
-        WHEN labelled.pair_id IS NOT NULL THEN 'in progress'
+        WHEN m.labelled > 0 THEN 'in progress'
         ELSE 'not started' END AS state
     FROM mine m
-    LEFT JOIN labelled ON labelled.project_id = m.project_id AND labelled.pair_id = m.pair_id
     LEFT JOIN adjudicated ON adjudicated.project_id = m.project_id AND adjudicated.pair_id = m.pair_id
     LEFT JOIN verified ON verified.project_id = m.project_id AND verified.pair_id = m.pair_id
 """
@@ -71,13 +62,7 @@ _PROGRESS_SQL = """
     SELECT a.id,
         (SELECT count(*) FROM alignment_sentence s JOIN alignment_documentpair p ON s.document_id = p.simple_document_id
          WHERE p.id = a.pair_id),
-        (SELECT count(DISTINCT latest.simple_sentence_id) FROM (
-            SELECT DISTINCT ON (e.simple_sentence_id, e.complex_sentence_id) e.simple_sentence_id, e.new_label
-            FROM annotation_labelevent e
-            WHERE e.project_id = a.project_id AND e.pair_id = a.pair_id AND e.annotator_id = a.annotator_id
-              AND e.source <> 'adjudication'
-            ORDER BY e.simple_sentence_id, e.complex_sentence_id, e.id DESC
-        ) latest WHERE latest.new_label <> '')
+        a.labelled
     FROM annotation_assignment a
     WHERE a.id = ANY(%s)
 """

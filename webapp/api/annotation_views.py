@@ -142,9 +142,9 @@ class AssignmentViewSet(ProjectScopedViewSet, mixins.ListModelMixin, mixins.Retr
         self.require_manager()
         incoming = AssignmentCreateSerializer(data=request.data, project=self.project)
         incoming.is_valid(raise_exception=True)
-        # No service creates a single assignment (the page distributes all pairs); the serializer checked the pair,
-        # the annotator's role and duplicates, and the unique constraint guards a concurrent double create.
-        assignment = Assignment.objects.create(project=self.project, **incoming.validated_data)
+        # The serializer checked the pair, the annotator's role and duplicates; the unique constraint guards a
+        # concurrent double create.
+        assignment = services.assignment_create(project=self.project, **incoming.validated_data)
         return Response(AssignmentSerializer(assignment).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
