@@ -1,9 +1,12 @@
 """Time and queries of every page with many document pairs in one corpus and one project (issue 34).
 
     .venv/bin/python bench/page_scale.py [--pairs 10000] [--requests 20] [--pages "my tasks,agreement"]
+                                         [--sentences 3] [--links 1]
 
 Builds, in a throw-away embedded database, the world of tests/page_scale_world.py with ``--pairs`` document pairs
-(three sentences a side, one alignment run over every pair, one project with two annotators who labelled every pair),
+(three sentences a side, one alignment run over every pair, one project with two annotators who labelled every pair;
+``--sentences 28 --links 3`` gives the shape of bench/corpus_scale.py's OneStopEnglish pairs: 28 sentences a side, 3
+candidates and so about 83 labels per simple document and annotator),
 and ANALYZEs it (as autovacuum would), then sends ``--requests`` GETs of each page of tests/test_page_scale.py as the role that uses it, through Django's
 test client (the whole server-side stack: middleware, sessions, views, templates, PostgreSQL; no network), after one
 warm-up GET. Prints per page p50 / p95 / max milliseconds, the SQL queries of one request and the bytes of the page.
@@ -50,12 +53,14 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=10_000)
     parser.add_argument("--requests", type=int, default=20, help="timed GETs per page")
     parser.add_argument("--pages", default="", help="comma-separated page names (default: every page)")
+    parser.add_argument("--sentences", type=int, default=3, help="sentences a side of each pair")
+    parser.add_argument("--links", type=int, default=1, help="candidates (and labels) per simple sentence")
     parser.add_argument("--cold", action="store_true", help="empty the cache before every GET: each page as right after a label")
     args = parser.parse_args()
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     wanted = {name.strip() for name in args.pages.split(",") if name.strip()}
     started = time.perf_counter()
-    world = world_build(args.pairs)
+    world = world_build(args.pairs, sentences=args.sentences, links=args.links)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # the statistics autovacuum keeps in a running database, which the planner's choices need
     cold = ", the cache emptied before each" if args.cold else ""
