@@ -32,6 +32,8 @@ from annotation.client_actions import (
     stored_action,
 )
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, ItemEvent, LabelEvent, ProjectMembership
+from annotation.projects.assigning import assignment_create as assignment_create  # re-exported: services is the entry
+from annotation.projects.assigning import assignments_distribute as assignments_distribute
 from annotation.provenance import shown_provenance
 from annotation.selectors import project_name_refusal
 
@@ -130,42 +132,6 @@ def membership_set(*, project: AnnotationProject, user: AbstractBaseUser, role: 
         raise ValueError(f"unknown role {role!r}; roles: {', '.join(ProjectMembership.Role.values)}")
     membership, _ = ProjectMembership.objects.update_or_create(project=project, user=user, defaults={"role": role})
     return membership
-
-
-def assignments_distribute(*, project: AnnotationProject) -> int:
-    """Give every pair of the project to ``overlap`` annotators, least-loaded first; returns new assignments.
-
-    Idempotent: pairs that already have enough annotators are left alone.
-    """
-    annotators = list(ProjectMembership.objects.filter(project=project, role=ProjectMembership.Role.ANNOTATOR).select_related("user"))
-    if not annotators:
-        raise ValueError(f"project {project.name!r} has no annotators to assign work to")
-    load = {m.user_id: Assignment.objects.filter(project=project, annotator_id=m.user_id).count() for m in annotators}
-    created, given = 0, set()
-    with transaction.atomic():
-        for pair in project.pairs.order_by("pk"):
-            have = set(Assignment.objects.filter(project=project, pair=pair).values_list("annotator_id", flat=True))
-            for user_id in sorted((u for u in load if u not in have), key=lambda u: (load[u], u)):
-                if len(have) >= project.overlap:
-                    break
-                Assignment.objects.create(project=project, pair=pair, annotator_id=user_id)
-                have.add(user_id)
-                load[user_id] += 1
-                created += 1
-                given.add(pair.pk)
-        if given:  # an annotator given a pair back finds the labels they made before
-            labels.assignments_labelled_refresh(project, pair_ids=sorted(given))
-    return created
-
-
-def assignment_create(*, project: AnnotationProject, pair: DocumentPair, annotator: AbstractBaseUser) -> Assignment:
-    """Give one pair to one annotator (the page distributes them all: :func:`assignments_distribute`); callers check
-    the pair and the role. A pair given back finds the labels the annotator made before."""
-    with transaction.atomic():
-        assignment = Assignment.objects.create(project=project, pair=pair, annotator=annotator)
-        labels.assignments_labelled_refresh(project, pair_ids=[pair.pk], annotator_id=annotator.pk)
-    assignment.refresh_from_db(fields=["labelled"])
-    return assignment
 
 
 def label_record(
