@@ -12,12 +12,14 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 
-def setup_django() -> None:
+def setup_django(*, keep: str = "") -> None:
+    """Django on a throw-away embedded database; with ``keep`` (a folder), on one kept there after the run (stopped,
+    not deleted), so that a bench's database can be looked into: ``STATE_DIR=<keep> .venv/bin/python manage.py ...``."""
     sys.path.insert(0, str(REPO_ROOT))
     os.chdir(REPO_ROOT)
     if not os.environ.get("DATABASE_URL"):
-        os.environ["STATE_DIR"] = tempfile.mkdtemp(prefix="aligner-bench-")
-        os.environ["EMBEDDED_DB_DELETE_ON_EXIT"] = "1"
+        os.environ["STATE_DIR"] = str(Path(keep).resolve()) if keep else tempfile.mkdtemp(prefix="aligner-bench-")
+        os.environ["EMBEDDED_DB_DELETE_ON_EXIT"] = "0" if keep else "1"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
     import django
     from django.core.management import call_command

@@ -1,14 +1,15 @@
 """A corpus of --pairs document pairs from import to export through the app, each stage beside its DB-free path.
 
     .venv/bin/python bench/corpus_scale.py [--pairs 1000] [--workers 1] [--source auto|onestopenglish|demo]
-                                           [--page-requests 20] [--sample 200] [--skip-pages]
+                                           [--page-requests 20] [--sample 200] [--skip-pages] [--keep FOLDER]
 
 The corpus is recombined from real text: OneStopEnglish's advanced and elementary articles when
 ``../shared/data/onestopenglish`` is there (else the demo corpus's five stories): document pair k is
 article k mod A with one of its paragraphs left out of both versions (paragraph k div A), so every
 document is new to the import's content hash while sentence and paragraph lengths, the share of
 simple sentences with a partner, splits and merges stay the corpus's own. Everything goes to a
-throw-away embedded database and temporary folders; nothing is written into the repository.
+throw-away embedded database and temporary folders (``--keep FOLDER`` keeps the database there, stopped, to look
+into afterwards with ``STATE_DIR=FOLDER``); nothing is written into the repository.
 
 Stages, each timed on the app's own path and, in the same run on the same data, on the DB-free path:
 1. import: ``corpus_import_files`` (what the import job and ``manage.py import_corpus`` run) on every
@@ -21,7 +22,7 @@ Stages, each timed on the app's own path and, in the same run on the same data, 
 4. an annotation project over every pair, two annotators assigned each pair (``project_create``,
    ``assignments_distribute``); then simulated annotation, written in bulk: both annotators answer
    every suggestion of every pair, one of them says "not aligned" to every link of every tenth pair
-   (left for adjudication), and the other pairs are verified;
+   (left for adjudication), and the other pairs are verified; then ANALYZE, as autovacuum would after such a load;
 5. pages: every page of tests/test_page_scale.py, ``--page-requests`` GETs each as its user, with a
    real HTTP client against gunicorn as ``scripts/run.sh`` starts it (DEBUG off) - p50 / p95 ms;
 6. export of every format (``export_write``, what the export job runs) vs the same writers fed the
@@ -229,7 +230,7 @@ def stage_alignment(corpus, owner, args, sample_pairs):
 
 def stage_project(corpus, run, owner):
     from django.contrib.auth import get_user_model
-    from django.db import transaction
+    from django.db import connection, transaction
 
     from alignment.models import CandidateAlignment
     from annotation import services
@@ -268,6 +269,8 @@ def stage_project(corpus, run, owner):
             PairVerification.objects.bulk_create(  # the pairs a reviewer could verify: nothing left to adjudicate
                 PairVerification(project=project, pair_id=p, verified=True, by=owner) for p in chunk if p not in disputed
             )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # what autovacuum does within a minute of such a load: the planner's statistics
     labels = LabelEvent.objects.filter(project=project).count()
     print(
         f"{'project':<12} {len(pair_ids):,} pairs, 2 annotators each, made in {made:.1f} s; {labels:,} simulated labels written in bulk in {time.perf_counter() - started:.0f} s",
@@ -352,13 +355,16 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=200, help="pairs the DB-free paths run on")
     parser.add_argument("--page-requests", type=int, default=20)
     parser.add_argument("--skip-pages", action="store_true")
+    parser.add_argument("--keep", default="", metavar="FOLDER", help="keep the database in FOLDER (a new one) to look into afterwards")
     args = parser.parse_args()
     args.threads = args.threads or max(1, (os.cpu_count() or 1) // args.workers)
     import torch
 
     torch.set_num_threads(args.threads)  # the DB-free paths run on one worker's threads
     bench_started = time.perf_counter()
-    setup_django()
+    if args.keep and Path(args.keep).exists():
+        parser.error(f"--keep {args.keep}: the folder exists; name a new one")
+    setup_django(keep=args.keep)
     from django.db import connection
 
     from alignment.models import Sentence
