@@ -12,7 +12,17 @@ from pgvector.django import CosineDistance, VectorField
 
 from alignment.errors import ServiceError
 from alignment.importing.models import ImportJob
-from alignment.models import AlignmentRun, Corpus, DocumentPair, EmbeddingRun, Encoder, Paragraph, Sentence, SentenceEmbedding
+from alignment.models import (
+    AlignmentRun,
+    Corpus,
+    Document,
+    DocumentPair,
+    EmbeddingRun,
+    Encoder,
+    Paragraph,
+    Sentence,
+    SentenceEmbedding,
+)
 from alignment.paging import in_order
 
 PAIR_ORDER = ("complex_document__external_id", "complex_document__level", "simple_document__level", "pk")  # lists of pairs, pages apart
@@ -45,11 +55,13 @@ def sentence_count(document: str) -> Subquery:
 
 
 def corpus_list_with_counts(user: AbstractBaseUser) -> QuerySet[Corpus]:
+    """The corpora ``user`` sees with their documents and pairs counted each on its own (two ``Count`` over the two joins
+    multiplied them: 20,000 documents by 10,000 pairs, 200 M rows to make distinct, filled the disk with sort files)."""
     return (
         corpora_visible_to(user)
         .annotate(
-            document_count=Count("documents", distinct=True),
-            pair_count=Count("pairs", distinct=True),
+            document_count=count_of(Document.objects.filter(corpus=OuterRef("pk"))),
+            pair_count=count_of(DocumentPair.objects.filter(corpus=OuterRef("pk"))),
         )
         .select_related("owner")
     )

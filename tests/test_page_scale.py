@@ -41,6 +41,8 @@ def _pair_url(name: str) -> Callable[[World], str]:
 
 
 PAGES = [
+    Page("corpora (landing page)", "owner", lambda world: reverse("alignment:corpus_list")),
+    Page("projects", "owner", lambda world: reverse("annotation:project_list")),
     Page("my tasks", "anna", lambda world: reverse("annotation:task_list")),
     Page("my tasks (still working)", "ben", lambda world: reverse("annotation:task_list")),
     Page("project (manager)", "owner", _project_url("project_detail")),
