@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import caches
-from django.db import connection
+from django.core.signals import request_started
+from django.db import connection, transaction
 from django.db.models import OuterRef, QuerySet, Subquery, Value
+from django.dispatch import receiver
 from django.http import Http404
+from django.utils.module_loading import import_string
 
+from alignment.jobs.enqueue import defer
 from alignment.paging import in_order
 from alignment.selectors import corpora_visible_to, sentence_count
 from annotation.models import AnnotationProject, Assignment, ProjectMembership
@@ -151,23 +158,83 @@ _STATE_SQL = """
         (SELECT max(id) FROM annotation_trainingsnapshot WHERE project_id = %(project)s))
 """
 PROJECT_CACHE_SECONDS = 3600
+RECOUNT_TASK = "annotation.project_figures_refresh"
+
+# When the oldest figures this request served from before the project's last change were counted (None: all current).
+_served_stale: ContextVar[float | None] = ContextVar("served_stale", default=None)
 
 
-def project_cached(project: AnnotationProject, name: str, compute: Callable[[], T], *, extra: object = ()) -> T:
+@receiver(request_started)
+def figures_age_reset(**_kwargs: object) -> None:
+    """Forget what the last request served (each request starts with current figures)."""
+    _served_stale.set(None)
+
+
+def figures_served_as_of() -> float | None:
+    """When the oldest figures this request served from before the project's last change were counted (a Unix time),
+    or None when every figure it served is current: the page says so (annotation.context_processors)."""
+    return _served_stale.get()
+
+
+def project_cached(
+    project: AnnotationProject,
+    name: str,
+    compute: Callable[[], T],
+    *,
+    extra: object = (),
+    recount: str = "",
+    arg: int | None = None,
+    fresh: bool = False,
+) -> T:
     """``compute()``, kept in the cache while the project's labels, assignments, pairs, members, test items and settings
-    stay as they are (and ``extra``, what else the figures depend on): figures over every label of a large project,
-    read again when a page is opened again or paged through, for one small query."""
+    stay as they are: figures over every label of a large project, read again when a page is opened again or paged
+    through, for one small query. ``extra`` is who they are for or what else they depend on (a change counts anew).
+
+    After the project changes, figures that took longer than PROJECT_FIGURES_INLINE_MS are not counted again in the
+    request: it gets the last ones (:func:`figures_served_as_of` says since when) and the background task counts them
+    by calling ``recount`` (the dotted path of a function of the project and ``arg``, which calls this with ``fresh``),
+    queued once however many requests ask. Without ``recount`` they are always counted in the request.
+    """
     users = get_user_model()._meta
     sql = _STATE_SQL.format(username=users.get_field(get_user_model().USERNAME_FIELD).column, users=users.db_table)
     with connection.cursor() as cursor:
         cursor.execute(sql, {"project": project.pk})
         (state,) = cursor.fetchone()
     settings_ = (project.overlap, project.accuracy_threshold, project.exclude_flagged, project.adjudicate_all, project.suggestion_run_id)
-    version = hashlib.sha256(repr((state, settings_, extra)).encode()).hexdigest()
-    key = f"project:{project.pk}:{project.created_at.timestamp()}:{name}:{version}"
+    version = hashlib.sha256(repr((state, settings_)).encode()).hexdigest()
+    key = f"project:{project.pk}:{project.created_at.timestamp()}:{name}:{hashlib.sha256(repr(extra).encode()).hexdigest()}"
     figures = caches["figures"]  # shared by the host's web processes (settings.CACHES)
-    value = figures.get(key)
-    if value is None:
-        value = compute()
-        figures.set(key, value, PROJECT_CACHE_SECONDS)
+    entry = None if fresh else figures.get(key)
+    if entry is not None and entry["version"] == version:
+        return entry["value"]
+    if entry is not None and recount and 1000 * entry["seconds"] > settings.PROJECT_FIGURES_INLINE_MS:
+        served = _served_stale.get()
+        _served_stale.set(entry["at"] if served is None else min(served, entry["at"]))
+        _recount_queue(key, project_id=project.pk, recount=recount, arg=arg)
+        return entry["value"]
+    started = time.perf_counter()
+    value = compute()
+    entry = {"version": version, "value": value, "at": time.time(), "seconds": time.perf_counter() - started}
+    figures.set(key, entry, PROJECT_CACHE_SECONDS)
     return value
+
+
+def _recount_queue(key: str, **task_kwargs: object) -> None:
+    """Queue the figures' recount, unless one for the same figures waits already (a Procrastinate queueing lock)."""
+    from procrastinate.exceptions import AlreadyEnqueued
+
+    lock = f"figures-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+    try:
+        with transaction.atomic():  # a savepoint: a refused insert must not abort a caller's transaction
+            defer(RECOUNT_TASK, options={"lock": lock, "queueing_lock": lock}, **task_kwargs)
+    except AlreadyEnqueued:
+        pass
+
+
+def project_figures_recount(*, project_id: int, recount: str, arg: int | None) -> None:
+    """The background task's work: count a project's figures again through ``recount`` (an ``annotation`` function)."""
+    if not recount.startswith("annotation."):
+        raise ValueError(f"not a figures recount of the annotation app: {recount!r}")
+    project = AnnotationProject.objects.filter(pk=project_id).first()
+    if project is not None:  # a project deleted meanwhile has no figures to count
+        import_string(recount)(project, arg)

@@ -35,3 +35,11 @@ def export_dataset(*, job_id: int) -> None:
     from annotation.export.service import export_job_execute
 
     export_job_execute(job_id=job_id)
+
+
+@job_task(queue="maintenance", name="annotation.project_figures_refresh")
+def project_figures_refresh(*, project_id: int, recount: str, arg: int | None = None) -> None:
+    """Count a project's page-wide figures again after it changed (annotation.selectors.project_cached)."""
+    from annotation.selectors import project_figures_recount
+
+    project_figures_recount(project_id=project_id, recount=recount, arg=arg)

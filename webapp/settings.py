@@ -108,6 +108,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "annotation.context_processors.figures_age",
             ],
         },
     }
@@ -347,6 +348,11 @@ MODEL_DIR = envpath("MODEL_DIR", STATE_DIR / "models")
 # Time per label (annotation/projects/members.py): a label that took longer than this counts as idle (a tab left open),
 # not as work: it is left out of the median, mean and hours and counted apart.
 ANNOTATION_IDLE_SECONDS = envint("ANNOTATION_IDLE_SECONDS", 600)
+
+# A project's page-wide figures (annotation.selectors.project_cached) that took longer than this many milliseconds to
+# count are not counted again inside a request after the project changes: the page shows the last ones with their age
+# and a background job (queue "maintenance") counts them again. Faster ones are counted in the request, as before.
+PROJECT_FIGURES_INLINE_MS = envint("PROJECT_FIGURES_INLINE_MS", 300)
 
 # Exports (annotation/export/): files are written under EXPORT_DIR, one folder per export job.
 EXPORT_DIR = envpath("EXPORT_DIR", STATE_DIR / "exports")

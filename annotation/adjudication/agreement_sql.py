@@ -117,14 +117,22 @@ class AgreementTotals:
     versus_aligner_all_items: dict[str, PRF]
 
 
-def agreement_totals_cached(project: AnnotationProject) -> AgreementTotals:
+def agreement_totals_cached(project: AnnotationProject, *, fresh: bool = False) -> AgreementTotals:
     """:func:`agreement_totals`, kept in the cache until a label, an assignment, the project's pairs, its suggestion run
     or an annotator's name changes (:func:`annotation.selectors.project_cached`): a dashboard opened again, or paged
     through, costs three small queries."""
     roster = _roster(project)
     run = project.suggestion_run
     depends_on = (sorted(roster.items()), (run.pk, run.status, run.candidates_written) if run is not None else None)
-    return project_cached(project, "agreement", lambda: agreement_totals(project, roster=roster), extra=depends_on)
+    return project_cached(
+        project, "agreement", lambda: agreement_totals(project, roster=roster), extra=depends_on,
+        recount=f"{__name__}.agreement_recount", fresh=fresh,
+    )  # fmt: skip
+
+
+def agreement_recount(project: AnnotationProject, _arg: int | None) -> None:
+    """The background recount of :func:`agreement_totals_cached`."""
+    agreement_totals_cached(project, fresh=True)
 
 
 def _roster(project: AnnotationProject) -> dict[int, str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 
 from annotation import selectors
@@ -29,8 +30,9 @@ class ProjectSummary:
         return round(100 * self.totals.touched / total) if total else 0
 
 
-def project_summary(project: AnnotationProject, *, annotator: AbstractBaseUser | None = None) -> ProjectSummary:
-    """The figures over every assignment (``annotator``'s own, when given: what an annotator sees)."""
+def project_summary(project: AnnotationProject, *, annotator: AbstractBaseUser | None = None, fresh: bool = False) -> ProjectSummary:
+    """The figures over every assignment (``annotator``'s own, when given: what an annotator sees); ``fresh``: counted
+    now, whatever the cache holds (the background recount)."""
 
     def compute() -> ProjectSummary:
         return ProjectSummary(
@@ -40,4 +42,12 @@ def project_summary(project: AnnotationProject, *, annotator: AbstractBaseUser |
             accuracy=annotator_accuracy(project) if annotator is None else [],
         )
 
-    return selectors.project_cached(project, "summary", compute, extra=annotator.pk if annotator is not None else None)
+    who = annotator.pk if annotator is not None else None
+    return selectors.project_cached(project, "summary", compute, extra=who, recount=f"{__name__}.summary_recount", arg=who, fresh=fresh)
+
+
+def summary_recount(project: AnnotationProject, annotator_id: int | None) -> None:
+    """The background recount of :func:`project_summary` (for the annotator ``annotator_id``, or the manager's: None)."""
+    annotator = get_user_model().objects.filter(pk=annotator_id).first() if annotator_id is not None else None
+    if annotator_id is None or annotator is not None:
+        project_summary(project, annotator=annotator, fresh=True)

@@ -3,6 +3,8 @@ promotion (or forced promotion with a reason) and rollback. Thin: the services d
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -58,10 +60,21 @@ def _domain_rows(version: ModelVersion) -> list[dict]:
     return rows
 
 
+def _preview_figures(project, *, fresh: bool = False) -> dict:
+    return selectors.project_cached(
+        project, "training-preview", partial(snapshot_preview, project), recount=f"{__name__}.preview_recount", fresh=fresh
+    )
+
+
+def preview_recount(project, _arg: int | None) -> None:
+    """The background recount of the training preview (:func:`_preview`'s figures)."""
+    _preview_figures(project, fresh=True)
+
+
 def _preview(project) -> dict:
     """snapshot_preview with one row per split: (split, document pairs, [count per label]); kept in the cache until the
     project's labels, verifications, assignments or snapshots change."""
-    preview = selectors.project_cached(project, "training-preview", lambda: snapshot_preview(project))
+    preview = _preview_figures(project)
     if not preview["error"]:
         labels = list(preview["labels"])
         preview["rows"] = [
