@@ -14,13 +14,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import caches
 from django.core.signals import request_started
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery, Value
 from django.dispatch import receiver
 from django.http import Http404
 from django.utils.module_loading import import_string
 
-from alignment.jobs.enqueue import defer
+from alignment.jobs.enqueue import defer_unless_waiting
 from alignment.paging import in_order
 from alignment.selectors import corpora_visible_to, sentence_count
 from annotation.models import AnnotationProject, Assignment, ProjectMembership
@@ -210,25 +210,14 @@ def project_cached(
     if entry is not None and recount and 1000 * entry["seconds"] > settings.PROJECT_FIGURES_INLINE_MS:
         served = _served_stale.get()
         _served_stale.set(entry["at"] if served is None else min(served, entry["at"]))
-        _recount_queue(key, project_id=project.pk, recount=recount, arg=arg)
+        lock = f"figures-{hashlib.sha256(key.encode()).hexdigest()[:32]}"  # one recount of these figures waits at most
+        defer_unless_waiting(RECOUNT_TASK, lock, project_id=project.pk, recount=recount, arg=arg)
         return entry["value"]
     started = time.perf_counter()
     value = compute()
     entry = {"version": version, "value": value, "at": time.time(), "seconds": time.perf_counter() - started}
     figures.set(key, entry, PROJECT_CACHE_SECONDS)
     return value
-
-
-def _recount_queue(key: str, **task_kwargs: object) -> None:
-    """Queue the figures' recount, unless one for the same figures waits already (a Procrastinate queueing lock)."""
-    from procrastinate.exceptions import AlreadyEnqueued
-
-    lock = f"figures-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
-    try:
-        with transaction.atomic():  # a savepoint: a refused insert must not abort a caller's transaction
-            defer(RECOUNT_TASK, options={"lock": lock, "queueing_lock": lock}, **task_kwargs)
-    except AlreadyEnqueued:
-        pass
 
 
 def project_figures_recount(*, project_id: int, recount: str, arg: int | None) -> None:

@@ -61,6 +61,19 @@ def defer(task_name: str, job: Job | None = None, *, options: dict | None = None
     return job_id
 
 
+def defer_unless_waiting(task_name: str, lock: str, job: Job | None = None, *, options: dict | None = None, **task_kwargs: Any) -> None:
+    """Defer ``task_name`` now under the Procrastinate lock and queueing lock ``lock`` (one runs at a time, one waits at
+    most), unless a task with that queueing lock waits already. A savepoint: the refused insert must not abort the
+    caller's transaction."""
+    from procrastinate.exceptions import AlreadyEnqueued
+
+    try:
+        with transaction.atomic():
+            defer(task_name, job, options={**(options or {}), "lock": lock, "queueing_lock": lock}, **task_kwargs)
+    except AlreadyEnqueued:
+        pass
+
+
 def defer_in_transaction(task_name: str, job: Job, **task_kwargs: Any) -> int:
     """Defer through Django's own connection, inside the caller's transaction: the job row and its task commit together.
 

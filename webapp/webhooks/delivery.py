@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from alignment.jobs.enqueue import defer
+from alignment.jobs.enqueue import defer_unless_waiting
 from webapp.webhooks import outbound
 from webapp.webhooks.models import WebhookAttempt, WebhookDelivery
 from webapp.webhooks.signing import (
@@ -171,17 +171,10 @@ def webhook_delivery_step(*, delivery_id: int) -> AttemptOutcome:
 
 def delivery_enqueue(delivery_id: int, *, delay: float = 0) -> None:
     """Queue an attempt ``delay`` seconds from now; a job already waiting for the delivery is enough."""
-    from procrastinate.exceptions import AlreadyEnqueued
-
-    lock = f"webhook-delivery-{delivery_id}"
-    options: dict = {"lock": lock, "queueing_lock": lock}
-    if delay > 0:
-        options["schedule_in"] = {"seconds": delay}
-    try:
-        with transaction.atomic():  # a savepoint: the refused insert must not abort the caller's transaction
-            defer(DELIVER_TASK, WebhookDelivery(pk=delivery_id), options=options, delivery_id=delivery_id)
-    except AlreadyEnqueued:
-        pass
+    options = {"schedule_in": {"seconds": delay}} if delay > 0 else None
+    defer_unless_waiting(
+        DELIVER_TASK, f"webhook-delivery-{delivery_id}", WebhookDelivery(pk=delivery_id), options=options, delivery_id=delivery_id
+    )
 
 
 def deliveries_enqueue_on_commit(delivery_ids: list[int]) -> None:
