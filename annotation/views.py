@@ -26,7 +26,7 @@ from annotation.forms import (
     QueueActionForm,
     form_errors_text,
 )
-from annotation.labelling import item_events, keys
+from annotation.labelling import item_events, keys, quality
 from annotation.labelling import queue as queue_mode
 from annotation.labels import LABELS, pair_verified, verified_pair_ids
 from annotation.models import ProjectMembership
@@ -298,7 +298,7 @@ def pair_verify(request: HttpRequest, project_id: int, pair_id: int) -> HttpResp
 @require_POST
 def project_gold_items(request: HttpRequest, project_id: int) -> HttpResponse:
     project = _manager_project(request, project_id)
-    created = queue_mode.gold_items_from_verified(project)
+    created = quality.gold_items_from_verified(project)
     messages.success(request, f"{created} new gold test item{'s' if created != 1 else ''} from the verified pairs.")
     return redirect("annotation:project_detail", project_id=project.pk)
 

@@ -69,7 +69,7 @@ def pair_item_states(project: AnnotationProject, pair: DocumentPair, *, flagged:
     assignments = list(Assignment.objects.filter(project=project, pair=pair).select_related("annotator"))
     if project.exclude_flagged:
         if flagged is None:
-            from annotation.labelling.queue import flagged_annotator_ids
+            from annotation.labelling.quality import flagged_annotator_ids
 
             flagged = flagged_annotator_ids(project)
         assignments = [a for a in assignments if a.annotator_id not in flagged]
@@ -110,7 +110,7 @@ def reviewer_changes(project: AnnotationProject, annotator) -> list[ReviewerChan
     The same labels :func:`pair_item_states` gives (an unlabelled item of a pair they marked done
     is "not aligned"), read in four queries however many pairs the annotator has (only the adjudicated pairs' assignments are read).
     """
-    from annotation.labelling.queue import flagged_annotator_ids
+    from annotation.labelling.quality import flagged_annotator_ids
 
     assigned = Assignment.objects.filter(project=project, annotator=annotator)
     adjudications = list(

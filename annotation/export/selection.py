@@ -301,7 +301,7 @@ def pair_exports(project: AnnotationProject, pair_ids: list[int], *, include_maj
     Reads a page of PAGE_PAIRS pairs at a time, each page in a fixed number of queries: memory holds
     one page, never the whole project.
     """
-    from annotation.labelling.queue import flagged_annotator_ids
+    from annotation.labelling.quality import flagged_annotator_ids
 
     flagged = flagged_annotator_ids(project) if project.exclude_flagged else set()
     for start in range(0, len(pair_ids), PAGE_PAIRS):

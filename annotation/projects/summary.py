@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 
 from annotation import selectors
-from annotation.labelling.queue import Accuracy, annotator_accuracy
+from annotation.labelling.quality import Accuracy, annotator_accuracy
 from annotation.models import AnnotationProject
 from annotation.projects.members import LabelTime, label_times, overlap_shortfall
 

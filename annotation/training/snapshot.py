@@ -54,7 +54,7 @@ def gold_items(project: AnnotationProject, *, finished: bool = False) -> tuple[l
     ``finished`` (automatic adaptation): also the pairs every assigned annotator marked done, with the labels
     review gives them (agreed or adjudicated); such a pair with an item still in disagreement waits for review.
     """
-    from annotation.labelling.queue import flagged_annotator_ids
+    from annotation.labelling.quality import flagged_annotator_ids
 
     flagged = flagged_annotator_ids(project) if project.exclude_flagged else set()
     done = finished_pair_ids(project) if finished else set()
@@ -226,7 +226,7 @@ _GOLD_COUNTS_SQL = """
 def gold_label_counts(project: AnnotationProject) -> dict[int, Counter]:
     """Document pair id -> label -> the pair's gold items with that label (None: still open): :func:`gold_items`'
     items counted in one query (tests/annotation/test_training_preview.py checks that the two agree)."""
-    from annotation.labelling.queue import flagged_annotator_ids
+    from annotation.labelling.quality import flagged_annotator_ids
 
     flagged = sorted(flagged_annotator_ids(project)) if project.exclude_flagged else []
     params = {"project": project.pk, "flagged": flagged, "adjudicate_all": project.adjudicate_all}

@@ -293,7 +293,7 @@ def test_export_is_byte_identical_to_before_the_rewrite(varied_project, tmp_path
 @pytest.mark.django_db
 def test_item_labels_read_in_bulk_agree_with_the_review_page(varied_project) -> None:
     """The export's page-at-a-time reading of the current labels gives what review's per-pair one gives."""
-    from annotation.labelling.queue import flagged_annotator_ids
+    from annotation.labelling.quality import flagged_annotator_ids
 
     flagged = flagged_annotator_ids(varied_project)
     assert len(flagged) == 1  # dora, whose labels are left out

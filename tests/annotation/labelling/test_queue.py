@@ -12,7 +12,7 @@ from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_create, alignment_run_execute
 from alignment.models import CandidateAlignment, DocumentPair
 from annotation import services
-from annotation.labelling import queue
+from annotation.labelling import quality, queue
 from annotation.models import GoldAnswer, GoldItem, LabelEvent
 
 
@@ -144,9 +144,9 @@ def test_every_nth_item_is_a_gold_test_item_and_accuracy_flags_careless_annotato
             project=project, annotator=anna, kind=item.kind, item_id=item.item_id, label="aligned", seconds_spent=1.0
         )  # always "aligned": wrong on every gold item
     assert kinds[:4] == ["candidate", "gold", "candidate", "gold"]
-    (row,) = queue.annotator_accuracy(project)
+    (row,) = quality.annotator_accuracy(project)
     assert row.answered == GoldAnswer.objects.count() >= 2 and row.correct == 0
-    assert row.flagged == (row.answered >= queue.MIN_ANSWERS_TO_FLAG)
+    assert row.flagged == (row.answered >= quality.MIN_ANSWERS_TO_FLAG)
 
 
 def test_bad_queue_answers_are_refused(setup):
