@@ -4,10 +4,11 @@
   app), re-exported here with the app's rule for checking a label.
 - **The current label** of a sentence pair for an annotator is never stored: it is the
   ``new_label`` of their latest own :class:`LabelEvent` there ("" once undone). Adjudications are
-  a separate stream, one per sentence pair for all reviewers together. One figure of it is kept:
-  ``Assignment.labelled``, the simple sentences of the pair with a current label, recounted from the
-  assignment's events by every write to them (:func:`assignments_labelled_refresh`), so that My tasks
-  and the project page never read every event of a large project.
+  a separate stream, one per sentence pair for all reviewers together. A few figures of it are kept
+  on each assignment: the simple sentences of the pair with a current label, and the annotator's
+  queue on the pair, recounted from the assignment's rows by every write to them
+  (:func:`assignments_recount`), so that My tasks, the project page and the queue never read every
+  event of a large project.
 - **An item's labels** on the review page and in exports: each assigned annotator's current
   label, ``not_aligned`` when they marked the pair done without labelling the item, None while
   they are still working; the item is agreed when they all gave the same label.
@@ -28,8 +29,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 from django.db.models import Exists, OuterRef, QuerySet
 
-from alignment.models import DocumentPair, Sentence
-from annotation.models import AnnotationProject, Assignment, LabelEvent, PairVerification
+from alignment.models import CandidateAlignment, DocumentPair, Sentence
+from annotation.models import AnnotationProject, Assignment, GoldItem, ItemEvent, LabelEvent, PairVerification
 from models_ml.labels import ALIGNED, LABELS, NOT_ALIGNED, PARTIAL
 from models_ml.labels import LINKED_LABELS as LINKED_LABELS  # re-exported: the app takes the label set from here
 
@@ -156,31 +157,63 @@ def pair_verified(project: AnnotationProject, pair: DocumentPair) -> PairVerific
     return latest if latest is not None and latest.verified else None
 
 
-# Assignment.labelled: how many simple sentences of the pair have a current label of the annotator, a count kept on
-# the assignment so that My tasks and the project page read it instead of every label event; recomputed from the
-# assignment's own events (a few dozen rows, by the (project, annotator, pair) index) by each write to them.
-_LABELLED_SQL = f"""
-    UPDATE {Assignment._meta.db_table} a SET labelled = (
+# The figures kept on each assignment, so that My tasks, the project page and the queue never read every label event
+# of a large project: recomputed from the assignment's own rows (a few dozen, by the (project, annotator, pair) indexes)
+# by each write to them, in the same statement.
+# - labelled: simple sentences of the pair with a current label of the annotator;
+# - labelled_ever: sentence pairs the annotator ever labelled (an undone label too), the queue's count for mixing in
+#   test items;
+# - queue_*: the annotator's queue on this pair over the project's suggestion run (queue_run): the suggestions they have
+#   not labelled or skipped and that are no test item, how many, and the first of them in each order with its key.
+_ASSIGNMENT_COUNTS_SQL = f"""
+    UPDATE {Assignment._meta.db_table} a SET
+      labelled = (
         SELECT count(DISTINCT latest.simple_sentence_id) FROM (
             SELECT DISTINCT ON (e.simple_sentence_id, e.complex_sentence_id) e.simple_sentence_id, e.new_label
             FROM {LabelEvent._meta.db_table} e
             WHERE e.project_id = a.project_id AND e.annotator_id = a.annotator_id AND e.pair_id = a.pair_id
               AND e.source <> '{LabelEvent.Source.ADJUDICATION}'
             ORDER BY e.simple_sentence_id, e.complex_sentence_id, e.id DESC
-        ) latest WHERE latest.new_label <> '')
-    WHERE a.project_id = %(project)s AND (%(pairs)s::integer[] IS NULL OR a.pair_id = ANY(%(pairs)s))
+        ) latest WHERE latest.new_label <> ''),
+      labelled_ever = (
+        SELECT count(*) FROM {LabelEvent._meta.db_table} e
+        WHERE e.project_id = a.project_id AND e.annotator_id = a.annotator_id AND e.pair_id = a.pair_id
+          AND e.previous_id IS NULL AND e.source <> '{LabelEvent.Source.ADJUDICATION}'),
+      queue_run_id = p.suggestion_run_id,
+      (queue_open, queue_uncertainty, queue_uncertainty_first, queue_disagreement, queue_disagreement_first) = (
+        SELECT count(*), min(abs(c.crf_marginal - 0.5)), (array_agg(c.id ORDER BY abs(c.crf_marginal - 0.5), c.id))[1],
+               max(c.disagreement), (array_agg(c.id ORDER BY c.disagreement DESC, c.id))[1]
+        FROM {CandidateAlignment._meta.db_table} c
+        LEFT JOIN (
+            SELECT DISTINCT ON (e.simple_sentence_id, e.complex_sentence_id) e.simple_sentence_id, e.complex_sentence_id,
+                   e.new_label
+            FROM {LabelEvent._meta.db_table} e
+            WHERE e.project_id = a.project_id AND e.annotator_id = a.annotator_id AND e.pair_id = a.pair_id
+              AND e.source <> '{LabelEvent.Source.ADJUDICATION}'
+            ORDER BY e.simple_sentence_id, e.complex_sentence_id, e.id DESC
+        ) latest ON latest.simple_sentence_id = c.simple_sentence_id AND latest.complex_sentence_id = c.complex_sentence_id
+        WHERE c.run_id = p.suggestion_run_id AND c.pair_id = a.pair_id AND coalesce(latest.new_label, '') = ''
+          AND NOT EXISTS (
+            SELECT 1 FROM {GoldItem._meta.db_table} g WHERE g.project_id = a.project_id
+              AND g.simple_sentence_id = c.simple_sentence_id AND g.complex_sentence_id = c.complex_sentence_id)
+          AND NOT EXISTS (
+            SELECT 1 FROM {ItemEvent._meta.db_table} k
+            WHERE k.project_id = a.project_id AND k.annotator_id = a.annotator_id AND k.pair_id = a.pair_id
+              AND k.kind = '{ItemEvent.Kind.SKIP}'
+              AND k.simple_sentence_id = c.simple_sentence_id AND k.complex_sentence_id = c.complex_sentence_id
+              AND NOT EXISTS (SELECT 1 FROM {ItemEvent._meta.db_table} u WHERE u.undoes_id = k.id)))
+    FROM {AnnotationProject._meta.db_table} p
+    WHERE p.id = a.project_id AND a.project_id = %(project)s AND (%(pairs)s::integer[] IS NULL OR a.pair_id = ANY(%(pairs)s))
       AND (%(annotator)s::integer IS NULL OR a.annotator_id = %(annotator)s)
 """
 
 
-def assignments_labelled_refresh(
-    project: AnnotationProject, *, pair_ids: Sequence[int] | None = None, annotator_id: int | None = None
-) -> None:
-    """Recount ``Assignment.labelled`` of the project's assignments (of ``pair_ids`` and ``annotator_id`` when given)
-    from their label events: call after writing events or making assignments, in the same transaction."""
+def assignments_recount(project: AnnotationProject, *, pair_ids: Sequence[int] | None = None, annotator_id: int | None = None) -> None:
+    """Recount the figures kept on the project's assignments (of ``pair_ids`` and ``annotator_id`` when given) from
+    their rows: call after writing label events, skips or test items or making assignments, in the same transaction."""
     params = {"project": project.pk, "pairs": list(pair_ids) if pair_ids is not None else None, "annotator": annotator_id}
     with connection.cursor() as cursor:
-        cursor.execute(_LABELLED_SQL, params)
+        cursor.execute(_ASSIGNMENT_COUNTS_SQL, params)
 
 
 # --- the write guard -----------------------------------------------------------------------------

@@ -88,14 +88,30 @@ class Assignment(models.Model):
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
-    labelled = models.PositiveIntegerField(
-        default=0, help_text="Simple sentences of the pair with a current label of the annotator: a count kept from the label "
-        "events, recomputed by every write to them (annotation.labels.assignments_labelled_refresh); the events stay the truth.",
-    )  # fmt: skip
+    # Figures kept from the assignment's rows, recounted by every write to them (annotation.labels.assignments_recount);
+    # the rows stay the truth.
+    labelled = models.PositiveIntegerField(default=0, help_text="Simple sentences of the pair with a current label of the annotator.")
+    labelled_ever = models.PositiveIntegerField(default=0, help_text="Sentence pairs the annotator ever labelled, an undone label too.")
+    queue_run_id = models.IntegerField(null=True, blank=True, help_text="The suggestion run the queue figures below were counted for.")
+    queue_open = models.PositiveIntegerField(default=0, help_text="Suggestions of the pair the annotator has not labelled or skipped.")
+    queue_uncertainty = models.FloatField(null=True, blank=True, help_text="The least |CRF marginal - 0.5| among them.")
+    queue_uncertainty_first = models.IntegerField(null=True, blank=True, help_text="The first of them in the queue's uncertainty order.")
+    queue_disagreement = models.FloatField(null=True, blank=True, help_text="The largest disagreement of the measures among them.")
+    queue_disagreement_first = models.IntegerField(null=True, blank=True, help_text="The first of them in the disagreement order.")
 
     class Meta:
         ordering = ["project", "pair", "annotator"]
         constraints = [models.UniqueConstraint(fields=["project", "pair", "annotator"], name="assignment_unique")]
+        indexes = [  # the queue's next pair in each order, among the annotator's pairs with suggestions left
+            models.Index(
+                "project", "annotator", "queue_uncertainty", "queue_uncertainty_first",
+                name="assignment_queue_uncertainty", condition=models.Q(queue_open__gt=0),
+            ),
+            models.Index(
+                "project", "annotator", models.F("queue_disagreement").desc(), "queue_disagreement_first",
+                name="assignment_queue_disagreement", condition=models.Q(queue_open__gt=0),
+            ),
+        ]  # fmt: skip
 
 
 # Time on an item is a client's measurement: empty, or 0 to 24 h. In PostgreSQL NaN sorts above every

@@ -184,7 +184,7 @@ def label_record(
                 previous_id=latest.pk if latest else None, seconds_spent=seconds_spent, client_action_id=client_action_id, **provenance,
             )  # fmt: skip
             if (old == LabelEvent.Label.NONE) != (label == LabelEvent.Label.NONE):  # a label set or cleared: the count may move
-                labels.assignments_labelled_refresh(project, pair_ids=[pair.pk], annotator_id=annotator.pk)
+                labels.assignments_recount(project, pair_ids=[pair.pk], annotator_id=annotator.pk)
             return event
     except IntegrityError as error:  # the lock makes this rare; the constraints make it safe
         if not _is_chain_race(error):
@@ -295,7 +295,7 @@ def label_undo_action(
                 old_label=latest.new_label if latest else "", new_label=event.old_label, source=LabelEvent.Source.UNDO,
                 previous=latest, undoes=event, client_action_id=event_action_id(client_action_id, position),
             ))  # fmt: skip
-        labels.assignments_labelled_refresh(project, pair_ids=[pair.pk], annotator_id=annotator.pk)
+        labels.assignments_recount(project, pair_ids=[pair.pk], annotator_id=annotator.pk)
         return undos
 
 
@@ -365,7 +365,7 @@ def item_event_record(
             ):  # fmt: skip
                 raise client_action_reused(client_action_id)
             return stored
-        return ItemEvent.objects.create(
+        event = ItemEvent.objects.create(
             project=project,
             pair=pair,
             annotator=annotator,
@@ -375,21 +375,27 @@ def item_event_record(
             complex_sentence_id=complex_sentence_id,
             client_action_id=client_action_id,
         )
+        if kind == ItemEvent.Kind.SKIP and not test_item:  # the item leaves the annotator's queue
+            labels.assignments_recount(project, pair_ids=[pair.pk], annotator_id=annotator.pk)
+        return event
 
 
 def item_skip_undo(*, skip: ItemEvent) -> ItemEvent:
     """Take back a skip by appending an undo event naming it (the skip itself stays in the history)."""
     if skip.kind != ItemEvent.Kind.SKIP:
         raise ValueError(f"item event {skip.pk} is a {skip.kind}, not a skip")
-    return ItemEvent.objects.create(
-        project_id=skip.project_id,
-        pair_id=skip.pair_id,
-        annotator_id=skip.annotator_id,
-        kind=ItemEvent.Kind.UNDO,
-        simple_sentence_id=skip.simple_sentence_id,
-        complex_sentence_id=skip.complex_sentence_id,
-        undoes=skip,
-    )
+    with transaction.atomic():
+        undo = ItemEvent.objects.create(
+            project_id=skip.project_id,
+            pair_id=skip.pair_id,
+            annotator_id=skip.annotator_id,
+            kind=ItemEvent.Kind.UNDO,
+            simple_sentence_id=skip.simple_sentence_id,
+            complex_sentence_id=skip.complex_sentence_id,
+            undoes=skip,
+        )
+        labels.assignments_recount(skip.project, pair_ids=[skip.pair_id], annotator_id=skip.annotator_id)  # back in the queue
+    return undo
 
 
 def _label_name(event: LabelEvent | None) -> str:

@@ -43,3 +43,11 @@ def project_figures_refresh(*, project_id: int, recount: str, arg: int | None = 
     from annotation.selectors import project_figures_recount
 
     project_figures_recount(project_id=project_id, recount=recount, arg=arg)
+
+
+@job_task(queue="maintenance", name="annotation.queue_counts_refresh")
+def queue_counts_refresh(*, project_id: int) -> None:
+    """Count the queue figures of a project's assignments again after its suggestion run changed (annotation.labelling.queue)."""
+    from annotation.labelling.queue import queue_counts_recount
+
+    queue_counts_recount(project_id=project_id)

@@ -234,7 +234,7 @@ def stage_project(corpus, run, owner):
 
     from alignment.models import CandidateAlignment
     from annotation import services
-    from annotation.labels import assignments_labelled_refresh
+    from annotation.labels import assignments_recount
     from annotation.models import Assignment, LabelEvent, PairVerification
 
     users = {name: get_user_model().objects.create_user(name, password=PASSWORD) for name in ("anna", "ben", "viera")}
@@ -265,7 +265,7 @@ def stage_project(corpus, run, owner):
         with transaction.atomic():
             LabelEvent.objects.bulk_create(events, batch_size=5000)
             Assignment.objects.filter(project=project, pair_id__in=chunk).update(completed_at=project.created_at)
-            assignments_labelled_refresh(project, pair_ids=chunk)  # what every label save keeps
+            assignments_recount(project, pair_ids=chunk)  # what every label save keeps
             PairVerification.objects.bulk_create(  # the pairs a reviewer could verify: nothing left to adjudicate
                 PairVerification(project=project, pair_id=p, verified=True, by=owner) for p in chunk if p not in disputed
             )

@@ -4,8 +4,9 @@ Everything is written with ``bulk_create`` (no services, no per-row saves), so a
 seconds. Each pair is an article of two levels (adv -> ele) of ``sentences`` sentences (3 unless asked) in one
 paragraph each. One succeeded alignment run covers every pair (its AlignedPair, ParagraphAlignment and ``links``
 candidates per simple sentence: the diagonal one, then its next neighbours); one project over every pair suggests from
-it, with anna and ben assigned every pair: both labelled every candidate (ben the third sentence's diagonal one partial,
-except in the verified pairs, where they agree), anna marked hers done, every
+it, with anna and ben assigned every pair: anna labelled every candidate, ben all but those of the last simple sentence
+of unverified pairs (his queue is not empty; the third sentence's diagonal one partial, except in the verified pairs,
+where they agree), anna marked hers done, every
 fifth pair is verified and every seventh flagged by ben; anna commented on every pair. ``owner`` owns the corpus and manages the project; ``viera`` views it.
 """
 
@@ -29,7 +30,7 @@ from alignment.models import (
     Sentence,
 )
 from annotation.export.models import ExportJob
-from annotation.labels import assignments_labelled_refresh
+from annotation.labels import assignments_recount
 from annotation.models import AnnotationProject, Assignment, GoldItem, ItemEvent, LabelEvent, PairVerification, ProjectMembership
 
 SENTENCES = 3  # a side, unless world_build is asked for more
@@ -134,6 +135,7 @@ def _labels(project: AnnotationProject, anna, ben, chunk: list, offset: int, cou
         for i, (pair, complex_, simple) in numbered
         for user in (anna, ben)
         for k, c in _links(count, links)
+        if user is anna or k < count - 1 or i % 5 == 0  # ben has the last simple sentence of unverified pairs left
     ]  # fmt: skip
     LabelEvent.objects.bulk_create(events, batch_size=5000)
     PairVerification.objects.bulk_create(
@@ -176,7 +178,7 @@ def world_build(n: int, *, name: str = "Scale", sentences: int = SENTENCES, link
             chunk = _pairs_write(corpus, start, min(n, start + step), sentences)
             _run_results(run, chunk, sentences, links)
             _labels(project, anna, ben, chunk, start, sentences, links)
-            assignments_labelled_refresh(project, pair_ids=[pair.pk for pair, _, _ in chunk])
+            assignments_recount(project, pair_ids=[pair.pk for pair, _, _ in chunk])
             if first is None:
                 first = chunk[0]
                 GoldItem.objects.create(project=project, simple_sentence=first[2][0], complex_sentence=first[1][0], label="aligned")

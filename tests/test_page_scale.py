@@ -50,6 +50,7 @@ PAGES = [
     Page("pair (annotation screen)", "anna", _pair_url("annotate_pair")),
     Page("pair (corpus's pair page)", "owner", lambda world: reverse("alignment:pair_detail", args=[world.first_pair.pk])),
     Page("queue", "anna", _project_url("project_queue")),
+    Page("queue (items left)", "ben", _project_url("project_queue")),
     Page("review", "owner", _pair_url("pair_review")),
     Page("agreement", "owner", _project_url("project_agreement")),
     Page("models", "owner", _project_url("project_models")),

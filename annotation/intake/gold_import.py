@@ -99,5 +99,5 @@ def gold_import(*, project_name: str, corpus_name: str, language: str, owner: Ab
                 for (s, c), label in sorted(links.items())
             ]
         LabelEvent.objects.bulk_create(events, batch_size=2000)
-        labels.assignments_labelled_refresh(project, annotator_id=owner.pk)
+        labels.assignments_recount(project, annotator_id=owner.pk)
     return GoldImportReport(project=project, pairs=len(pairs), labels=len(events))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 from django.db.models import Avg
 
 from annotation import labels
@@ -84,10 +85,15 @@ def gold_items_from_verified(project: AnnotationProject) -> int:
     for pair in project.pairs.all():
         if labels.pair_verified(project, pair) is None:
             continue
-        for state in pair_item_states(project, pair, flagged=flagged):
-            if state.final:
-                _, new = GoldItem.objects.get_or_create(
-                    project=project, simple_sentence=state.simple, complex_sentence=state.complex, defaults={"label": state.final}
-                )
-                created += int(new)
+        with transaction.atomic():
+            new_here = 0
+            for state in pair_item_states(project, pair, flagged=flagged):
+                if state.final:
+                    _, new = GoldItem.objects.get_or_create(
+                        project=project, simple_sentence=state.simple, complex_sentence=state.complex, defaults={"label": state.final}
+                    )
+                    new_here += int(new)
+            if new_here:  # test items leave every annotator's queue
+                labels.assignments_recount(project, pair_ids=[pair.pk])
+        created += new_here
     return created

@@ -35,7 +35,7 @@ def assignments_distribute(*, project: AnnotationProject) -> int:
                 created += 1
                 given.add(pair.pk)
         if given:  # an annotator given a pair back finds the labels they made before
-            labels.assignments_labelled_refresh(project, pair_ids=sorted(given))
+            labels.assignments_recount(project, pair_ids=sorted(given))
     return created
 
 
@@ -44,6 +44,6 @@ def assignment_create(*, project: AnnotationProject, pair: DocumentPair, annotat
     the pair and the role. A pair given back finds the labels the annotator made before."""
     with transaction.atomic():
         assignment = Assignment.objects.create(project=project, pair=pair, annotator=annotator)
-        labels.assignments_labelled_refresh(project, pair_ids=[pair.pk], annotator_id=annotator.pk)
+        labels.assignments_recount(project, pair_ids=[pair.pk], annotator_id=annotator.pk)
     assignment.refresh_from_db(fields=["labelled"])
     return assignment
