@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Window
+from procrastinate.contrib.django.models import ProcrastinateJob
 
 from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_create, alignment_run_execute
@@ -141,7 +142,10 @@ def test_a_new_suggestion_run_is_served_from_the_rows_until_the_job_counts_it_ag
     new_run = _aligned_run(project.corpus)
     AnnotationProject.objects.filter(pk=project.pk).update(suggestion_run=new_run)  # as a promotion's switch does
     project.refresh_from_db()
-    assert not queue._kept_counts_fresh(project, anna)  # and a recount is queued
+    assert not queue._kept_counts_fresh(project, anna)
+    assert not queue._kept_counts_fresh(project, ben)
+    recounts = ProcrastinateJob.objects.filter(task_name=queue.QUEUE_RECOUNT_TASK, status="todo")
+    assert list(recounts.values_list("args", flat=True)) == [{"project_id": project.pk}]  # one, however many ask
     served = queue._next_candidate(project, anna, "uncertainty")
     assert served == _from_rows(project, anna, "uncertainty") and CandidateAlignment.objects.get(pk=served[0]).run_id == new_run.pk
     assert queue.queue_counts_recount(project_id=project.pk, chunk=2) == 3  # in slices of two pairs
