@@ -8,7 +8,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotation.adjudication.agreement_data import agreement_totals_in_python
+from annotation.adjudication.agreement import SCOPE_ALL_PAIRS, SCOPE_SHOWN, agreement_report
+from annotation.adjudication.agreement_data import agreement_totals_in_python, pair_agreement_rows, project_ratings
 from annotation.adjudication.agreement_sql import AgreementTotals, agreement_totals, agreement_totals_cached
 from annotation.models import AnnotationProject, Assignment, LabelEvent, ProjectMembership
 from tests.annotation.test_export_agreement import assert_same_report
@@ -68,6 +69,20 @@ def test_the_sums_equal_the_ratings_in_python(varied) -> None:
     defined += [value for report in (expected.shown, expected.all_pairs) for value in report.cohen.values()]
     assert sum(value is not None for value in defined) >= 6, defined
     assert_same_totals(agreement_totals(varied), expected)
+
+
+def test_each_pairs_row_equals_its_ratings_in_python(varied) -> None:
+    """The per-pair rows count the items nobody labelled as one pattern; the same report as every rating one by one."""
+    pairs = varied.pairs.select_related("complex_document", "simple_document").order_by("pk")
+    rows = pair_agreement_rows(varied, pairs)
+    ratings = project_ratings(varied, pairs)
+    assert len(rows) == len(ratings) == 12
+    for (pair, shown, all_pairs), expected in zip(rows, ratings, strict=True):
+        assert pair == expected.pair
+        assert_same_report(shown, agreement_report(expected.shown, scope=SCOPE_SHOWN))
+        assert_same_report(all_pairs, agreement_report(expected.all_pairs, scope=SCOPE_ALL_PAIRS))
+        assert all_pairs.label_counts == agreement_report(expected.all_pairs, scope=SCOPE_ALL_PAIRS).label_counts
+    assert {row[2].items for row in rows} != {0}  # the rows have items to compare
 
 
 def test_without_suggestions_and_without_labels_they_agree_too(varied) -> None:
