@@ -41,12 +41,10 @@ import argparse
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -280,38 +278,9 @@ def stage_project(corpus, run, owner):
 
 
 def stage_pages(world, args) -> None:
-    from annotation_load import Client, _free_port, _percentile, _start_server, _stop_server
-    from django.core.management import call_command
+    from _pages_http import pages_over_http
 
-    from tests.test_page_scale import PAGES
-
-    call_command("collectstatic", interactive=False, verbosity=0)
-    port = _free_port()
-    log = Path(tempfile.mkdtemp(prefix="corpus-scale-")) / "gunicorn.log"
-    server = _start_server("gunicorn", port, str(log))
-    try:
-        clients = {}
-        for persona in {page.persona for page in PAGES}:
-            clients[persona] = Client(f"http://127.0.0.1:{port}")
-            clients[persona].login(getattr(world, persona).username, PASSWORD)
-        print(f"\n{'page':<28} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}   ({args.page_requests} GETs each, gunicorn, real HTTP)")
-        for page in PAGES:
-            client, url = clients[page.persona], page.url(world)
-            try:
-                client.opener.open(f"{client.base}{url}", timeout=120).read()  # warm-up
-            except urllib.error.HTTPError as error:
-                print(f"{page.name:<28} answered {error.code}; the server's log: {log}", flush=True)
-                continue
-            times = []
-            for _ in range(args.page_requests):
-                began = time.perf_counter()
-                with client.opener.open(f"{client.base}{url}", timeout=120) as response:
-                    response.read()
-                times.append(1000 * (time.perf_counter() - began))
-            flag = "" if _percentile(times, 0.95) <= 300 else "  over 300 ms"
-            print(f"{page.name:<28} {statistics.median(times):>8.0f} {_percentile(times, 0.95):>8.0f} {max(times):>8.0f}{flag}", flush=True)
-    finally:
-        _stop_server(server, "gunicorn")
+    pages_over_http(world, lambda persona: PASSWORD, args.page_requests)
 
 
 def stage_export(project) -> None:

@@ -1,7 +1,7 @@
 """Time and queries of every page with many document pairs in one corpus and one project (issue 34).
 
     .venv/bin/python bench/page_scale.py [--pairs 10000] [--requests 20] [--pages "my tasks,agreement"]
-                                         [--sentences 3] [--links 1] [--cold | --after-label]
+                                         [--sentences 3] [--links 1] [--cold | --after-label] [--http]
 
 Builds, in a throw-away embedded database, the world of tests/page_scale_world.py with ``--pairs`` document pairs
 (three sentences a side, one alignment run over every pair, one project with two annotators who labelled every pair;
@@ -15,6 +15,8 @@ page, the agreement dashboard and the Models page keep their project-wide figure
 change; ``--cold`` empties it before every GET, so each is timed as if never counted before (the queries column is
 always the cold count); ``--after-label`` has ben change a label before every GET, as while annotators work (figures
 slower than PROJECT_FIGURES_INLINE_MS are then shown as they were, with their age, and counted again in the background).
+``--http`` sends the GETs with a real HTTP client to gunicorn as ``scripts/run.sh`` starts it (DEBUG off), as
+bench/corpus_scale.py's page stage does, instead of the test client (no query counts then).
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def main() -> None:
     moment = parser.add_mutually_exclusive_group()
     moment.add_argument("--cold", action="store_true", help="empty the cache before every GET: figures never counted before")
     moment.add_argument("--after-label", action="store_true", help="ben changes a label before every GET, as annotators at work do")
+    parser.add_argument("--http", action="store_true", help="GETs with a real HTTP client against gunicorn (DEBUG off) instead")
     args = parser.parse_args()
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     wanted = {name.strip() for name in args.pages.split(",") if name.strip()}
@@ -83,6 +86,16 @@ def main() -> None:
         cursor.execute("ANALYZE")  # the statistics autovacuum keeps in a running database, which the planner's choices need
     cold = ", the cache emptied before each" if args.cold else ", a label changed before each" if args.after_label else ""
     print(f"{args.pairs:,} document pairs built in {time.perf_counter() - started:.1f} s; {args.requests} GETs per page{cold}\n")
+    if args.http:
+        if args.cold:
+            parser.error("--cold empties this process's cache, not the server's: not with --http")
+        from _pages_http import pages_over_http
+
+        before_each = (lambda: _relabel(world)) if args.after_label else None
+        pages_over_http(
+            world, lambda persona: f"{getattr(world, persona).username}-pass-123", args.requests, wanted=wanted, before_each=before_each
+        )
+        return
     print(f"{'page':<28} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'queries':>8} {'bytes':>9}")
     for page in PAGES:
         if wanted and page.name not in wanted:
