@@ -188,6 +188,8 @@ def _next_candidate(project: AnnotationProject, annotator: AbstractBaseUser, ord
             if candidate_id is not None and candidate_queue(project, annotator, order).filter(pk=candidate_id).exists():
                 return candidate_id, left
             labels.assignments_recount(project, pair_ids=[pair_id], annotator_id=annotator.pk)
+    # The rows: the count over every row (a window) makes PostgreSQL read the queue in one pass with hash anti-joins;
+    # asked for the first row alone, it would probe the suggestions one by one in queue order, expecting one soon.
     row = candidate_queue(project, annotator, order).annotate(left=Window(Count("pk"))).values_list("pk", "left").first()
     return row if row is not None else (None, 0)
 
