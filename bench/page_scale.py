@@ -78,6 +78,8 @@ def main() -> None:
     moment.add_argument("--after-label", action="store_true", help="ben changes a label before every GET, as annotators at work do")
     parser.add_argument("--http", action="store_true", help="GETs with a real HTTP client against gunicorn (DEBUG off) instead")
     args = parser.parse_args()
+    if args.http and args.cold:
+        parser.error("--cold empties this process's cache, not the server's: not with --http")
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     wanted = {name.strip() for name in args.pages.split(",") if name.strip()}
     started = time.perf_counter()
@@ -87,8 +89,6 @@ def main() -> None:
     cold = ", the cache emptied before each" if args.cold else ", a label changed before each" if args.after_label else ""
     print(f"{args.pairs:,} document pairs built in {time.perf_counter() - started:.1f} s; {args.requests} GETs per page{cold}\n")
     if args.http:
-        if args.cold:
-            parser.error("--cold empties this process's cache, not the server's: not with --http")
         from _pages_http import pages_over_http
 
         before_each = (lambda: _relabel(world)) if args.after_label else None

@@ -185,7 +185,8 @@ def _next_candidate(project: AnnotationProject, annotator: AbstractBaseUser, ord
             if not left:
                 return None, 0
             pair_id, candidate_id = _kept_first(open_pairs, project, annotator, order)
-            if candidate_id is not None and candidate_queue(project, annotator, order).filter(pk=candidate_id).exists():
+            checked = order == "random"  # a random one is read from the rows already; a kept first is checked against them
+            if candidate_id is not None and (checked or candidate_queue(project, annotator, order).filter(pk=candidate_id).exists()):
                 return candidate_id, left
             labels.assignments_recount(project, pair_ids=[pair_id], annotator_id=annotator.pk)
     # The rows: the count over every row (a window) makes PostgreSQL read the queue in one pass with hash anti-joins;
