@@ -200,7 +200,8 @@ def stage_embedding(corpus, owner, args, sample_pairs) -> list[float]:
 def stage_alignment(corpus, owner, args, sample_pairs):
     from django.conf import settings
 
-    from alignment.aligning.service import aligner_from_run_config, alignment_run_create, side_sentences
+    from alignment.aligning.reading import side_sentences
+    from alignment.aligning.service import aligner_from_run_config, alignment_run_create
     from alignment.models import AlignmentRun
 
     run = alignment_run_create(corpus=corpus, model_dir=settings.ALIGNER_MODEL_DIR, created_by=owner)

@@ -140,7 +140,7 @@ def _cli_path(pairs, backends: list[str]) -> list[tuple[str, str, float, float]]
     """(aligner, backend, seconds, seconds in encode) for the shipped model once, and the untrained aligner per backend."""
     from django.conf import settings
 
-    from alignment.aligning.service import side_sentences
+    from alignment.aligning.reading import side_sentences
     from models_ml.aligning.aligner import Aligner
     from models_ml.aligning.aligner_config import AlignerConfig
     from models_ml.data.checkpoint import DEFAULT_MODEL_DIR

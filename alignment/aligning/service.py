@@ -8,15 +8,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import QuerySet
 
+from alignment.aligning.pipeline import RunIO, read_ahead
+from alignment.aligning.reading import PairRead, pair_sides, stored_vectors
 from alignment.aligning.scoring import PairScorer, SideSentences
 from alignment.aligning.storing import AlignedOutcome, PendingWrites, store_block, store_blocked_pair
-from alignment.copying import vector_cursor
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Job, Pickup, error_text
@@ -25,10 +25,7 @@ from alignment.models import (
     AlignmentRun,
     Corpus,
     DocumentPair,
-    Encoder,
     PairBlock,
-    Sentence,
-    SentenceEmbedding,
 )
 from alignment.signals import run_finished, run_succeeded
 from models_ml.aligning.aligner_config import LEARNED, AlignerConfig
@@ -40,7 +37,10 @@ if TYPE_CHECKING:  # torch comes with the aligner, imported where a run aligns: 
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MEASURES = ("embedding_cosine", "tfidf_cosine", "char3_tfidf_cosine", "jaccard")
+# The measures a run stores beside the CRF's own when none are asked for: the two the learned scorer costs nothing
+# more for (the cosine of the stored vectors, and the character 3-grams its features are built on). Word TF-IDF and
+# Jaccard, the default before, took 15 % of a run's time on top (docs/benchmarks.md, "Corpus scale"); a run asks for them.
+DEFAULT_MEASURES = ("embedding_cosine", "char3_tfidf_cosine")
 TOP_K = 3
 PAIR_CLASSIFIER_DIR = "pair_classifier"  # a model version's fine-tuned cross-encoder, beside the aligner's files
 
@@ -143,8 +143,9 @@ def alignment_run_for_new_pairs(*, corpus: Corpus, created_by: AbstractBaseUser 
 
 
 def alignment_run_cancel(*, run: AlignmentRun) -> AlignmentRun:
-    """A queued run is cancelled at once; a running one stops after the pair in flight (kept), or, in a huge pair
-    aligned block by block, after the block in flight (its finished blocks are kept: a resume continues there).
+    """A queued run is cancelled at once; a running one stops within STOP_CHECK_SECONDS, after the pair in flight (kept
+    with those before it), or, in a huge pair aligned block by block, after the block in flight (its finished blocks
+    are kept: a resume continues there).
     A run split into shards none of which is running (all wait for a worker) is cancelled at once too."""
     with transaction.atomic():
         locked = AlignmentRun.objects.select_for_update().get(pk=run.pk)
@@ -186,53 +187,13 @@ def aligner_from_run_config(config: dict, *, device: str = "") -> Aligner:
     return aligner
 
 
-def side_sentences(document_id: int, encoder_name: str, *, vectors: bool = True) -> SideSentences:
-    """One document's sentences in order, with stored vectors when every sentence has one (and ``vectors``)."""
-    side = _side(list(Sentence.objects.filter(document_id=document_id).order_by("index").values_list("pk", "text", "paragraph__index")))
-    side.vectors = stored_vectors(side.ids, encoder_name) if vectors else None
-    return side
-
-
-def pair_sides(simple_id: int, complex_id: int) -> tuple[SideSentences, SideSentences]:
-    """The two documents' sentences as :func:`side_sentences` reads them (no vectors), in one query."""
-    rows = Sentence.objects.filter(document_id__in=[simple_id, complex_id]).order_by("index")
-    by_document: dict[int, list[tuple[int, str, int]]] = {simple_id: [], complex_id: []}
-    for document_id, pk, text, paragraph in rows.values_list("document_id", "pk", "text", "paragraph__index"):
-        by_document[document_id].append((pk, text, paragraph))
-    return _side(by_document[simple_id]), _side(by_document[complex_id])
-
-
-def _side(rows: list[tuple[int, str, int]]) -> SideSentences:
-    paragraph_numbers = sorted({paragraph for _, _, paragraph in rows})
-    dense = {number: position for position, number in enumerate(paragraph_numbers)}  # paragraphs without sentences are skipped
-    return SideSentences(ids=[pk for pk, _, _ in rows], texts=[text for _, text, _ in rows], paragraphs=[dense[p] for _, _, p in rows])
-
-
-def stored_vectors(ids: Sequence[int], encoder_name: str) -> np.ndarray | None:
-    """The (len(ids), d) stored vectors of these sentences, in order; None unless every one has a vector."""
-    if not ids:
-        return None
-    with vector_cursor() as cursor:
-        cursor.execute(STORED_VECTORS_SQL, [encoder_name, list(ids)], binary=True)
-        stored = dict(cursor.fetchall())
-    if len(stored) != len(ids):
-        return None
-    return np.stack([stored[pk].to_numpy() for pk in ids]).astype(np.float32, copy=False)  # (count, d)
-
-
-STORED_VECTORS_SQL = (
-    f"SELECT e.sentence_id, e.vector FROM {SentenceEmbedding._meta.db_table} e JOIN {Encoder._meta.db_table} c ON c.id = e.encoder_id "
-    "WHERE c.name = %s AND e.sentence_id = ANY(%s)"
-)
-
-
 def alignment_run_execute(
     *, run_id: int, build_measure: Callable[[str, Aligner], SimilarityMeasure], device: str = "", time_slice: TimeSlice | None = None
 ) -> AlignmentRun:
     """Align every pair of the run that has no stored result yet, one committed pair at a time.
 
     Any error marks the run failed with the message and re-raises; running it again
-    continues with the pairs not yet stored. A cancel request stops it between pairs.
+    continues with the pairs not yet stored. A cancel request stops it between pairs (looked for every STOP_CHECK_SECONDS).
     More than ALIGN_SHARD_PAIRS pending pairs are split into shards, each its own task (shards.py).
     Found "running" (its worker died) it resumes, or fails after JOB_MAX_ATTEMPTS (Job.pickup).
     ``time_slice`` (in a worker): between pairs, once it has run out, the run gives its worker
@@ -274,6 +235,9 @@ def run_finish(run: AlignmentRun) -> AlignmentRun:
 
 
 STOPPED = "stopped"  # what aligning a pair answers when the run was cancelled halfway through it
+# Between pairs a run looks for a cancel and beats its heartbeat at most this often: each was a round trip per
+# pair, 3.4 ms of a short pair's 50 (docs/benchmarks.md, "Corpus scale"). A cancel still stops it within a second.
+STOP_CHECK_SECONDS = 0.5
 
 
 def run_stopped(run_id: int) -> bool:
@@ -291,43 +255,54 @@ def run_scorer(run: AlignmentRun, build_measure: Callable[..., SimilarityMeasure
 def align_pending(run: AlignmentRun, job: Job, pending: QuerySet[DocumentPair], scorer: PairScorer, time_slice: TimeSlice | None) -> bool:
     """Align and store ``pending`` pair after pair, beating ``job``'s heartbeat (the run's or a shard's); False when stopped.
 
-    Pairs are stored a few at a time (:class:`PendingWrites`); a stop, the end of the time slice or a pair that
-    fails stores what was aligned before it first.
+    The pairs are read ahead and stored a few at a time on a helper thread while this one scores
+    (:mod:`alignment.aligning.pipeline`, :class:`PendingWrites`); a stop, the end of the time slice or a pair that
+    fails stores what was aligned before it first, and waits until it is stored.
     """
-    writes = PendingWrites(run.pk)
-    for pair in pending.iterator(chunk_size=100):
-        try:
-            stopped = run_stopped(run.pk) or _align_one(run, job, pair, scorer, time_slice, writes) is STOPPED
-        except Exception as exc:
-            if not database_lost(exc):
-                writes.store()  # the pairs before the one that failed are kept: a retry aligns only the rest
-            raise
-        if stopped:
-            writes.store()
-            return False
-        if writes.due() or (time_slice is not None and time_slice.over()):
-            writes.store()
-        job.heartbeat()
-        slice_check(time_slice)
-    writes.store()
+    io = RunIO()
+    writes = PendingWrites(run.pk, io)
+    looked = -STOP_CHECK_SECONDS  # when it last looked for a cancel (monotonic)
+    try:
+        for pair, read in read_ahead(pending, scorer.aligner.config.encoder, io):
+            now = time.monotonic()
+            due, looked = (True, now) if now - looked >= STOP_CHECK_SECONDS else (False, looked)
+            if (due and run_stopped(run.pk)) or _align_one(run, job, pair, read, scorer, time_slice, writes) is STOPPED:
+                writes.flush()
+                return False
+            if writes.due() or (time_slice is not None and time_slice.over()):
+                writes.store()
+            io.later(job.heartbeat, every=STOP_CHECK_SECONDS, step_delay=False)  # written behind the batch being stored
+            job.step_delay()
+            if time_slice is not None and time_slice.over():
+                writes.flush()  # stored before the worker is given back
+            slice_check(time_slice)
+        writes.flush()
+    except Exception as exc:
+        if not database_lost(exc):
+            writes.flush()  # the pairs before the one that failed are kept: a retry aligns only the rest
+        raise
+    finally:
+        io.close()
     return True
 
 
 def _align_one(
-    run: AlignmentRun, job: Job, pair: DocumentPair, scorer: PairScorer, time_slice: TimeSlice | None, writes: PendingWrites
+    run: AlignmentRun,
+    job: Job,
+    pair: DocumentPair,
+    read: PairRead | None,
+    scorer: PairScorer,
+    time_slice: TimeSlice | None,
+    writes: PendingWrites,
 ) -> str:
-    """Align one pair into ``writes``, or block by block past ``ALIGN_BLOCK_MIN_CELLS`` (STOPPED when cancelled meanwhile)."""
-    started = time.perf_counter()
-    encoder_name = scorer.aligner.config.encoder
-    simple, complex_side = pair_sides(pair.simple_document_id, pair.complex_document_id)
-    if len(simple.ids) * len(complex_side.ids) > settings.ALIGN_BLOCK_MIN_CELLS:
-        writes.store()  # the pairs before it first, so that the run's counters keep its order
+    """Score one pair read whole into ``writes``; a huge one (``read`` None) block by block (STOPPED when cancelled meanwhile)."""
+    if read is None:
+        writes.flush()  # the pairs before it first, so that the run's counters keep its order
+        simple, complex_side = pair_sides(pair.simple_document_id, pair.complex_document_id)
         return _align_blocked(run, job, pair, scorer, time_slice, simple, complex_side)
-    both = stored_vectors(simple.ids + complex_side.ids, encoder_name)  # one round trip for the two documents
-    if both is not None:
-        simple.vectors, complex_side.vectors = both[: len(simple.ids)], both[len(simple.ids) :]
-    outcome = scorer.score(simple, complex_side)
-    writes.add(AlignedOutcome(pair, simple, complex_side, outcome, time.perf_counter() - started))
+    started = time.perf_counter()
+    outcome = scorer.score(read.simple, read.complex_side)
+    writes.add(AlignedOutcome(pair, read.simple, read.complex_side, outcome, read.seconds + time.perf_counter() - started))
     return "done"
 
 

@@ -116,24 +116,40 @@ class Job(models.Model):
             heartbeat_at=now, error="", finished_at=None, yielded=False,
         )  # fmt: skip
 
-    def heartbeat(self, **progress: Any) -> bool:
+    def heartbeat(self, *, every: float = 0.0, step_delay: bool = True, **progress: Any) -> bool:
         """Record progress (any fields) and that the worker is alive; False once the job is no longer running.
 
         JOB_TEST_STEP_DELAY_MS (a test hook, 0 in use) sleeps after each beat so a test can kill a worker mid-job.
         A beat's commit does not wait for the WAL flush (a job beats after every pair or batch, and the flush cost
         about as much as storing a small pair): a beat lost to a database crash only makes the job look older, and
         progress is only ever behind what is stored, since WAL is replayed in order.
+        ``every`` (seconds, without progress fields): skip the write when this object beat less than that long ago
+        and answer True (a job of many small steps beat after each, a round trip as long as a tenth of its step);
+        the test hook still sleeps after every step. ``step_delay=False``: the caller sleeps it itself
+        (:meth:`step_delay`), as a job whose beats are written by a helper thread does.
         """
+        now = time.monotonic()
+        if every > 0 and not progress and now - getattr(self, "_beaten_at", -every) < every:
+            if step_delay:
+                self.step_delay()
+            return True
+        self._beaten_at = now
         if connection.in_atomic_block:  # the caller's transaction decides its own commit
             alive = self._transition((JobStatus.RUNNING,), heartbeat_at=timezone.now(), **progress)
         else:
             with transaction.atomic():
                 commit_without_flush()
                 alive = self._transition((JobStatus.RUNNING,), heartbeat_at=timezone.now(), **progress)
+        if step_delay:
+            self.step_delay()
+        return alive
+
+    @staticmethod
+    def step_delay() -> None:
+        """The test hook's pause after a step (JOB_TEST_STEP_DELAY_MS; none in use)."""
         delay = int(getattr(settings, "JOB_TEST_STEP_DELAY_MS", 0))
         if delay > 0:
             time.sleep(delay / 1000)
-        return alive
 
     def mark_succeeded(self, **fields: Any) -> bool:
         return self._transition((JobStatus.RUNNING,), status=JobStatus.SUCCEEDED, finished_at=timezone.now(), **fields)

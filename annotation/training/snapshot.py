@@ -24,7 +24,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.db.models import Count, Q
 
-from alignment.aligning.service import side_sentences
+from alignment.aligning.reading import side_sentences
 from alignment.models import DocumentPair
 from annotation.adjudication.review import pair_item_states
 from annotation.labels import LINKED_LABELS, NOT_ALIGNED, imported_label, latest_label_events, pair_verified

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
 from alignment.aligning import scoring
+from alignment.aligning import service as aligning_service
 from alignment.aligning.service import alignment_run_cancel, alignment_run_create, alignment_run_retry
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
@@ -110,6 +113,7 @@ def test_cancel_request_stops_a_running_run_between_pairs_and_resume_finishes_it
     def cancel_after_first(self, simple, complex_side):
         outcome = real_score(self, simple, complex_side)
         alignment_run_cancel(run=AlignmentRun.objects.get())
+        time.sleep(aligning_service.STOP_CHECK_SECONDS)  # a run looks for a cancel this often between pairs
         return outcome
 
     monkeypatch.setattr(scoring.PairScorer, "score", cancel_after_first)

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from alignment.aligning import service as aligning
 from alignment.aligning.measures import run_measure
+from alignment.aligning.reading import pair_read
 from alignment.aligning.scoring import PairScorer
 from alignment.aligning.storing import PendingWrites
 from alignment.errors import ServiceError
@@ -110,8 +111,9 @@ def test_a_result_a_worker_computed_before_the_flip_is_not_stored_after_it(wrong
     aligner = aligning.aligner_from_run_config(run.config)
     scorer = PairScorer(aligner, run.measures, lambda name: run_measure(name, aligner), top_k=3)
     writes = PendingWrites(run.pk)
-    aligning._align_one(run, run, stale, scorer, None, writes)
-    writes.store()
+    read = pair_read(stale.simple_document_id, stale.complex_document_id, aligner.config.encoder)
+    aligning._align_one(run, run, stale, read, scorer, None, writes)
+    writes.flush()
     assert not AlignedPair.objects.filter(run=run).exists() and not CandidateAlignment.objects.filter(run=run).exists()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from alignment.aligning.service import stored_vectors
+from alignment.aligning.reading import stored_vectors
 from alignment.models import Encoder, Sentence, SentenceEmbedding
 
 

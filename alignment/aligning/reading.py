@@ -1,0 +1,111 @@
+"""What an alignment run reads: a pair's two documents' sentences and their stored vectors, in few round trips."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, models
+
+from alignment.aligning.scoring import SideSentences
+from alignment.copying import vector_cursor
+from alignment.models import Encoder, Paragraph, Sentence, SentenceEmbedding
+
+
+def side_sentences(document_id: int, encoder_name: str, *, vectors: bool = True) -> SideSentences:
+    """One document's sentences in order, with stored vectors when every sentence has one (and ``vectors``)."""
+    side = _side(list(Sentence.objects.filter(document_id=document_id).order_by("index").values_list("pk", "text", "paragraph__index")))
+    side.vectors = stored_vectors(side.ids, encoder_name) if vectors else None
+    return side
+
+
+def pair_sides(simple_id: int, complex_id: int) -> tuple[SideSentences, SideSentences]:
+    """The two documents' sentences as :func:`side_sentences` reads them (no vectors), in one query."""
+    rows = Sentence.objects.filter(document_id__in=[simple_id, complex_id]).order_by("index")
+    by_document: dict[int, list[tuple[int, str, int]]] = {simple_id: [], complex_id: []}
+    for document_id, pk, text, paragraph in rows.values_list("document_id", "pk", "text", "paragraph__index"):
+        by_document[document_id].append((pk, text, paragraph))
+    return _side(by_document[simple_id]), _side(by_document[complex_id])
+
+
+def _side(rows: list[tuple[int, str, int]]) -> SideSentences:
+    paragraph_numbers = sorted({paragraph for _, _, paragraph in rows})
+    dense = {number: position for position, number in enumerate(paragraph_numbers)}  # paragraphs without sentences are skipped
+    return SideSentences(ids=[pk for pk, _, _ in rows], texts=[text for _, text, _ in rows], paragraphs=[dense[p] for _, _, p in rows])
+
+
+def stored_vectors(ids: Sequence[int], encoder_name: str) -> np.ndarray | None:
+    """The (len(ids), d) stored vectors of these sentences, in order; None unless every one has a vector."""
+    if not ids:
+        return None
+    with vector_cursor() as cursor:
+        cursor.execute(STORED_VECTORS_SQL, [encoder_name, list(ids)], binary=True)
+        stored = dict(cursor.fetchall())
+    if len(stored) != len(ids):
+        return None
+    return np.stack([stored[pk].to_numpy() for pk in ids]).astype(np.float32, copy=False)  # (count, d)
+
+
+STORED_VECTORS_SQL = (
+    f"SELECT e.sentence_id, e.vector FROM {SentenceEmbedding._meta.db_table} e JOIN {Encoder._meta.db_table} c ON c.id = e.encoder_id "
+    "WHERE c.name = %s AND e.sentence_id = ANY(%s)"
+)
+
+
+@dataclass
+class PairRead:
+    """A pair as a run scores it whole: both sides with their vectors (when every sentence has one)."""
+
+    simple: SideSentences
+    complex_side: SideSentences
+    seconds: float  # reading it
+
+
+def pair_read(simple_id: int, complex_id: int, encoder_name: str) -> PairRead | None:
+    """Both sides of a pair with their stored vectors; None for a pair past ``ALIGN_BLOCK_MIN_CELLS``, aligned block
+    by block instead (only its sentence counts are read here, so a huge pair's text is never held twice).
+
+    Two prepared queries, no ORM: on the run's helper thread (:mod:`alignment.aligning.pipeline`) the time a read
+    holds the GIL is time the scoring waits, and building the ORM's three queries took 5 ms of a short pair's 30.
+    """
+    started = time.perf_counter()
+    documents = [simple_id, complex_id]
+    with vector_cursor() as cursor:
+        cursor.execute(PAIR_SIZES_SQL, [documents], prepare=True)
+        counts = dict(cursor.fetchall())
+        if counts.get(simple_id, 0) * counts.get(complex_id, 0) > settings.ALIGN_BLOCK_MIN_CELLS:
+            return None
+        cursor.execute(PAIR_ROWS_SQL, [encoder_name, documents], binary=True, prepare=True)
+        rows = cursor.fetchall()
+    by_document: dict[int, list[tuple[int, str, int]]] = {simple_id: [], complex_id: []}
+    vectors: dict[int, list] = {simple_id: [], complex_id: []}
+    for document_id, pk, text, paragraph, vector in rows:
+        by_document[document_id].append((pk, text, paragraph))
+        vectors[document_id].append(vector)
+    simple, complex_side = _side(by_document[simple_id]), _side(by_document[complex_id])
+    if rows and all(row[4] is not None for row in rows):  # every sentence has a vector: (count, d) each, (0, d) for an empty side
+        width = len(rows[0][4].to_numpy())
+        simple.vectors, complex_side.vectors = (
+            np.stack([vector.to_numpy() for vector in vectors[document]]).astype(np.float32, copy=False)
+            if vectors[document]
+            else np.zeros((0, width), dtype=np.float32)
+            for document in documents
+        )
+    return PairRead(simple, complex_side, time.perf_counter() - started)
+
+
+def _table(model: type[models.Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+PAIR_SIZES_SQL = f"SELECT document_id, count(*) FROM {_table(Sentence)} WHERE document_id = ANY(%s) GROUP BY document_id"
+PAIR_ROWS_SQL = (
+    f"SELECT s.document_id, s.id, s.text, p.index, e.vector FROM {_table(Sentence)} s "
+    f"JOIN {_table(Paragraph)} p ON p.id = s.paragraph_id "
+    f"LEFT JOIN {_table(SentenceEmbedding)} e ON e.sentence_id = s.id "
+    f"AND e.encoder_id = (SELECT id FROM {_table(Encoder)} WHERE name = %s) "
+    "WHERE s.document_id = ANY(%s) ORDER BY s.index"
+)
