@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/corpus_scale.py [--pairs 1000] [--workers 1] [--source auto|onestopenglish|demo]
                                            [--page-requests 20] [--sample 200] [--skip-pages] [--keep FOLDER]
+                                           [--stop-after embedding|alignment]
 
 The corpus is recombined from real text: OneStopEnglish's advanced and elementary articles when
 ``../shared/data/onestopenglish`` is there (else the demo corpus's five stories): document pair k is
@@ -316,6 +317,10 @@ def stage_export(project) -> None:
     shutil.rmtree(memory_root, ignore_errors=True)
 
 
+def _peaks(peaks: list[float]) -> str:
+    return ", ".join(f"{peak:.0f}" for peak in peaks)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=1000)
@@ -325,6 +330,9 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=200, help="pairs the DB-free paths run on")
     parser.add_argument("--page-requests", type=int, default=20)
     parser.add_argument("--skip-pages", action="store_true")
+    parser.add_argument(
+        "--stop-after", choices=["embedding", "alignment"], default="", help="stop after this stage (a long corpus's job stages alone)"
+    )
     parser.add_argument("--keep", default="", metavar="FOLDER", help="keep the database in FOLDER (a new one) to look into afterwards")
     args = parser.parse_args()
     args.threads = args.threads or max(1, (os.cpu_count() or 1) // args.workers)
@@ -350,7 +358,13 @@ def main() -> None:
     del files
     sample_pairs = list(corpus.pairs.order_by("pk")[: args.sample])
     embedding_peaks = stage_embedding(corpus, owner, args, sample_pairs)
-    run, alignment_peaks = stage_alignment(corpus, owner, args, sample_pairs)
+    alignment_peaks: list[float] = []
+    if args.stop_after != "embedding":
+        run, alignment_peaks = stage_alignment(corpus, owner, args, sample_pairs)
+    if args.stop_after:
+        print(f"\nworker peak RSS: embedding {_peaks(embedding_peaks)} MB; alignment {_peaks(alignment_peaks) or '-'} MB")
+        print(f"stopped after {args.stop_after} (--stop-after); whole bench: {time.perf_counter() - bench_started:.0f} s")
+        return
     project, users = stage_project(corpus, run, owner)
     stage_export(project)
     sentences = Sentence.objects.count()
@@ -360,9 +374,7 @@ def main() -> None:
     print(
         f"\ndatabase: {size / 2**20:,.0f} MB for {sentences:,} sentences = {size / sentences / 1024:.1f} kB per sentence (vectors, candidates, labels, indexes)"
     )
-    print(
-        f"worker peak RSS: embedding {', '.join(f'{p:.0f}' for p in embedding_peaks)} MB; alignment {', '.join(f'{p:.0f}' for p in alignment_peaks)} MB"
-    )
+    print(f"worker peak RSS: embedding {_peaks(embedding_peaks)} MB; alignment {_peaks(alignment_peaks)} MB")
     if not args.skip_pages:
         world = SimpleNamespace(
             owner=owner, **users, corpus=corpus, run=run, project=project, first_pair=project.pairs.order_by("pk").first()

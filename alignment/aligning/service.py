@@ -20,7 +20,7 @@ from alignment.aligning.storing import AlignedOutcome, PendingWrites, store_bloc
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Job, Pickup, error_text
-from alignment.jobs.slices import TimeSlice, slice_check
+from alignment.jobs.slices import SliceOver, TimeSlice, slice_check
 from alignment.models import (
     AlignmentRun,
     Corpus,
@@ -269,13 +269,14 @@ def align_pending(run: AlignmentRun, job: Job, pending: QuerySet[DocumentPair], 
             if (due and run_stopped(run.pk)) or _align_one(run, job, pair, read, scorer, time_slice, writes) is STOPPED:
                 writes.flush()
                 return False
-            if writes.due() or (time_slice is not None and time_slice.over()):
+            over = time_slice is not None and time_slice.over()  # read once: the store below and the give-back agree
+            if writes.due() or over:
                 writes.store()
             io.later(job.heartbeat, every=STOP_CHECK_SECONDS, step_delay=False)  # written behind the batch being stored
             job.step_delay()
-            if time_slice is not None and time_slice.over():
+            if over:
                 writes.flush()  # stored before the worker is given back
-            slice_check(time_slice)
+                raise SliceOver
         writes.flush()
     except Exception as exc:
         if not database_lost(exc):
