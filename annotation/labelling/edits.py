@@ -12,13 +12,13 @@ edit (409, naming its sentence pair); bad input refuses it naming the change and
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from alignment.errors import ServiceError
+from alignment.importing.json_input import JsonInputError, json_loads_bounded
 from alignment.models import DocumentPair
 from annotation import labels, services
 from annotation.client_actions import ACTION_EVENTS_MAX
@@ -54,6 +54,15 @@ def _id(value: object, where: str, *, optional: bool = False) -> int | None:
     return value
 
 
+def source_parse(value: object, where: str, *, field: str = "source") -> str:
+    """A label's ``source`` from the screen: ``human`` (also when absent) or ``suggestion`` (the annotator accepted
+    the aligner's suggestion: Enter in the focus view, accept in the alignment view, A for a paragraph)."""
+    source = str(value or LabelEvent.Source.HUMAN)
+    if source not in EDIT_SOURCES:
+        raise ServiceError(f"{where}: {source!r} is not one of {', '.join(EDIT_SOURCES)}", field=field)
+    return source
+
+
 def changes_parse(raw: str) -> list[LabelChange]:
     """The ``changes`` field: a JSON list of ``{"simple", "complex", "label", "expected_previous", "source"}``.
 
@@ -62,7 +71,9 @@ def changes_parse(raw: str) -> list[LabelChange]:
     sentence pair changed twice, and for an empty or too long list.
     """
     try:
-        items = json.loads(raw or "")
+        items = json_loads_bounded(raw or "")
+    except JsonInputError as error:  # nested too deep (json's own RecursionError was a 500), a NUL, half a surrogate pair
+        raise ServiceError(f"changes: {error}", field="changes") from None
     except ValueError:
         raise ServiceError("changes: not JSON (a list of {simple, complex, label, expected_previous})", field="changes") from None
     if not isinstance(items, list) or not items:
@@ -79,9 +90,7 @@ def changes_parse(raw: str) -> list[LabelChange]:
             label = labels.label_check(str(item.get("label", "")), unlabelled=True)
         except ValueError as error:
             raise ServiceError(f"{where}.label: {error}", field="changes") from None
-        source = str(item.get("source") or LabelEvent.Source.HUMAN)
-        if source not in EDIT_SOURCES:
-            raise ServiceError(f"{where}.source: {source!r} is not one of {', '.join(EDIT_SOURCES)}", field="changes")
+        source = source_parse(item.get("source"), f"{where}.source", field="changes")
         simple, complex_ = _id(item.get("simple"), f"{where}.simple"), _id(item.get("complex"), f"{where}.complex")
         if (simple, complex_) in seen:
             raise ServiceError(

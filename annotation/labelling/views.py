@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.models import AbstractBaseUser
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
@@ -25,7 +25,7 @@ from django.views.decorators.http import require_GET, require_POST
 from alignment.errors import ServiceError, error_answer, error_json
 from annotation import selectors, services
 from annotation.labelling import edits, keys, refresh, screen
-from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, LabelEvent
+from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, LabelEvent, ProjectMembership
 from annotation.projects import worklist
 from annotation.training import adaptation
 
@@ -39,8 +39,17 @@ def _assignment_for(request: HttpRequest, project_id: int, pair_id: int) -> tupl
 @require_GET
 @never_cache
 def annotate_pair(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
-    """The screen; with ``?simple=&complex=`` from htmx, only the word diff of that sentence pair."""
-    project, assignment = _assignment_for(request, project_id, pair_id)
+    """The screen; with ``?simple=&complex=`` from htmx, only the word diff of that sentence pair.
+
+    A manager opening a pair of the project that is not assigned to them (a link from a report, an annotator's URL)
+    is told so, with the pair's review, instead of "Page not found"; anyone else gets the 404."""
+    project, role = selectors.project_get_for_user(request.user, project_id)
+    assignment = selectors.assignment_find(request.user, project, pair_id)
+    if assignment is None:
+        pair = project.pairs.filter(pk=pair_id).first() if role == ProjectMembership.Role.MANAGER else None
+        if pair is None:
+            raise Http404("no such assignment")
+        return render(request, "annotation/not_assigned.html", {"project": project, "pair": pair}, status=404)
     if request.htmx and "complex" in request.GET:
         try:
             simple_id, complex_id = _int_field(request.GET, "simple"), _int_field(request.GET, "complex")
@@ -85,6 +94,7 @@ def label_save(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
             complex_sentence_id=complex_id,
             label=request.POST.get("label", ""),
             expected_previous=expected,
+            source=edits.source_parse(request.POST.get("source", ""), "source"),
             seconds_spent=seconds,
             client_action_id=request.POST.get("client_action_id", ""),
             shown=request.POST.get("suggestions", ""),

@@ -75,18 +75,19 @@
     return seconds;
   }
 
-  function labelAction(label) {
+  // source "suggestion": the annotator accepted the aligner's suggestion (Enter), stored and exported as such.
+  function labelAction(label, source = "human") {
     const simpleId = view.currentSimple(state);
     if (simpleId === null) return hint("Pick a pair first: a simple sentence (j), then a candidate (l, g or click).");
     if (state.complexId === null) return hint(`Simple #${number(simpleEl(simpleId))} has no suggestion: pick a complex sentence (l, g or click) first.`);
     const suggestions = suggest.shown(simpleId); // which suggestions it was made on: the export's provenance
-    saving.enqueue({ kind: "label", simple: simpleId, complex: state.complexId, label, suggestions, seconds: secondsOnItem() });
+    saving.enqueue({ kind: "label", simple: simpleId, complex: state.complexId, label, source, suggestions, seconds: secondsOnItem() });
   }
 
   function acceptSuggestion() {
     const candidate = view.candidatesOf(state, view.currentSimple(state)).find((c) => c.complex === state.complexId);
     if (!candidate || !candidate.predicted) return hint("The current pair has no suggestion to accept: label it with a, p or n.");
-    labelAction(candidate.predicted);
+    labelAction(candidate.predicted, "suggestion");
   }
 
   // An edit of several sentence pairs (alignment view, or A): one action, saved and undone as a whole.
@@ -307,6 +308,7 @@
     remembered = null;
   }
   if (remembered === "alignment") toggleView();
+  focus.restore(); // the sentence selected before Back or a reload, kept in the history entry
 
   // A page from the HTTP cache (Back, if the browser ignores no-store) or with actions an earlier page
   // left unsent reads the pair's state first, so every write names the event the server holds now.

@@ -135,6 +135,7 @@
         body.set("simple_sentence_id", action.simple);
         body.set("complex_sentence_id", action.complex);
         body.set("label", action.label);
+        body.set("source", action.source || "human"); // an action left unsent by an older page has none: human, as it then was
         body.set("expected_previous", current ? current.event : ""); // read now: earlier actions may have changed it
         body.set("seconds_spent", action.seconds.toFixed(2));
         if (action.suggestions) body.set("suggestions", action.suggestions);

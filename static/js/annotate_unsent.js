@@ -9,7 +9,7 @@
   "use strict";
 
   const KINDS = ["label", "edit", "undo", "item", "done"];
-  const FIELDS = ["clientId", "madeAt", "kind", "simple", "complex", "label", "seconds", "itemKind", "text", "changes"];
+  const FIELDS = ["clientId", "madeAt", "kind", "simple", "complex", "label", "source", "suggestions", "seconds", "itemKind", "text", "changes"];
   const CLIENT_ID = /^[0-9a-f]{32}$/;
 
   // 128 random bits as 32 hex digits: what the server accepts as client_action_id (crypto.randomUUID needs https).
