@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django import forms
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
 
 
 class ServiceError(ValueError):
@@ -63,3 +64,13 @@ def form_error(form: forms.Form, error: Exception) -> None:
     """Show a refused write on the form: on its field when the form has it, else above the form."""
     answer = error_answer(error)
     form.add_error(answer.field if answer.field in form.fields else None, answer.message)
+
+
+def bad_request(request: HttpRequest, reason: str) -> HttpResponse:
+    """400 naming what is wrong: JSON for the API and for pages' scripts (which ask for JSON), else the site's error
+    page with ``reason`` (escaped: a reason may quote the input)."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": reason}, status=400)
+    if "application/json" in request.headers.get("Accept", ""):
+        return JsonResponse({"error": reason}, status=400)
+    return HttpResponse(render_to_string("400.html", {"reason": reason}, request=request), status=400)

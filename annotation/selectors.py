@@ -62,13 +62,18 @@ def project_name_refusal(user: AbstractBaseUser | None, name: str) -> str | None
     return f"the name {name!r} is not available; choose another name"
 
 
-def assignment_get_for_user(user: AbstractBaseUser, project: AnnotationProject, pair_id: int) -> Assignment:
-    """The user's own assignment of a pair; 404 when the pair is not theirs (annotators see only their work)."""
-    assignment = (
+def assignment_find(user: AbstractBaseUser, project: AnnotationProject, pair_id: int) -> Assignment | None:
+    """The user's own assignment of a pair, or None."""
+    return (
         Assignment.objects.filter(project=project, annotator=user, pair_id=pair_id)
         .select_related("pair__complex_document", "pair__simple_document")
         .first()
     )
+
+
+def assignment_get_for_user(user: AbstractBaseUser, project: AnnotationProject, pair_id: int) -> Assignment:
+    """The user's own assignment of a pair; 404 when the pair is not theirs (annotators see only their work)."""
+    assignment = assignment_find(user, project, pair_id)
     if assignment is None:
         raise Http404("no such assignment")
     return assignment

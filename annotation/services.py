@@ -349,6 +349,8 @@ def item_event_record(
         raise ValueError("text: the comment is empty; write something or cancel")
     if len(text) > ITEM_COMMENT_MAX_CHARS:
         raise ValueError(f"text: the comment has {len(text)} characters; at most {ITEM_COMMENT_MAX_CHARS} are kept")
+    if "\x00" in text:  # a multipart body is not checked before the view (webapp/lib/input_guard.py); PostgreSQL refuses NUL
+        raise ValueError("text: contains a NUL character (\\0), which no text here can hold; remove it and send again")
     if (simple_sentence_id is None) != (complex_sentence_id is None):
         raise ValueError("simple_sentence_id, complex_sentence_id: give both sentences of the item or neither")
     if simple_sentence_id is not None:

@@ -8,13 +8,13 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from alignment import selectors
-from alignment.errors import form_error
+from alignment.errors import bad_request, form_error
 from alignment.mining import browse
 from alignment.mining.forms import MiningJobForm, MussJobForm
 from alignment.mining.models import MiningJob
@@ -88,8 +88,8 @@ def mining_job(request: HttpRequest, job_id: int) -> HttpResponse:
     job = _job_for_user(request, job_id)
     try:
         context = _pairs_context(request, job, request.GET)
-    except browse.FilterError as error:
-        return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")  # the message quotes the input
+    except browse.FilterError as error:  # the site's error page naming the field (escaped: the message quotes the input)
+        return bad_request(request, f"The filter {error}. Change it and filter again.")
     context.update({"stats": mining_job_statistics(job), "sorts": browse.SORT_NAMES.items(), "shapes": browse.SHAPES,
                     "may_control": selectors.user_may_run_jobs(request.user, job.source_corpus)})  # fmt: skip
     template = "alignment/mining_job.html#pairs" if request.htmx and request.htmx.target == "pairs" else "alignment/mining_job.html"

@@ -94,7 +94,7 @@ def empty_mining_job(tram_corpus):
 @pytest.mark.parametrize(
     ("query", "message"),
     [
-        ({"q": "tram\x00line"}, "q: the search text holds a NUL character"),
+        ({"q": "tram\x00line"}, "q: contains a NUL character"),  # refused before any view (webapp/lib/input_guard.py)
         ({"q": "x" * 201}, "limit is 200"),
         ({"score_min": "nan"}, "not a finite number"),
         ({"length_ratio_max": "inf"}, "not a finite number"),
@@ -102,11 +102,13 @@ def empty_mining_job(tram_corpus):
         ({"shape": "<b>1:1</b>"}, "shape"),
     ],
 )
-def test_junk_in_the_mined_pair_search_is_a_plain_text_400(client, owner, empty_mining_job, query, message):
+def test_junk_in_the_mined_pair_search_is_the_sites_400_page_naming_the_field(client, owner, empty_mining_job, query, message):
     client.force_login(owner)
     response = client.get(f"/mining/{empty_mining_job.pk}/", query)
-    assert response.status_code == 400 and message in response.content.decode()
-    assert response["Content-Type"].startswith("text/plain")  # the message quotes the input: never rendered as HTML
+    page = response.content.decode()
+    assert response.status_code == 400 and message in page
+    assert response["Content-Type"].startswith("text/html") and "Go to the start page" in page  # the site's error page
+    assert "<b>1:1</b>" not in page  # the message quotes the input, escaped
 
 
 def test_a_huge_page_number_in_the_mined_pair_browser_shows_the_last_page(client, owner, empty_mining_job):

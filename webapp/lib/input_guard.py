@@ -1,0 +1,48 @@
+"""Two rules every request goes through: no NUL character in its query string or form fields, and ``no-store`` on what a
+signed-in user is shown unless the view said how it may be cached.
+
+* NUL: PostgreSQL text cannot hold ``\\0``, so a NUL that reached a query failed as a 500 (a note's ``text`` on
+  ``…/item-event/``). Django's form fields refuse it already; views that read ``request.POST`` themselves did not.
+  Query strings and form-encoded bodies are checked here, before any view; a multipart body is left to the forms that
+  read it (parsing it here would come before an upload's own handlers are set, alignment/importing/uploads.py).
+* Caching: a signed-in page (a corpus, the Models page, ``/api/projects/``) sent without ``Cache-Control`` could be
+  kept by a shared browser or proxy and shown after sign-out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse
+from django.utils.cache import patch_cache_control
+
+from alignment.errors import bad_request
+
+FORM_ENCODED = "application/x-www-form-urlencoded"
+
+
+class InputGuardMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        field = nul_field(request)
+        if field is not None:
+            return bad_request(request, f"{field}: contains a NUL character (\\0), which no text here can hold; remove it and send again")
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated and not response.has_header("Cache-Control"):
+            patch_cache_control(response, private=True, no_store=True)
+        return response
+
+
+def nul_field(request: HttpRequest) -> str | None:
+    """The name of the first query or form-encoded field (name or value) holding a NUL, else None."""
+    sources = [("query", request.GET)]
+    if request.method == "POST" and request.content_type == FORM_ENCODED:
+        sources.append(("form", request.POST))
+    for _, data in sources:
+        for name, values in data.lists():
+            if "\x00" in name or any("\x00" in value for value in values):
+                return name.replace("\x00", "\\0") or "(a field without a name)"
+    return None
