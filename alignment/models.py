@@ -1,9 +1,8 @@
 """Corpora, documents and their structure, document pairs, embeddings and embedding runs.
 
-The text hierarchy is stored explicitly (Document → Paragraph → Sentence) with
-character spans into the document's cleaned text, so every later stage
-(alignment, annotation, export) refers to the same sentence ids and can show
-a sentence in its original context.
+The text hierarchy is stored explicitly (Document → Paragraph → Sentence) with character spans into the document's
+cleaned text, so every later stage (alignment, annotation, export) refers to the same sentence ids and can show a
+sentence in its original context.
 """
 
 from __future__ import annotations
@@ -135,9 +134,8 @@ class DocumentPair(models.Model):
 class Encoder(models.Model):
     """A sentence encoder whose vectors are stored. Vectors of two encoders are never compared.
 
-    Each encoder gets its own partial HNSW index over its rows (created by
-    :func:`alignment.services.encoder_get_or_create`), because pgvector indexes
-    need one fixed dimension and models differ in theirs.
+    Each encoder gets its own partial HNSW index over its rows (created by :func:`alignment.services.encoder_get_or_create`),
+    because pgvector indexes need one fixed dimension and models differ in theirs.
     """
 
     name = models.CharField(max_length=300, unique=True)
@@ -307,6 +305,13 @@ class AlignmentRun(Job):
         from alignment.aligning.model_names import run_model_label
 
         return run_model_label(self)
+
+    @property
+    def model_version_public(self) -> str:
+        """``model_version`` as pages, the API and exports show it: name and checksum, no server directory."""
+        from alignment.aligning.model_names import public_model_version
+
+        return public_model_version(self.model_version) or ""
 
 
 class AlignedPair(models.Model):

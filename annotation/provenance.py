@@ -71,7 +71,7 @@ def suggestion_provenance(project: AnnotationProject, pair: DocumentPair, *, sho
     suggestion = {
         "run_id": run.pk,
         "model": run.model_label,
-        "model_version": run.model_version,
+        "model_version": run.model_version_public,  # no server directory in what labels carry into exports
         "kind": (REFRESHED if shown == REFRESHED else STORED) if aligned else NONE,
         "basis": RECORDED,
     }

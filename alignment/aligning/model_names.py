@@ -11,7 +11,9 @@ same weights never go by two names ("untrained" on one page, "default model" on 
 - *mined pairs (mining job #N)*: a mining job's pairs sent to a project, not an aligner at all.
 
 ``AlignmentRun.model_version`` keeps the exact directory and checksum for provenance; this is the
-name people read next to it.
+name people read next to it. What leaves the server (pages, the API, exports) shows that version without the
+server's directories (:func:`public_model_version`): "default_model (sha256 …)", "project-3/v2 (sha256 …)", so an
+export is byte-identical wherever the app is installed.
 """
 
 from __future__ import annotations
@@ -50,7 +52,26 @@ def model_label(
     found = _VERSION_DIR.search(path.as_posix())
     if found:
         return f"v{found.group(1)}"
-    return f"the model in {path}"
+    return f"the model in {path.name}"
+
+
+_VERSION_TEXT = re.compile(r"^(?P<path>.+) \(sha256 (?P<checksum>[0-9a-f]+)\)$")
+
+
+def model_dir_name(model_dir: str | Path) -> str:
+    """A model directory by its name alone: ``project-3/v2`` for a project's version, else its last part."""
+    posix = str(model_dir).replace("\\", "/")  # a directory named on Windows too
+    found = _VERSION_DIR.search(posix)
+    return found.group(0) if found else posix.rstrip("/").rsplit("/", 1)[-1]
+
+
+def public_model_version(stored: str | None) -> str | None:
+    """A stored ``model_version`` ("/srv/app/models_ml/default_model (sha256 …)") without the server's directories;
+    a text of another form ("untrained (hand-calibrated)", "mined by …") as it is."""
+    found = _VERSION_TEXT.match(stored or "")
+    if found is None or "/" not in found["path"] and "\\" not in found["path"]:
+        return stored
+    return f"{model_dir_name(found['path'])} (sha256 {found['checksum']})"
 
 
 def _hand_calibrated(measure: str, encoder: str) -> str:

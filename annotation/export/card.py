@@ -19,6 +19,7 @@ from django.db import DatabaseError, connection
 
 from annotation.adjudication.agreement import SCOPE_SHOWN, prf_from_confusion
 from annotation.export.agreement_counts import AgreementCounts
+from annotation.export.models import empty_splits
 from annotation.export.selection import STATUSES, PairExport
 from annotation.export.simplification import PHENOMENA
 from annotation.labels import LABELS
@@ -211,7 +212,9 @@ def _file_lines(statistics: CardStatistics, options: dict) -> list[str]:
     )
     described = {
         "tsv": "- `wiki-manual/<split>.tsv`: label, simple id, complex id, simple sentence, complex sentence; a complete "
-        "document pair has a row for every sentence pair (notAligned where nobody linked), other pairs their labelled rows.",
+        "document pair has a row for every sentence pair (notAligned where nobody linked), other pairs their labelled rows. "
+        "As in the CSV, a sentence that starts with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'`, "
+        "so a spreadsheet opening the file shows it as text; the JSONL and Parquet files keep every text exactly.",
         "jsonl": "- `jsonl/<split>.jsonl`: one labelled sentence pair a line with full provenance: every annotator's label, "
         "event and the suggestions it was made with, the adjudication, the verification, and the scores and model of the "
         "suggestion run the labels were made with (`aligner`, null where no label was made with a run that proposed the pair).",
@@ -271,6 +274,14 @@ def _contents_lines(statistics: CardStatistics, options: dict) -> list[str]:
         f"| all | {sum(statistics.pairs.values())} | " + " | ".join(str(totals[label]) for label in LABELS) + f" | {statistics.items} |",
         "",
     ]
+    empty = empty_splits(options["fractions"], statistics.pairs)
+    if empty:
+        lines += [
+            f"**{' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty**: the {sum(statistics.pairs.values())} "
+            "document pair(s) exported all fell in the other splits with these fractions and seed. A model trained or "
+            "evaluated on this export has nothing there; export again with other shares or another seed.",
+            "",
+        ]
     return lines
 
 

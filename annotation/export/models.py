@@ -34,6 +34,7 @@ class ExportJob(Job):
     pairs_done = models.PositiveIntegerField(default=0)
     items_written = models.PositiveIntegerField(default=0, help_text="Labelled sentence pairs written so far.")
     files = models.JSONField(default=list, help_text='[{"name": relative path, "bytes": n, "sha256": hex}, ...] once succeeded.')
+    split_pairs = models.JSONField(default=dict, blank=True, help_text='Document pairs per split once succeeded: {"train": n, ...}.')
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
@@ -53,8 +54,20 @@ class ExportJob(Job):
         """Where a succeeded job's files are."""
         return export_root() / f"project-{self.project_id}" / f"job-{self.pk}"
 
+    @property
+    def empty_splits(self) -> list[str]:
+        """Splits the options gave a share but no document pair fell in (a small project's train, say), in split order."""
+        if self.status != self.Status.SUCCEEDED or not self.split_pairs:
+            return []
+        return empty_splits(self.options.get("fractions") or {}, self.split_pairs)
+
     def file_path(self, name: str) -> Path | None:
         """The path of one of the job's listed files; None for a name it did not write (no path tricks)."""
         if self.status != self.Status.SUCCEEDED or name not in {entry["name"] for entry in self.files}:
             return None
         return self.directory / name
+
+
+def empty_splits(fractions: dict[str, float], pairs: dict[str, int]) -> list[str]:
+    """The splits with a share above 0 but no document pair, in ``fractions``' order."""
+    return [split for split, share in fractions.items() if share > 0 and not pairs.get(split)]

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 
+from alignment.aligning.model_names import public_model_version
 from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair, Sentence
 from annotation import labels
 from annotation.models import AnnotationProject, Assignment, LabelEvent
@@ -175,7 +176,7 @@ class _Page:
             self.sentences.setdefault(document_id, []).append(SentenceRow(pk, index, paragraph, in_paragraph, clean_text(text)))
         run_ids = {event[8] for rows in self.pairs.values() for event in rows.events if event[8] is not None}
         self.runs: dict[int, dict] = {
-            run.pk: {"run_id": run.pk, "model": run.model_label, "model_version": run.model_version, "measure": run.primary_measure}
+            run.pk: {"run_id": run.pk, "model": run.model_label, "model_version": run.model_version_public, "measure": run.primary_measure}
             for run in AlignmentRun.objects.filter(pk__in=run_ids)
         }  # the runs the page's labels were made with, by id
         for pair_id, run_id, simple_id, complex_id, *candidate in (
@@ -196,7 +197,8 @@ class _Page:
         candidate = rows.candidates.get((run_id, *key)) if run_id is not None else None
         return {
             "run_id": recorded.get("run_id"), "model": recorded.get("model") or (run["model"] if run else None),
-            "model_version": recorded.get("model_version"), "kind": recorded.get("kind"), "provenance": recorded.get("basis"),
+            "model_version": public_model_version(recorded.get("model_version")), "kind": recorded.get("kind"),
+            "provenance": recorded.get("basis"),
             "predicted_label": candidate[3] if candidate else None, "score": candidate[1] if candidate else None,
         }  # fmt: skip
 

@@ -193,6 +193,8 @@ def export_write(*, project: AnnotationProject, options: dict, root: Path, job_i
                 writer.close()
     if not statistics.items:
         raise _nothing_to_export(project, options["include_majority"])
+    if job_id is not None:  # the job's page says which splits came out empty
+        ExportJob.objects.filter(pk=job_id).update(split_pairs={split: statistics.pairs[split] for split in SPLITS})
     names = sorted(str(path.relative_to(root)) for path in root.rglob("*") if path.is_file())
     files = _listing(root, names)
     (root / CARD).write_text(

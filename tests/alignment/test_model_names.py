@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings as django_settings
 
 from alignment.aligning import service as aligning
-from alignment.aligning.model_names import HAND_CALIBRATED, SHIPPED_DEFAULT, model_label, stored_model_label
+from alignment.aligning.model_names import HAND_CALIBRATED, SHIPPED_DEFAULT, model_label, public_model_version, stored_model_label
 from models_ml.data.checkpoint import DEFAULT_MODEL_DIR
 
 
@@ -24,7 +24,7 @@ def test_each_kind_of_model_has_one_name(tmp_path: Path, settings) -> None:
     assert model_label(mining_job=4) == "mined pairs (mining job #4)"
     settings.ALIGNER_MODEL_DIR = str(tmp_path / "our-model")
     assert model_label(model_dir=str(tmp_path / "our-model")) == "the configured default model (our-model)"
-    assert model_label(model_dir=str(tmp_path / "elsewhere")) == f"the model in {tmp_path / 'elsewhere'}"
+    assert model_label(model_dir=str(tmp_path / "elsewhere")) == "the model in elsewhere"  # no server directory shown
 
 
 def test_names_stored_before_the_vocabulary_read_as_todays() -> None:
@@ -56,3 +56,19 @@ def test_manage_py_align_names_the_model_as_the_pages_do(tram_corpus, monkeypatc
     assert "model: the shipped default model (" in capsys.readouterr().out
     call_command("align", "--corpus", "Trams", "--model", "untrained", "--measure", "jaccard")
     assert "model: the hand-calibrated aligner on jaccard (untrained (hand-calibrated))" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        ("/srv/aligner/models_ml/default_model (sha256 0123456789ab)", "default_model (sha256 0123456789ab)"),
+        ("/var/lib/aligner/models/project-3/v2 (sha256 abcdefabcdef)", "project-3/v2 (sha256 abcdefabcdef)"),
+        ("C:\\models\\mine (sha256 00ff00ff00ff)", "mine (sha256 00ff00ff00ff)"),
+        ("untrained (hand-calibrated)", "untrained (hand-calibrated)"),
+        ("mined by mining job #4 (MUSS)", "mined by mining job #4 (MUSS)"),
+        ("", ""),
+        (None, None),
+    ],
+)
+def test_a_model_version_leaves_the_server_without_its_directories(stored, shown) -> None:
+    assert public_model_version(stored) == shown

@@ -1,4 +1,4 @@
-"""CSV exports are safe to open in a spreadsheet: text that a spreadsheet would run as a formula is neutralised.
+"""CSV and Wiki-Manual TSV exports are safe to open in a spreadsheet: text a spreadsheet would run as a formula is neutralised.
 
 OWASP's advice for CSV: a cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a
 leading single quote. JSONL and Parquet are read by programs, not spreadsheets, and keep every text exactly.
@@ -37,7 +37,9 @@ def exported(owner, tmp_path, monkeypatch):
             Sentence.objects.filter(pk=sentence.pk).update(text=HOSTILE[sentence.index])
     Document.objects.filter(pk__in=simple_ids).update(level="=1+1")  # a level name is text from the user too
     with override_settings(EXPORT_DIR=tmp_path / "exports"):
-        yield export.export_job_execute(job_id=export.export_job_create(project=project, created_by=owner, formats="csv,jsonl,parquet").pk)
+        yield export.export_job_execute(
+            job_id=export.export_job_create(project=project, created_by=owner, formats="csv,tsv,jsonl,parquet").pk
+        )
 
 
 def _cells(rows: list[dict]) -> list[str]:
@@ -50,6 +52,15 @@ def test_csv_cells_that_a_spreadsheet_would_run_start_with_a_quote(exported) -> 
     assert {"'" + text for text in HOSTILE.values()} <= simple
     assert {row["simple_level"] for row in rows} == {"'=1+1"}
     assert not [cell for cell in _cells(rows) if cell[:1] in ("=", "+", "-", "@", "\t", "\r")]
+
+
+def test_tsv_sentences_that_a_spreadsheet_would_run_start_with_a_quote(exported) -> None:
+    rows = [line.split("\t") for split in SPLITS for line in (exported.directory / f"wiki-manual/{split}.tsv").read_text().splitlines()]
+    assert rows and all(len(row) == 5 for row in rows)
+    assert {"'" + text for text in HOSTILE.values()} <= {row[3] for row in rows}
+    assert not [cell for row in rows for cell in row if cell[:1] in ("=", "+", "-", "@")]
+    card = (exported.directory / "README.md").read_text(encoding="utf-8")
+    assert "As in the CSV, a sentence that starts with `=`" in card
 
 
 def test_jsonl_and_parquet_keep_the_texts_exactly(exported) -> None:

@@ -58,6 +58,8 @@ def test_rollback_says_what_it_goes_back_to_and_does(client, owner, shipped_proj
     shipped_project.refresh_from_db()
     assert shipped_project.active_model is None and shipped_project.pending_suggestion_run.model_label == "the shipped default model"
     assert '<strong id="active-model">the shipped default model</strong>' in answer
+    assert ">Undo the rollback: promote v1 again</button>" in answer  # rolling a rollback back is a re-promotion
+    assert ">Roll back to" not in answer
     assert "re-aligning with the shipped default model in" in answer
     assert "Rollback: v1 → <strong>the shipped default model</strong> (rollback of v1)" in answer
     assert "Promote: the shipped default model → <strong>v1</strong>" in answer
@@ -69,6 +71,7 @@ def test_the_api_uses_the_same_names(owner, shipped_project) -> None:
     project = api.get(f"/api/projects/{shipped_project.pk}/").json()
     assert project["active_model_label"] == "the shipped default model" == project["suggestion_model_label"]
     run = api.get(f"/api/alignment-runs/{shipped_project.suggestion_run_id}/").json()
-    assert run["model_label"] == "the shipped default model" and "sha256" in run["model_version"]
+    assert run["model_label"] == "the shipped default model" and run["model_version"].startswith("default_model (sha256 ")
+    assert "/" not in run["model_version"]  # the server's directories stay on the server
     _promoted_v1(shipped_project, owner)
     assert api.get(f"/api/projects/{shipped_project.pk}/").json()["active_model_label"] == "v1"

@@ -101,7 +101,11 @@ class AlignmentRunSerializer(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.get_username", read_only=True, allow_null=True, default=None)
     model_label = serializers.CharField(
         read_only=True, help_text='The model by name: "the shipped default model", "the hand-calibrated MiniLM aligner", "v2", ...; '
-        "model_version has its directory and checksum.",
+        "model_version has its directory's name and checksum.",
+    )  # fmt: skip
+    model_version = serializers.CharField(
+        source="model_version_public", read_only=True,
+        help_text='The weights: "default_model (sha256 …)", "project-3/v2 (sha256 …)" (no server directory), or "untrained (hand-calibrated)".',
     )  # fmt: skip
 
     class Meta:
