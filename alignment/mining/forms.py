@@ -19,6 +19,11 @@ class MiningJobForm(forms.Form):
     theta_s = forms.FloatField(min_value=-1.0, max_value=1.0, required=False, label="θs (sentence score)")
     min_overlap = forms.FloatField(min_value=0.0, max_value=1.0, required=False, initial=0.4, help_text="empty: no overlap filter")
     max_length_ratio = forms.FloatField(min_value=0.01, required=False, initial=1.5, help_text="empty: no length filter")
+    min_levenshtein = forms.FloatField(
+        min_value=0.0, max_value=1.0, required=False, initial=0.2, label="Drop near-copies below",
+        help_text="a pair whose texts differ by less than this normalised edit distance (case aside) is dropped, as MUSS "
+        "does; empty: keep copies",
+    )  # fmt: skip
     language = forms.ChoiceField(choices=[("en", "English"), ("de", "German")], initial="en")
 
     def __init__(self, *args, targets=None, **kwargs) -> None:

@@ -49,6 +49,7 @@ from alignment.mining.muss_service import (
 )
 from alignment.mining.search_backend import hnsw_search_settings, partial_hnsw_index
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
+from models_ml.mining.copies import near_identical
 from models_ml.mining.lha import LHAConfig, align_sentences
 from models_ml.similarity.multilingual import encoder_for_language
 from models_ml.similarity.stop_words import unigram_overlap
@@ -383,6 +384,8 @@ def _mine_document(job: MiningJob, document_id: int, config: LHAConfig, encoder:
                 continue
             if config.max_length_ratio is not None and ratio > config.max_length_ratio:
                 continue
+            if config.min_levenshtein is not None and near_identical(source_text, target_text, min_levenshtein=config.min_levenshtein):
+                continue  # a near-copy: nothing to learn from (LHAConfig.min_levenshtein)
             found.append(
                 MinedPair(
                     job=job, source_document_id=document_id, target_document_id=target_id,

@@ -4,12 +4,11 @@ Two corpora in two styles, with no document pairing, give candidate n:m sentence
 
 1. Documents: the K nearest target documents of every source document (document vector =
    mean of its unit sentence vectors), kept at cosine >= theta_d.
-2. Sentences, inside each kept document pair: the K nearest target sentences of every source
-   sentence and the K nearest source sentences of every target sentence, kept at cosine >=
-   theta_s; overlapping neighbour sets (connected components of the kept links) become n:m
-   groups.
-3. Filters: unigram overlap |set(y) & set(x)| / |set(y)| >= 0.4 (y = target, without
-   punctuation, numbers and stop words) and target characters <= 1.5 x source characters.
+2. Sentences, inside each kept document pair: the K nearest target sentences of every source sentence and the K
+   nearest source sentences of every target sentence, kept at cosine >= theta_s; overlapping neighbour sets
+   (connected components of the kept links) become n:m groups.
+3. Filters: unigram overlap |set(y) & set(x)| / |set(y)| >= 0.4 (y = target, without punctuation, numbers and stop
+   words), target characters <= 1.5 x source characters, and (when asked) no near-copies.
 
 Choices this module makes where the papers leave room:
 
@@ -46,6 +45,7 @@ from typing import Protocol
 import numpy as np
 
 from models_ml.data.io import connected_groups
+from models_ml.mining.copies import near_identical
 from models_ml.mining.knn import Neighbours, normalise, top_k
 from models_ml.mining.types import Encode, MinedPair, MiningDocument
 from models_ml.similarity.stop_words import STOP_WORDS, unigram_overlap
@@ -78,6 +78,7 @@ class LHAConfig:
 
     theta_s: 0.75, picked on deplain-web-dev with bench/deplain_lha.py (MiniLM cosines are on
     another scale than Sent2Vec's; see the module docstring). min_overlap / max_length_ratio: None turns the filter off.
+    min_levenshtein: drop near-copies as MUSS does (:func:`near_identical`); None keeps them, as the paper does.
     rerank: None, "rwmd" or "wmd" (needs token vectors, see :func:`mine_lha`); rerank_depth:
     neighbours re-scored per sentence. encode_batch: sentences per ``encode`` call.
     """
@@ -88,6 +89,7 @@ class LHAConfig:
     theta_s: float = 0.75
     min_overlap: float | None = 0.4
     max_length_ratio: float | None = 1.5
+    min_levenshtein: float | None = None
     rerank: str | None = None
     rerank_depth: int = 50
     global_variant: bool = False
@@ -105,6 +107,8 @@ class LHAConfig:
                 raise ValueError(f"LHAConfig.{name} must be a cosine in [-1, 1], got {value!r}")
         if self.min_overlap is not None and not 0.0 <= self.min_overlap <= 1.0:
             raise ValueError(f"LHAConfig.min_overlap must lie in [0, 1] or be None, got {self.min_overlap!r}")
+        if self.min_levenshtein is not None and not 0.0 <= self.min_levenshtein <= 1.0:
+            raise ValueError(f"LHAConfig.min_levenshtein must lie in [0, 1] or be None, got {self.min_levenshtein!r}")
         if self.max_length_ratio is not None and not self.max_length_ratio > 0:
             raise ValueError(f"LHAConfig.max_length_ratio must be > 0 or None, got {self.max_length_ratio!r}")
         if self.rerank is not None and self.rerank not in RERANK_MEASURES:
@@ -324,6 +328,8 @@ def _mined(config: LHAConfig, source: MiningDocument, target: MiningDocument, gr
     if config.min_overlap is not None and overlap < config.min_overlap:
         return None
     if config.max_length_ratio is not None and len(target_text) > config.max_length_ratio * len(source_text):
+        return None
+    if config.min_levenshtein is not None and near_identical(source_text, target_text, min_levenshtein=config.min_levenshtein):
         return None
     return MinedPair(
         "lha",

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
+from models_ml.mining.copies import comparable as _comparable
 from models_ml.mining.knn import normalise, top_k
 from models_ml.mining.types import Encode, MinedPair, MiningDocument
 
@@ -189,11 +190,6 @@ def ratio_margin(cos_xy: float | np.ndarray, mean_knn_x: float | np.ndarray, mea
     denominator = np.maximum((np.asarray(mean_knn_x, dtype=np.float64) + np.asarray(mean_knn_y, dtype=np.float64)) / 2.0, 1e-6)
     margin = np.asarray(cos_xy, dtype=np.float64) / denominator
     return float(margin) if margin.ndim == 0 else margin
-
-
-def _comparable(text: str) -> str:
-    """Case-folded with whitespace runs collapsed: the form the filters compare."""
-    return " ".join(text.casefold().split())
 
 
 def rejection_reason(

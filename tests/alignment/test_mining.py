@@ -234,6 +234,22 @@ def test_the_last_poll_of_the_job_card_also_swaps_in_the_pairs_table_filtered_as
     assert 'id="pairs"' not in client.get(poll, HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=page_url).content.decode()
 
 
+def test_a_job_drops_near_copies_when_asked_as_the_form_does_by_default(two_corpora, run_worker, client, owner) -> None:
+    source, target = two_corpora
+    found = {
+        name: {(p.source_text, p.target_text) for p in MinedPair.objects.filter(job=job)}
+        for name, job in (
+            ("kept", _mine(source, target, run_worker, k_documents=1, theta_d=0.3, k_sentences=1, theta_s=0.5)[0]),
+            ("dropped", _mine(source, target, run_worker, k_documents=1, theta_d=0.3, k_sentences=1, theta_s=0.5, min_levenshtein=0.2)[0]),
+        )
+    }
+    copy = ("The tram line will connect the harbour with the university.", "The tram line will go from the harbour to the university.")
+    assert copy in found["kept"] and found["dropped"] == found["kept"] - {copy}  # 0.15 apart: a near-copy at 0.2
+    client.force_login(owner)
+    form = client.get(f"/corpora/{source.pk}/mine/").content.decode()
+    assert 'name="min_levenshtein"' in form and 'value="0.2"' in form
+
+
 def test_start_page_creates_a_job_from_the_form(two_corpora, client, owner) -> None:
     source, target = two_corpora
     client.force_login(owner)

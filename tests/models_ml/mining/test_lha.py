@@ -177,6 +177,19 @@ def test_overlap_filter_drops_pairs_below_min_overlap():
     assert kept == {("A", (1,)), ("B", (0,))}  # cat pair: 3 of 9 target content words occur in the source
 
 
+def test_near_copy_filter_drops_pairs_closer_than_min_levenshtein_as_muss_does():
+    source, target, encoder = two_by_two_corpus()
+    kept = {}
+    for distance in (None, 0.2, 0.1):
+        config = LHAConfig(k_documents=1, k_sentences=1, theta_s=0.8, min_levenshtein=distance, **NO_FILTERS)
+        kept[distance] = {(m.source_doc, m.source) for m in mine_lha(source, target, encode=encoder, config=config)}
+    assert ("A", (1,)) in kept[None]  # "Rain is expected." ~ "Rain expected.": 3 edits in 17 characters, 0.18
+    assert kept[0.2] == kept[None] - {("A", (1,))}
+    assert kept[0.1] == kept[None]
+    with pytest.raises(ValueError, match=r"min_levenshtein must lie in \[0, 1\] or be None, got 1.5"):
+        LHAConfig(min_levenshtein=1.5)
+
+
 def test_known_document_pairs_replace_the_document_step():
     source, target, encoder = two_by_two_corpus()
     config = LHAConfig(k_sentences=1, theta_s=0.8, **NO_FILTERS)
