@@ -45,6 +45,7 @@ from itertools import combinations
 import krippendorff
 import numpy as np
 
+from annotation.adjudication.kappa_context import PairAgreement, pair_agreement
 from models_ml.labels import ALIGNED, LABELS, LINKED_LABELS, NOT_ALIGNED
 
 SCOPE_SHOWN = "shown candidates"
@@ -113,6 +114,12 @@ class AgreementReport:
         raise ValueError(
             f"no confusion matrix for annotators {a!r} and {b!r}; annotators in this report: {', '.join(self.annotators) or '(none)'}"
         )
+
+    @property
+    def cohen_context(self) -> dict[AnnotatorPair, PairAgreement]:
+        """Beside each pair's κ, what explains it (a κ near 0 at 89 % raw agreement, say): raw agreement, PABAK, and how
+        much of both annotators' labels the most frequent label is."""
+        return {pair: pair_agreement(matrix) for pair, matrix in self.confusion_matrices.items()}
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,9 @@ def test_the_pairwise_f1_is_over_items_both_labelled_and_every_scope_is_named(pa
     expect(page.locator("#prf thead")).to_contain_text("F1 over all items")
     cohen = page.locator("#scope-shown table tbody tr").first
     expect(cohen).to_contain_text("annot2 · annotator")
-    expect(cohen.locator("td").nth(2)).to_have_text("2")  # Cohen's kappa over the same two items
+    expect(cohen.locator("td").nth(5)).to_have_text("2")  # Cohen's kappa over the same two items
+    expect(cohen.locator("td").nth(2)).to_have_text("50 %")  # beside it: raw agreement, PABAK, the prevalent label
+    expect(cohen.locator("td").nth(3)).to_have_text("0.250")
     expect(page.locator("#scope-shown thead")).to_contain_text("items both labelled")
     expect(page.locator("h2", has_text="Confusion matrix")).to_contain_text("items both labelled")
     shot(page, "agreement-scopes.png", full_page=True)
