@@ -93,6 +93,8 @@ def model_names(project) -> dict:
         "suggestion_label": project.suggestion_run.model_label if project.suggestion_run else "",
         "pending_label": project.pending_suggestion_run.model_label if project.pending_suggestion_run else "",
         "rollback_label": registry.version_name(project, activations[0].previous) if activations else "",
+        # rolling back a rollback makes the rolled-back model active again: the page says it is a re-promotion
+        "rollback_undoes_rollback": bool(activations) and activations[0].action == ModelActivation.Action.ROLLBACK,
         "activations": [(a, registry.version_name(project, a.previous), registry.version_name(project, a.version)) for a in activations],
     }
 
@@ -160,7 +162,10 @@ def version_promote(request: HttpRequest, project_id: int, version_id: int) -> H
             version=version, by=request.user, build_measure=run_measure, force=force, reason=reason, device=settings.ENCODER_DEVICE
         )
     except ValueError as error:
-        messages.error(request, str(error))
+        hint = ""
+        if reason.strip() and not force:  # a reason alone forces nothing: say which box does
+            hint = " You gave a reason but did not tick “even if not better”: tick it too to force the promotion."
+        messages.error(request, f"{error}{hint}")
     else:
         messages.success(request, f"{version} is active ({activation.get_action_display()}); re-aligning the project's pairs.")
     return redirect("annotation:project_models", project_id=project.pk)
@@ -174,7 +179,12 @@ def version_rollback(request: HttpRequest, project_id: int) -> HttpResponse:
     except ValueError as error:
         messages.error(request, str(error))
     else:
-        messages.success(
-            request, f"Rolled back to {registry.version_name(project, activation.version)}; re-aligning the project's pairs with it."
-        )
+        name = registry.version_name(project, activation.version)
+        before = ModelActivation.objects.filter(project=project, pk__lt=activation.pk).order_by("-pk").first()
+        if before is not None and before.action == ModelActivation.Action.ROLLBACK:  # a rollback of a rollback
+            messages.success(
+                request, f"The rollback is undone: {name} is active again, a re-promotion; re-aligning the project's pairs with it."
+            )
+        else:
+            messages.success(request, f"Rolled back to {name}; re-aligning the project's pairs with it.")
     return redirect("annotation:project_models", project_id=project.pk)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from django.test import override_settings
+from django.urls import reverse
 
 from alignment.aligning import service as aligning
 from alignment.aligning.measures import run_measure
@@ -200,13 +201,18 @@ def test_promotion_realigns_and_the_new_suggestions_replace_the_old_without_touc
 
 
 @pytest.mark.slow
-def test_a_version_that_does_not_beat_the_active_one_needs_a_forced_promotion_with_a_reason(gold_project, owner) -> None:
+def test_a_version_that_does_not_beat_the_active_one_needs_a_forced_promotion_with_a_reason(gold_project, owner, client) -> None:
     project, _ = gold_project
     good = train_now(project, owner).version
     registry.version_promote(version=good, by=owner, build_measure=run_measure)
     weak = train_now(project, owner, epochs=1, lr=0.001, base="untrained").version
     with pytest.raises(ValueError, match=r"does not beat the active model \(v1\) on the same 1 held-out test"):
         registry.version_promote(version=weak, by=owner, build_measure=run_measure)
+    client.force_login(owner)  # a reason typed but the box left unticked: the page says which box forces it
+    url = reverse("annotation:version_promote", args=[project.pk, weak.pk])
+    answer = client.post(url, {"reason": "checking v2 by hand"}, follow=True).content.decode()
+    assert "does not beat the active model" in answer and "You gave a reason but did not tick “even if not better”" in answer
+    assert client.post(url, {}, follow=True).content.decode().count("You gave a reason") == 0  # no reason, no hint
     with pytest.raises(ValueError, match="needs a reason"):
         registry.version_promote(version=weak, by=owner, build_measure=run_measure, force=True)
     forced = registry.version_promote(version=weak, by=owner, build_measure=run_measure, force=True, reason="checking v2 by hand")
