@@ -40,6 +40,29 @@
 
     const reveal = () => view.revealPair(simpleEl(currentSimple()), state.complexId !== null ? complexEl(state.complexId) : null);
 
+    // The selection is kept in the page's history entry, so Back (or a reload) to the screen comes back to it.
+    function remember() {
+      try {
+        window.history.replaceState({ ...(window.history.state || {}), simple: currentSimple(), complex: state.complexId }, "");
+      } catch (error) {
+        // a browser refusing history state: the selection is only lost on Back, as before
+      }
+    }
+
+    // Select what the history entry remembers (see remember), if its sentences are still on the screen.
+    function restore() {
+      const kept = window.history.state || {};
+      const index = state.simpleIds.indexOf(kept.simple);
+      if (index < 0) return;
+      state.simpleIndex = index;
+      state.complexId = kept.complex !== null && complexEl(kept.complex) ? kept.complex : null;
+      if (state.complexId !== null) ensureCandidate(kept.simple, state.complexId);
+      state.selectedAt = performance.now();
+      render();
+      reveal();
+      loadDiff();
+    }
+
     function selectSimple(index) {
       if (!state.simpleIds.length) return;
       state.simpleIndex = Math.max(0, Math.min(state.simpleIds.length - 1, index));
@@ -50,6 +73,7 @@
       render();
       reveal();
       loadDiff();
+      remember();
     }
 
     function selectCandidate(complexId) {
@@ -62,6 +86,7 @@
       render();
       reveal();
       loadDiff();
+      remember();
     }
 
     function moveCandidate(delta) {
@@ -84,6 +109,7 @@
       render();
       reveal();
       loadDiff();
+      remember();
     }
 
     async function loadDiff() {
@@ -112,6 +138,7 @@
 
     return {
       ensureCandidate,
+      restore,
       selectSimple,
       selectCandidate,
       show,

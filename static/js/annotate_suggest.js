@@ -2,8 +2,9 @@
  * screen asks the server to decode the pair again near the annotator's labels (annotation/labelling/refresh.py) and
  * replaces the candidates of the sentences the answer lists; a labelled sentence is never touched. A sentence the
  * answer names in `stored` (no label reaches it, say after an undo) gets back the run's suggestions the page loaded
- * with; one the answer leaves out keeps what it shows. Sentences whose best suggestion changed are marked
- * ("↻ new suggestion") until the next refresh, and #suggest-status says how many changed. A label made on a
+ * with; one the answer leaves out keeps what it shows. Sentences whose best suggestion changed to one the run did
+ * not suggest are marked ("↻ new suggestion") until the next refresh (not one an undo put back to the run's own), and
+ * #suggest-status says how many changed. A label made on a
  * refreshed list says so (suggestions=refreshed: the export's provenance); one made on the run's own suggestions not.
  *
  * One refresh at a time: a change while one runs is asked for when it answers, and that answer, superseded, is
@@ -97,7 +98,9 @@
         const followBest = String(selected) === simpleId && state.complexId === before;
         state.candidates[simpleId] = list;
         state.refreshed[simpleId] = refreshed;
-        if (before !== after) {
+        if (before !== after && after === best(loaded[simpleId])) {
+          delete state.changed[simpleId]; // back to the run's own suggestion (an undo): nothing new to mark
+        } else if (before !== after) {
           state.changed[simpleId] = true;
           changed += 1;
         }

@@ -13,6 +13,35 @@
   });
   // htmx leaves 4xx answers unswapped; an element marked data-swap-client-errors shows them (a 413
   // "upload over the limit" is a page fragment saying so).
+  // A page left open while someone else signed in, in another tab of this browser: its top bar names the old user, and
+  // what it sends goes out as the new one. When the tab comes back into view (or from the back-forward cache) it asks
+  // the session probe, and says so above the page if the browser is now signed in as someone else, or signed out.
+  const pageUser = document.body.dataset.userId;
+  const changed = document.getElementById("session-changed");
+  async function checkSession() {
+    if (!pageUser || !changed || document.visibilityState !== "visible") return;
+    try {
+      const response = await fetch(document.body.dataset.sessionUrl, { credentials: "same-origin", cache: "no-store", headers: { Accept: "application/json" } });
+      if (!response.ok) return;
+      const answer = await response.json();
+      const now = answer.authenticated ? String(answer.user_id) : "";
+      if (now === pageUser) return void (changed.hidden = true);
+      const who = document.body.dataset.username;
+      changed.textContent = answer.authenticated
+        ? `This page was opened as ${who}; this browser is now signed in as ${answer.username} (in another tab). Reload it to work as ${answer.username}. `
+        : `This page was opened as ${who}, who has signed out since (in another tab). Log in again to go on. `;
+      const reload = document.createElement("a");
+      reload.href = window.location.href;
+      reload.textContent = "Reload";
+      changed.append(reload);
+      changed.hidden = false;
+    } catch (error) {
+      // offline: nothing to say about who is signed in
+    }
+  }
+  document.addEventListener("visibilitychange", checkSession);
+  window.addEventListener("pageshow", (event) => { if (event.persisted) checkSession(); });
+  window.addEventListener("focus", checkSession);
   document.addEventListener("htmx:beforeSwap", (event) => {
     const status = event.detail.xhr.status;
     const source = event.detail.requestConfig && event.detail.requestConfig.elt; // the event fires on the target

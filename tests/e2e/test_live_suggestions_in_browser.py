@@ -110,7 +110,8 @@ def test_a_refresh_answered_429_is_asked_again_after_retry_after_silently_and_an
 
     page.keyboard.press("u")  # the label is taken back: no label reaches simple #2, the run's suggestion comes back
     expect(page.locator("#save-status")).to_contain_text("Undone ✓")
-    expect(page.locator("#suggest-status")).to_contain_text("from your 0 labelled sentences: 1 changed")
+    expect(page.locator("#suggest-status")).to_contain_text("from your 0 labelled sentences: none changed")
+    expect(page.locator(f"#s-{simple[1]} .badge.suggest-changed")).to_have_count(0)  # the run's own again: no ↻ mark
     page.keyboard.press("j")  # simple #2
     expect(page.locator(f"#c-{stored}")).to_have_class(re.compile(r"\bcurrent\b"))
     page.keyboard.press("a")

@@ -91,3 +91,17 @@ def test_without_javascript_a_rows_number_opens_the_page_with_its_diff(browser, 
     expect(page.locator("#review-diff h2")).to_have_text("Simple #3 ~ complex #3")
     assert f"simple={simple[2]}" in page.url
     context.close()
+
+
+def test_a_long_annotator_name_wraps_in_the_header_and_keeps_its_key_in_sight(page: Page, live_server, three_annotators) -> None:
+    project, pair, _simple, _complex = three_annotators
+    get_user_model().objects.filter(username="anna").update(username="annemarie.vandenberg-schneider")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    _login(page, live_server.url, "owner", "owner-pass-123")
+    page.goto(f"{live_server.url}/annotate/projects/{project.pk}/pairs/{pair.pk}/review/")
+    head = page.locator("#review th.annotator-head").first
+    expect(head).to_contain_text("annemarie.vandenberg-schneider")
+    cut = head.evaluate("(th) => th.scrollWidth > th.clientWidth")
+    cell, key = head.bounding_box(), head.locator("kbd").bounding_box()
+    assert not cut  # the whole name shows: it wraps instead of ending in an ellipsis
+    assert key is not None and cell["x"] <= key["x"] and key["x"] + key["width"] <= cell["x"] + cell["width"] + 0.5  # key 1 in sight
