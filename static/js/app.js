@@ -11,15 +11,15 @@
     const form = event.target.closest("form[data-confirm]");
     if (form && !window.confirm(form.dataset.confirm)) event.preventDefault();
   });
-  // htmx leaves 4xx answers unswapped; an element marked data-swap-client-errors shows them (a 413
-  // "upload over the limit" is a page fragment saying so).
   // A page left open while someone else signed in, in another tab of this browser: its top bar names the old user, and
   // what it sends goes out as the new one. When the tab comes back into view (or from the back-forward cache) it asks
   // the session probe, and says so above the page if the browser is now signed in as someone else, or signed out.
   const pageUser = document.body.dataset.userId;
   const changed = document.getElementById("session-changed");
+  let asking = false; // focus and visibilitychange come together: one probe at a time
   async function checkSession() {
-    if (!pageUser || !changed || document.visibilityState !== "visible") return;
+    if (!pageUser || !changed || asking || document.visibilityState !== "visible") return;
+    asking = true;
     try {
       const response = await fetch(document.body.dataset.sessionUrl, { credentials: "same-origin", cache: "no-store", headers: { Accept: "application/json" } });
       if (!response.ok) return;
@@ -37,11 +37,15 @@
       changed.hidden = false;
     } catch (error) {
       // offline: nothing to say about who is signed in
+    } finally {
+      asking = false;
     }
   }
   document.addEventListener("visibilitychange", checkSession);
   window.addEventListener("pageshow", (event) => { if (event.persisted) checkSession(); });
   window.addEventListener("focus", checkSession);
+  // htmx leaves 4xx answers unswapped; an element marked data-swap-client-errors shows them (a 413
+  // "upload over the limit" is a page fragment saying so).
   document.addEventListener("htmx:beforeSwap", (event) => {
     const status = event.detail.xhr.status;
     const source = event.detail.requestConfig && event.detail.requestConfig.elt; // the event fires on the target

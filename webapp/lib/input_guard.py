@@ -30,7 +30,9 @@ class InputGuardMiddleware:
         if field is not None:
             return bad_request(request, f"{field}: contains a NUL character (\\0), which no text here can hold; remove it and send again")
         response = self.get_response(request)
-        user = getattr(request, "user", None)
+        # The user as the request already read it (LoginRequiredMiddleware does, for every page that needs a sign-in):
+        # reading it here would ask the database, which may be the very thing this response is about (a 503 in an outage).
+        user = getattr(request, "_cached_user", None)
         if user is not None and user.is_authenticated and not response.has_header("Cache-Control"):
             patch_cache_control(response, private=True, no_store=True)
         return response
