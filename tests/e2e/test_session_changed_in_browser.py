@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
+from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login
 
 
@@ -17,19 +18,20 @@ def test_a_tab_opened_as_anna_says_so_once_ben_signs_in_elsewhere(page: Page, li
     users.create_user("anna", password="anna-pass-123")
     users.create_user("ben", password="ben-pass-123")
     _login(page, live_server, "anna", "anna-pass-123")
-    page.goto(f"{live_server.url}/corpora/")
+    page.goto(f"{live_server.url}/")
     expect(page.locator(".userbox span")).to_have_text("anna")
     banner = page.locator("#session-changed")
     expect(banner).to_be_hidden()
 
     other = page.context.new_page()  # another tab of the same browser: the same session cookie
-    other.goto(f"{live_server.url}/corpora/")
+    other.goto(f"{live_server.url}/")
     other.get_by_role("button", name="Log out").click()
     _login(other, live_server, "ben", "ben-pass-123")
     page.bring_to_front()
     page.evaluate("window.dispatchEvent(new Event('focus'))")  # what the browser fires when the tab is used again
     expect(banner).to_be_visible()
     expect(banner).to_contain_text("This page was opened as anna; this browser is now signed in as ben")
+    shot(page, "session-changed.png")
     banner.get_by_role("link", name="Reload").click()
     expect(page.locator(".userbox span")).to_have_text("ben")
     expect(page.locator("#session-changed")).to_be_hidden()
