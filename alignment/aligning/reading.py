@@ -25,10 +25,16 @@ def side_sentences(document_id: int, encoder_name: str, *, vectors: bool = True)
 def pair_sides(simple_id: int, complex_id: int) -> tuple[SideSentences, SideSentences]:
     """The two documents' sentences as :func:`side_sentences` reads them (no vectors), in one query."""
     rows = Sentence.objects.filter(document_id__in=[simple_id, complex_id]).order_by("index")
-    by_document: dict[int, list[tuple[int, str, int]]] = {simple_id: [], complex_id: []}
-    for document_id, pk, text, paragraph in rows.values_list("document_id", "pk", "text", "paragraph__index"):
-        by_document[document_id].append((pk, text, paragraph))
+    by_document = _by_document(rows.values_list("document_id", "pk", "text", "paragraph__index"), [simple_id, complex_id])
     return _side(by_document[simple_id]), _side(by_document[complex_id])
+
+
+def _by_document(rows, documents: list[int]) -> dict[int, list[tuple]]:
+    """Rows ``(document_id, *rest)`` as each document's ``rest`` in the rows' order (an empty list for one without rows)."""
+    grouped: dict[int, list[tuple]] = {document: [] for document in documents}
+    for document_id, *rest in rows:
+        grouped[document_id].append(tuple(rest))
+    return grouped
 
 
 def _side(rows: list[tuple[int, str, int]]) -> SideSentences:
@@ -80,17 +86,13 @@ def pair_read(simple_id: int, complex_id: int, encoder_name: str) -> PairRead | 
             return None
         cursor.execute(PAIR_ROWS_SQL, [encoder_name, documents], binary=True, prepare=True)
         rows = cursor.fetchall()
-    by_document: dict[int, list[tuple[int, str, int]]] = {simple_id: [], complex_id: []}
-    vectors: dict[int, list] = {simple_id: [], complex_id: []}
-    for document_id, pk, text, paragraph, vector in rows:
-        by_document[document_id].append((pk, text, paragraph))
-        vectors[document_id].append(vector)
-    simple, complex_side = _side(by_document[simple_id]), _side(by_document[complex_id])
+    by_document = _by_document(rows, documents)  # (pk, text, paragraph, vector) of each document's sentences
+    simple, complex_side = (_side([row[:3] for row in by_document[document]]) for document in documents)
     if rows and all(row[4] is not None for row in rows):  # every sentence has a vector: (count, d) each, (0, d) for an empty side
         width = len(rows[0][4].to_numpy())
         simple.vectors, complex_side.vectors = (
-            np.stack([vector.to_numpy() for vector in vectors[document]]).astype(np.float32, copy=False)
-            if vectors[document]
+            np.stack([row[3].to_numpy() for row in by_document[document]]).astype(np.float32, copy=False)
+            if by_document[document]
             else np.zeros((0, width), dtype=np.float32)
             for document in documents
         )
