@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from alignment.importing.readers import ImportOptions
 from alignment.importing.service import ImportReport, import_paths
 from alignment.importing.workflow import CorpusTarget, corpus_import_and_queue
 from alignment.models import Corpus
+from models_ml.data.io import AlignmentGroup
 from webapp.lib.secret_files import secret_file_create, secret_file_replace
 
 DEMO_CORPUS_DIR = Path(settings.BASE_DIR) / "alignment" / "demo_corpus"
@@ -128,6 +130,26 @@ def demo_corpus_import(*, owner) -> tuple[Corpus, ImportReport]:
         # Queued after the embedding job, so the worker aligns with the stored vectors.
         alignment_run_create(corpus=corpus, aligner_config={"encoder": settings.ENCODER_MODEL}, model_dir=settings.ALIGNER_MODEL_DIR)
     return corpus, report
+
+
+REFERENCE_HEADING = re.compile(r"^## (\w+) \(C: (\d+) sentences, S: (\d+) sentences\)")
+REFERENCE_LINK = re.compile(r"^- (C\d+(?: \+ C\d+)*) → (S\d+(?:, S\d+)*):")
+
+
+def demo_reference_groups() -> dict[str, tuple[int, int, list[AlignmentGroup]]]:
+    """The demo corpus's hand-written reference (``ALIGNMENTS.md``): article -> (complex count, simple count, gold
+    groups with 0-based sentence indices, all aligned)."""
+    articles: dict[str, tuple[int, int, list[AlignmentGroup]]] = {}
+    current = None
+    for line in (DEMO_CORPUS_DIR / "ALIGNMENTS.md").read_text(encoding="utf-8").splitlines():
+        if heading := REFERENCE_HEADING.match(line):
+            current = heading.group(1)
+            articles[current] = (int(heading.group(2)), int(heading.group(3)), [])
+        elif (link := REFERENCE_LINK.match(line)) and current:
+            complex_ids = [int(c[1:]) - 1 for c in link.group(1).split(" + ")]
+            simple_ids = [int(s[1:]) - 1 for s in link.group(2).split(", ")]
+            articles[current][2].append(AlignmentGroup(complex=tuple(complex_ids), simple=tuple(simple_ids), label="aligned"))
+    return articles
 
 
 DEMO_PROJECT_NAME = "Demo: label the six stories"

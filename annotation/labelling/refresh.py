@@ -208,7 +208,7 @@ def full_suggestions(project: AnnotationProject, annotator: AbstractBaseUser, pa
         simple_paragraphs, complex_paragraphs = _side(pair.simple_document_id)[1], _side(pair.complex_document_id)[1]
         result = aligner.align([""] * n, [""] * m, complex_paragraphs, simple_paragraphs, similarity=stored.similarity, fixed=fixed)
     row_ids = [None if j in fixed else pk for j, pk in enumerate(stored.simple_ids)]
-    candidates = _entries(result, row_ids, stored.complex_ids)
+    candidates = screen_entries(result, row_ids, stored.complex_ids)
     return {
         "candidates": candidates,
         "known": len(fixed),
@@ -228,7 +228,7 @@ def _decoded(aligner: Aligner, stored: StoredPair, fixed: dict[int, tuple[int, .
     )  # fmt: skip
     rows = [j for j in windows.decoded if j not in fixed]
     row_ids: list[int | None] = [stored.simple_ids[j] for j in rows]
-    return windows, _entries(_rows_only(windows.result, rows, stored.column_best), [*row_ids, None], stored.complex_ids)
+    return windows, screen_entries(_rows_only(windows.result, rows, stored.column_best), [*row_ids, None], stored.complex_ids)
 
 
 def _at_low_priority(decode: Callable[..., Any], *args: Any, **options: Any) -> Any:
@@ -361,7 +361,7 @@ def _aligner(key: tuple[int, str], config: dict[str, Any]) -> Aligner:
     return aligner
 
 
-def _entries(result: AlignmentResult, row_ids: list[int | None], complex_ids: list[int]) -> dict[str, list[dict[str, Any]]]:
+def screen_entries(result: AlignmentResult, row_ids: list[int | None], complex_ids: list[int]) -> dict[str, list[dict[str, Any]]]:
     """The candidates of ``result``'s rows as the run would have stored them, by simple sentence id (``row_ids``, one per
     row; None: not answered), ordered as the screen walks them: suggestions by the CRF's belief, then near misses by
     it, then by score."""

@@ -6,8 +6,6 @@ model was trained on: splits, merges, deletions, additions and paraphrases, in E
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from django.conf import settings
 
@@ -16,30 +14,12 @@ from alignment.aligning.service import alignment_run_create, alignment_run_execu
 from alignment.models import CandidateAlignment, DocumentPair
 from models_ml.data.evaluate import evaluate_pairs
 from models_ml.data.io import AlignmentGroup
-from webapp.demo import DEMO_CORPUS_DIR, demo_corpus_import
-
-HEADING = re.compile(r"^## (\w+) \(C: (\d+) sentences, S: (\d+) sentences\)")
-LINK = re.compile(r"^- (C\d+(?: \+ C\d+)*) → (S\d+(?:, S\d+)*):")
-
-
-def reference_groups() -> dict[str, tuple[int, int, list[AlignmentGroup]]]:
-    """Article -> (complex count, simple count, gold groups with 0-based indices)."""
-    articles: dict[str, tuple[int, int, list[AlignmentGroup]]] = {}
-    current = None
-    for line in (DEMO_CORPUS_DIR / "ALIGNMENTS.md").read_text(encoding="utf-8").splitlines():
-        if heading := HEADING.match(line):
-            current = heading.group(1)
-            articles[current] = (int(heading.group(2)), int(heading.group(3)), [])
-        elif (link := LINK.match(line)) and current:
-            complex_ids = [int(c[1:]) - 1 for c in link.group(1).split(" + ")]
-            simple_ids = [int(s[1:]) - 1 for s in link.group(2).split(", ")]
-            articles[current][2].append(AlignmentGroup(complex=tuple(complex_ids), simple=tuple(simple_ids), label="aligned"))
-    return articles
+from webapp.demo import demo_corpus_import, demo_reference_groups
 
 
 def test_reference_parses_every_story_with_its_sentence_counts(owner):
     corpus, _ = demo_corpus_import(owner=owner)
-    reference = reference_groups()
+    reference = demo_reference_groups()
     assert len(reference) == 6
     for pair in DocumentPair.objects.filter(corpus=corpus).select_related("complex_document", "simple_document"):
         complex_count, simple_count, groups = reference[pair.complex_document.external_id]
@@ -55,7 +35,7 @@ def test_default_aligner_recovers_most_reference_groups(owner, measure, floor):
     run = alignment_run_create(corpus=corpus, aligner_config={"measure": measure}, measures=[measure], model_dir=settings.ALIGNER_MODEL_DIR)
     assert (run.config["model_dir"] != "") == (measure == "learned")
     run = alignment_run_execute(run_id=run.pk, build_measure=run_measure)
-    reference = reference_groups()
+    reference = demo_reference_groups()
     total = None
     for pair in run.pairs.select_related("complex_document"):
         complex_count, simple_count, gold = reference[pair.complex_document.external_id]
