@@ -40,6 +40,9 @@ class AnnotationProject(models.Model):
     test_item_rate = models.FloatField(default=0.2, help_text="Share of gold test items mixed into queues (the paper: 1 in 5).")
     accuracy_threshold = models.FloatField(default=0.85, help_text="Annotators below this accuracy on test items are flagged.")
     adjudicate_all = models.BooleanField(default=False, help_text="Adjudicate every item, not only disagreements.")
+    bulk_precision_target = models.FloatField(
+        default=0.97, help_text="Bulk accept offers the suggestions whose estimated precision meets this (annotation.labelling.bulk)."
+    )
     exclude_flagged = models.BooleanField(
         default=True, help_text="Leave annotators flagged by quality control out of adjudication and agreement-based acceptance."
     )
@@ -156,6 +159,7 @@ class LabelEvent(models.Model):
     class Source(models.TextChoices):
         HUMAN = "human"
         SUGGESTION = "suggestion", "suggestion accepted"
+        BULK = "bulk", "bulk accepted"
         ADJUDICATION = "adjudication"
         IMPORT = "import"
         UNDO = "undo"
@@ -190,6 +194,9 @@ class LabelEvent(models.Model):
             models.Index(  # a project's adjudications, a few among its annotators' events: review, My tasks, exports
                 fields=["project", "pair"], condition=models.Q(source="adjudication"), name="label_event_adjudications"
             ),
+            models.Index(  # a project's bulk accepts, for reviewers to spot-check (annotation.labelling.bulk)
+                fields=["project", "pair"], condition=models.Q(source="bulk"), name="label_event_bulk"
+            ),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -216,7 +223,7 @@ class LabelEvent(models.Model):
         when it is appended, whichever service appends it, unless the caller set ``suggestion`` itself."""
         if self.pk is not None and not kwargs.get("force_insert"):
             raise ValidationError("label events are append-only: record a new event instead of changing one")
-        if not self.suggestion and self.source in (self.Source.HUMAN, self.Source.SUGGESTION, self.Source.UNDO):
+        if not self.suggestion and self.source in (self.Source.HUMAN, self.Source.SUGGESTION, self.Source.BULK, self.Source.UNDO):
             from annotation.provenance import suggestion_provenance
 
             provenance = suggestion_provenance(self.project, self.pair)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
@@ -148,6 +149,7 @@ def label_record(
     client_action_id: str = "",
     event_of_action: int = 0,
     shown: str = "",
+    provenance: dict[str, Any] | None = None,
 ) -> LabelEvent:
     """Append the annotator's new label for a sentence pair of ``pair``.
 
@@ -157,10 +159,12 @@ def label_record(
     and LabelConflict when the label changed meanwhile. A resend of an action already stored
     (the same ``client_action_id``, see :mod:`annotation.client_actions`) stores nothing and
     returns the sentence pair's latest event, whatever ``expected_previous`` says. ``event_of_action``
-    is the event's position in an action that stores several (``labelling/edits.py``); ``shown``: which suggestions it showed.
+    is the event's position in an action that stores several (``labelling/edits.py``); ``shown``: which suggestions it showed;
+    ``provenance``: the event's ``suggestion_run`` and ``suggestion`` when the caller made them (a bulk accept's).
     """
     labels.label_check(label, unlabelled=True)
-    provenance = shown_provenance(project, pair, shown, source)  # {} unless the screen showed refreshed suggestions
+    if provenance is None:
+        provenance = shown_provenance(project, pair, shown, source)  # {} unless the screen showed refreshed suggestions
     if source not in LabelEvent.Source.values or source in (LabelEvent.Source.UNDO, LabelEvent.Source.ADJUDICATION):
         raise ValueError(f"unknown or reserved source {source!r}")
     seconds_spent = seconds_spent_clean(seconds_spent)

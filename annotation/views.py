@@ -26,7 +26,7 @@ from annotation.forms import (
     QueueActionForm,
     form_errors_text,
 )
-from annotation.labelling import item_events, keys, quality
+from annotation.labelling import bulk, item_events, keys, quality
 from annotation.labelling import queue as queue_mode
 from annotation.labels import LABELS, pair_verified, verified_pair_ids
 from annotation.models import ProjectMembership
@@ -123,6 +123,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "accuracy": summary.accuracy,
         "gold_item_count": project.gold_items.count(),
         "item_events": item_events.item_event_summary(project, request.user, role),
+        "bulk": bulk.bulk_summary(project),
     }
     return render(request, "annotation/project_detail.html", context)
 
@@ -185,6 +186,19 @@ def project_assign(request: HttpRequest, project_id: int) -> HttpResponse:
     return redirect("annotation:project_detail", project_id=project.pk)
 
 
+@require_POST
+def project_bulk_target(request: HttpRequest, project_id: int) -> HttpResponse:
+    """A manager sets the precision target bulk accept is offered for (:mod:`annotation.labelling.bulk`)."""
+    project = _manager_project(request, project_id)
+    try:
+        bulk.bulk_target_set(project, request.POST.get("bulk_precision_target", ""))
+    except ValueError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"Bulk accept's precision target is now {project.bulk_precision_target:.3f}.")
+    return redirect(reverse("annotation:project_detail", args=[project.pk]) + "#bulk")
+
+
 def _shortfall_text(project, shortfall: dict) -> str:
     annotators = shortfall["annotators"]
     return (
@@ -201,7 +215,7 @@ def pair_review(request: HttpRequest, project_id: int, pair_id: int) -> HttpResp
 
     project = _manager_project(request, project_id)
     pair = get_object_or_404(project.pairs.select_related("complex_document", "simple_document"), pk=pair_id)
-    show = "all" if request.GET.get("show") == "all" else "open"
+    show = request.GET.get("show") if request.GET.get("show") in ("all", "bulk") else "open"
     asked = ReviewDiffForm(request.GET)
     if not asked.is_valid():
         return HttpResponse(form_errors_text(asked), status=400, content_type="text/plain")
@@ -234,7 +248,7 @@ def pair_adjudicate(request: HttpRequest, project_id: int, pair_id: int) -> Http
     """Set the final label of one sentence pair; from htmx, answers that table row and the count of open ones."""
     project = _manager_project(request, project_id)
     pair = get_object_or_404(project.pairs.all(), pk=pair_id)
-    show = "all" if request.POST.get("show") == "all" else "open"
+    show = request.POST.get("show") if request.POST.get("show") in ("all", "bulk") else "open"
     back = f"{reverse('annotation:pair_review', args=[project.pk, pair.pk])}?show={show}"
     try:
         previous = int(request.POST["expected_previous"]) if request.POST.get("expected_previous") else None

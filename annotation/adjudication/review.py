@@ -37,6 +37,7 @@ class ItemState:
     labels: dict[str, str | None]  # annotator username -> label, None while they are still working
     adjudication: LabelEvent | None
     agreed: str | None  # the label everyone gave, when they all gave one and agree
+    bulk: frozenset[str] = frozenset()  # annotators whose current label here a bulk accept made (annotation.labelling.bulk)
 
     @property
     def disagreement(self) -> bool:
@@ -74,19 +75,24 @@ def pair_item_states(project: AnnotationProject, pair: DocumentPair, *, flagged:
             flagged = flagged_annotator_ids(project)
         assignments = [a for a in assignments if a.annotator_id not in flagged]
     own: dict[tuple[int, int], dict[int, str]] = {}  # item -> annotator id -> current label
-    for annotator_id, simple_id, complex_id, label in latest_label_events(project, pair=pair).values_list(
-        "annotator_id", "simple_sentence_id", "complex_sentence_id", "new_label"
+    bulk: dict[tuple[int, int], set[int]] = {}  # item -> annotators whose current label is a bulk accept
+    for annotator_id, simple_id, complex_id, label, source in latest_label_events(project, pair=pair).values_list(
+        "annotator_id", "simple_sentence_id", "complex_sentence_id", "new_label", "source"
     ):
         own.setdefault((simple_id, complex_id), {})[annotator_id] = label
+        if source == LabelEvent.Source.BULK and label:
+            bulk.setdefault((simple_id, complex_id), set()).add(annotator_id)
     adjudications = {(e.simple_sentence_id, e.complex_sentence_id): e for e in latest_adjudications(project, pair=pair)}
     by_item = item_labels(
         own, [(a.annotator_id, a.annotator.get_username(), a.completed_at is not None) for a in assignments], adjudications
     )
     sentences = Sentence.objects.in_bulk({i for key in by_item for i in key})
+    names = {a.annotator_id: a.annotator.get_username() for a in assignments}
     states = [
         ItemState(
             sentences[key[0]], sentences[key[1]], labels, adjudications.get(key),
             agreed_label(labels, adjudicate_all=project.adjudicate_all),
+            frozenset(names[k] for k in bulk.get(key, ()) if k in names),
         )
         for key, labels in sorted(by_item.items())
     ]  # fmt: skip
@@ -234,10 +240,14 @@ def curation_lines(states: list[ItemState], annotators: list[str]) -> list[Curat
 
 
 def pair_review_read(project: AnnotationProject, pair: DocumentPair, *, show: str = "open") -> Review:
-    """The review page's data; ``show`` is "open" (open items and settled disagreements) or "all"."""
+    """The review page's data; ``show`` is "open" (open items and settled disagreements), "all", or "bulk" (items with a
+    bulk-accepted label, to spot-check)."""
     states = pair_item_states(project, pair)
     annotators = list(states[0].labels) if states else []
-    shown = states if show == "all" else [s for s in states if s.final is None or s.disagreement]
+    if show == "bulk":
+        shown = [s for s in states if s.bulk]
+    else:
+        shown = states if show == "all" else [s for s in states if s.final is None or s.disagreement]
     shown = sorted(shown, key=lambda s: s.final is not None)  # stable: open first, each part in document order
     return Review(
         states=states,

@@ -11,7 +11,7 @@ from alignment.paging import list_page
 from annotation import selectors
 from annotation.adjudication.agreement_data import project_agreement
 from annotation.labels import LABELS
-from annotation.models import ProjectMembership
+from annotation.models import LabelEvent, ProjectMembership
 
 
 def project_agreement_view(request: HttpRequest, project_id: int) -> HttpResponse:
@@ -40,5 +40,6 @@ def project_agreement_view(request: HttpRequest, project_id: int) -> HttpRespons
         "annotator_pairs": pairs,
         "confusion": confusion,
         "per_pair": per_pair,
+        "bulk_labels": LabelEvent.objects.filter(project=project, source=LabelEvent.Source.BULK).count(),  # partial index
     }
     return render(request, "annotation/project_agreement.html", context)

@@ -102,6 +102,7 @@ class CardStatistics:
     simplification_kept: int = 0
     agreement: AgreementCounts = field(default_factory=AgreementCounts)
     provenance: Counter = field(default_factory=Counter)  # annotator labels by "recorded" / "backfilled" / "none"
+    sources: Counter = field(default_factory=Counter)  # annotator labels by source (human, suggestion, bulk, ...)
     suggestion_runs: Counter = field(default_factory=Counter)  # (run id, model) -> annotator labels made with its suggestions
     sentences: UniqueSentences = field(default_factory=UniqueSentences)
     sentence_totals: dict[str, tuple[int, int]] | None = None  # set by finish()
@@ -119,6 +120,7 @@ class CardStatistics:
             for annotation in item.annotations:
                 suggestion = annotation["suggestion"]
                 self.provenance[suggestion["provenance"] if suggestion else "none"] += 1
+                self.sources[annotation["source"]] += 1
                 if suggestion and suggestion["kind"] == "stored":
                     self.suggestion_runs[(suggestion["run_id"], suggestion["model"] or "")] += 1
 
@@ -202,6 +204,14 @@ def _provenance_lines(statistics: CardStatistics) -> list[str]:
                 f"- run #{run}, {model or 'model not recorded'}: {n} labels"
                 for (run, model), n in sorted(statistics.suggestion_runs.items())
             ),
+        ]
+    if statistics.sources["bulk"]:
+        lines += [
+            "",
+            f"{statistics.sources['bulk']} of these labels were **bulk accepted** (`source` `bulk`): the annotator accepted "
+            "every suggestion of the pair at or above the project's confidence threshold without looking at each, and each "
+            "such label's `suggestion.bulk` gives the threshold and the precision the project's own answers estimated there. "
+            "Leave them out, or weigh them, where unseen labels matter.",
         ]
     return lines
 

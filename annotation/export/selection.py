@@ -195,12 +195,15 @@ class _Page:
             return None
         run = self.runs.get(run_id) if run_id is not None else None
         candidate = rows.candidates.get((run_id, *key)) if run_id is not None else None
-        return {
+        made = {
             "run_id": recorded.get("run_id"), "model": recorded.get("model") or (run["model"] if run else None),
             "model_version": public_model_version(recorded.get("model_version")), "kind": recorded.get("kind"),
             "provenance": recorded.get("basis"),
             "predicted_label": candidate[3] if candidate else None, "score": candidate[1] if candidate else None,
         }  # fmt: skip
+        if "bulk" in recorded:  # a bulk accept's threshold and the precision estimated there (annotation.labelling.bulk)
+            made["bulk"] = recorded["bulk"]
+        return made
 
     def aligner(self, rows: _PairRows, key: tuple[int, int], annotations: list[dict]) -> dict | None:
         """The candidate of the run the item's labels were made with (the run most of them name; ties: the earliest

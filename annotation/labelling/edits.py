@@ -13,6 +13,7 @@ edit (409, naming its sentence pair); bad input refuses it naming the change and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -22,9 +23,13 @@ from alignment.importing.json_input import JsonInputError, json_loads_bounded
 from alignment.models import DocumentPair
 from annotation import labels, services
 from annotation.client_actions import ACTION_EVENTS_MAX
+from annotation.labelling.bulk import bulk_provenance
+from annotation.labels import LINKED_LABELS
 from annotation.models import AnnotationProject, LabelEvent
+from annotation.provenance import shown_check, suggestion_provenance
 
-EDIT_SOURCES = (LabelEvent.Source.HUMAN, LabelEvent.Source.SUGGESTION)
+LABEL_SOURCES = (LabelEvent.Source.HUMAN, LabelEvent.Source.SUGGESTION)  # of one label
+EDIT_SOURCES = (*LABEL_SOURCES, LabelEvent.Source.BULK)  # of an edit's changes: bulk accept is an edit
 
 
 @dataclass(frozen=True)
@@ -54,12 +59,13 @@ def _id(value: object, where: str, *, optional: bool = False) -> int | None:
     return value
 
 
-def source_parse(value: object, where: str, *, field: str = "source") -> str:
+def source_parse(value: object, where: str, *, field: str = "source", allowed: tuple[str, ...] = LABEL_SOURCES) -> str:
     """A label's ``source`` from the screen: ``human`` (also when absent) or ``suggestion`` (the annotator accepted
-    the aligner's suggestion: Enter in the focus view, accept in the alignment view, A for a paragraph)."""
+    the aligner's suggestion: Enter in the focus view, accept in the alignment view, A for a paragraph); in an edit
+    also ``bulk`` (bulk accept, :mod:`annotation.labelling.bulk`)."""
     source = str(value or LabelEvent.Source.HUMAN)
-    if source not in EDIT_SOURCES:
-        raise ServiceError(f"{where}: {source!r} is not one of {', '.join(EDIT_SOURCES)}", field=field)
+    if source not in allowed:
+        raise ServiceError(f"{where}: {source[:40]!r} is not one of {', '.join(allowed)}", field=field)
     return source
 
 
@@ -90,7 +96,7 @@ def changes_parse(raw: str) -> list[LabelChange]:
             label = labels.label_check(str(item.get("label", "")), unlabelled=True)
         except ValueError as error:
             raise ServiceError(f"{where}.label: {error}", field="changes") from None
-        source = source_parse(item.get("source"), f"{where}.source", field="changes")
+        source = source_parse(item.get("source"), f"{where}.source", field="changes", allowed=EDIT_SOURCES)
         simple, complex_ = _id(item.get("simple"), f"{where}.simple"), _id(item.get("complex"), f"{where}.complex")
         if (simple, complex_) in seen:
             raise ServiceError(
@@ -111,14 +117,18 @@ def label_edit_record(
     seconds_spent: float | None,
     client_action_id: str,
     shown: str = "",
+    bulk_threshold: str = "",
 ) -> list[LabelEvent]:
     """Store every change of the edit as a label event, in one transaction: all of them, or none.
 
     The edit's time is shared by its events; ``shown`` (which suggestions the screen showed) is recorded on each. A resend of an edit already stored (the same
-    ``client_action_id``) stores nothing and returns the sentence pairs' latest events.
+    ``client_action_id``) stores nothing and returns the sentence pairs' latest events. A bulk accept's changes all
+    have source ``bulk`` and link (aligned or partial), and ``bulk_threshold`` says which confidence the screen
+    accepted from: each label records the server's estimate there (:func:`annotation.labelling.bulk.bulk_provenance`).
     """
     if not changes:
         raise ServiceError("changes: an edit needs at least one change", field="changes")
+    provenance = _bulk_provenance(project, pair, changes, bulk_threshold, shown)
     if not client_action_id:
         raise ServiceError("client_action_id: an edit needs one (its undo takes back every change it made)", field="client_action_id")
     seconds = services.seconds_spent_clean(seconds_spent)
@@ -141,6 +151,7 @@ def label_edit_record(
                         client_action_id=client_action_id,
                         event_of_action=k,
                         shown=shown,
+                        provenance=provenance,
                     )  # fmt: skip
                 )
             except services.LabelConflict as conflict:
@@ -150,3 +161,27 @@ def label_edit_record(
             except ValueError as error:
                 raise ServiceError(f"changes[{k}]: {error}", field="changes") from None
     return events
+
+
+def _bulk_provenance(
+    project: AnnotationProject, pair: DocumentPair, changes: list[LabelChange], threshold: str, shown: str
+) -> dict[str, Any] | None:
+    """The provenance fields of a bulk accept's events (None for any other edit); ServiceError for a mixed edit, a bulk
+    change that does not link, or a threshold without bulk changes or bulk changes without one."""
+    bulk = [change.source == LabelEvent.Source.BULK for change in changes]
+    if not any(bulk):
+        if threshold.strip():
+            raise ServiceError("bulk_threshold: only a bulk accept (changes with source bulk) has a threshold", field="bulk_threshold")
+        return None
+    if not all(bulk):
+        raise ServiceError("changes: a bulk accept has only changes with source bulk", field="changes")
+    for k, change in enumerate(changes):
+        if change.label not in LINKED_LABELS:
+            raise ServiceError(
+                f"changes[{k}].label: a bulk accept accepts suggestions (aligned or partial), not {change.label!r}", field="changes"
+            )
+    if not threshold.strip():
+        raise ServiceError("bulk_threshold: a bulk accept says which confidence it accepted from", field="bulk_threshold")
+    estimate = bulk_provenance(project, threshold)
+    provenance = suggestion_provenance(project, pair, shown=shown_check(shown))
+    return {**provenance, "suggestion": {**provenance["suggestion"], "bulk": estimate}}

@@ -33,6 +33,7 @@ SCREEN_KEYS: tuple[KeyRow, ...] = (
     KeyRow(
         (("j", "next-simple"), ("k", "prev-simple")), "next / previous simple sentence, with its best suggestion as the current pair", FOCUS
     ),
+    KeyRow((("J", "next-open"), ("K", "prev-open")), "next / previous simple sentence with no label of yours yet", FOCUS),
     KeyRow(
         (("l", "next-candidate"), ("h", "prev-candidate")), "next / previous candidate: suggestions, then near misses, then the rest", FOCUS
     ),
@@ -43,6 +44,12 @@ SCREEN_KEYS: tuple[KeyRow, ...] = (
         FOCUS,
     ),
     KeyRow((("Enter", "accept"),), "accept the suggestion's own label (aligned or partial)", FOCUS),
+    KeyRow(
+        tuple((str(k), f"pick-{k}") for k in range(1, 6)),
+        "link the numbered candidate (its suggested label, else aligned), then on to the next sentence with no label of yours",
+        FOCUS,
+    ),
+    KeyRow((("0", "pick-none"),), "no partner: the sentence's suggestions and links all not aligned, then on to the next", FOCUS),
     KeyRow((("j", "next-row"), ("k", "prev-row")), "next / previous row: an aligned group or an unaligned sentence", ALIGNMENT),
     KeyRow((("l", "next-sentence"), ("h", "prev-sentence")), "next / previous sentence of the row (the cursor)", ALIGNMENT),
     KeyRow(
@@ -55,6 +62,11 @@ SCREEN_KEYS: tuple[KeyRow, ...] = (
     KeyRow((("b", "split"),), "split the group before the cursor sentence (the other side is cut in proportion)", ALIGNMENT),
     KeyRow((("x", "unalign-sentence"),), "mark the cursor sentence unaligned", ALIGNMENT),
     KeyRow((("A", "accept-paragraph"),), "accept every remaining suggestion of the current paragraph row", BOTH),
+    KeyRow(
+        (("B", "accept-bulk"),),
+        "accept every suggestion of the pair at or above the project's confidence threshold (asks first, with the estimated precision)",
+        BOTH,
+    ),
     KeyRow((("v", "toggle-view"),), "switch between the focus view and the alignment view", BOTH),
     KeyRow((("u", "undo"),), "undo your last change in this pair (a whole edit at once)", BOTH),
     KeyRow((("d", "finish"),), "done: mark this pair done and open your next pair", BOTH),

@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from alignment.errors import ServiceError, error_answer, error_json
 from annotation import selectors, services
-from annotation.labelling import edits, keys, refresh, screen
+from annotation.labelling import bulk, edits, keys, refresh, screen
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, LabelEvent, ProjectMembership
 from annotation.projects import worklist
 from annotation.training import adaptation
@@ -66,6 +66,7 @@ def annotate_pair(request: HttpRequest, project_id: int, pair_id: int) -> HttpRe
         "comment_max_chars": ITEM_COMMENT_MAX_CHARS,
         "help_views": [(title, keys.help_rows(keys.SCREEN_KEYS, name)) for name, title in keys.SCREEN_VIEWS],
         "keymap": keys.keymap(keys.SCREEN_KEYS),
+        "bulk": bulk.bulk_offer(project).as_dict(),
     }
     return render(request, "annotation/annotate_pair.html", context)
 
@@ -120,6 +121,7 @@ def label_edit(request: HttpRequest, project_id: int, pair_id: int) -> HttpRespo
             seconds_spent=services.seconds_spent_parse(request.POST.get("seconds_spent")),
             client_action_id=request.POST.get("client_action_id", ""),
             shown=request.POST.get("suggestions", ""),
+            bulk_threshold=request.POST.get("bulk_threshold", ""),
         )
     except edits.EditConflict as conflict:
         current = conflict.current

@@ -60,6 +60,7 @@
   const focus = window.annotateFocus.create({ root, state, hint, clearHint: saving.clearHint });
   const alignment = window.annotateAlignment.create({ root, box: $("alignment-view"), state, edit: editAction, hint });
   const suggest = window.annotateSuggest.create({ url: root.dataset.suggestUrl, state, currentSimple: () => view.currentSimple(state), render });
+  const bulk = window.annotateBulk.create({ state, offer: JSON.parse($("annotate-bulk").textContent), edit: editAction, hint });
 
   function render() {
     view.render(root, state);
@@ -82,6 +83,7 @@
     if (state.complexId === null) return hint(`Simple #${number(simpleEl(simpleId))} has no suggestion: pick a complex sentence (l, g or click) first.`);
     const suggestions = suggest.shown(simpleId); // which suggestions it was made on: the export's provenance
     saving.enqueue({ kind: "label", simple: simpleId, complex: state.complexId, label, source, suggestions, seconds: secondsOnItem() });
+    return true;
   }
 
   function acceptSuggestion() {
@@ -90,11 +92,40 @@
     labelAction(candidate.predicted, "suggestion");
   }
 
+  // 1-5: the numbered candidate made the current pair and linked, as Enter (its suggestion) or a (the aligner's near
+  // miss, or a pair it never proposed) would; 0: the sentence has no partner (every link of it not aligned, one edit).
+  // Both then go on to the next simple sentence with no label (J): a second link of the same sentence is made with
+  // l / g and a / Enter first, or after k.
+  function pick(index) {
+    const simpleId = view.currentSimple(state);
+    if (simpleId === null) return hint("Select a simple sentence first (j or click); its candidates are numbered 1–5.");
+    const candidate = view.candidatesOf(state, simpleId)[index];
+    if (!candidate) return hint(`Simple #${number(simpleEl(simpleId))} has no candidate ${index + 1}: g links any complex sentence.`);
+    focus.selectCandidate(candidate.complex);
+    const made = ["aligned", "partial"].includes(candidate.predicted) ? labelAction(candidate.predicted, "suggestion") : labelAction("aligned");
+    if (made) focus.actions["next-open"]();
+  }
+
+  function pickNone() {
+    const simpleId = view.currentSimple(state);
+    if (simpleId === null) return hint("Select a simple sentence first (j or click), then 0 says it has no partner.");
+    const linked = ["aligned", "partial"];
+    const changes = view.candidatesOf(state, simpleId)
+      .filter((c) => {
+        const own = state.labels[key(simpleId, c.complex)];
+        return own && own.label ? linked.includes(own.label) : linked.includes(c.predicted);
+      })
+      .map((c) => ({ simple: simpleId, complex: c.complex, label: "not_aligned", source: "human" }));
+    if (!changes.length) return hint(`Simple #${number(simpleEl(simpleId))} has no suggestion or link: with no label it counts as unaligned once you mark the pair done (d).`);
+    if (editAction({ changes, text: `simple #${number(simpleEl(simpleId))}: no partner (${changes.length} not aligned)` })) focus.actions["next-open"]();
+  }
+
   // An edit of several sentence pairs (alignment view, or A): one action, saved and undone as a whole.
   function editAction(result) {
     if (saving.waiting().count) return hint("Wait a moment: the last change is being saved, and the next edit builds on it.");
     const suggestions = result.changes.some((change) => suggest.shown(change.simple)) ? "refreshed" : "";
-    saving.enqueue({ kind: "edit", changes: result.changes, text: result.text, suggestions, seconds: secondsOnItem() });
+    saving.enqueue({ kind: "edit", changes: result.changes, text: result.text, suggestions, seconds: secondsOnItem(), bulkThreshold: result.bulkThreshold });
+    return true;
   }
 
   function acceptParagraph() {
@@ -156,6 +187,9 @@
     "label-not_aligned": () => labelAction("not_aligned"),
     accept: () => acceptSuggestion(),
     "accept-paragraph": () => acceptParagraph(),
+    "accept-bulk": () => bulk.open(),
+    ...Object.fromEntries([1, 2, 3, 4, 5].map((k) => [`pick-${k}`, () => pick(k - 1)])),
+    "pick-none": () => pickNone(),
     "toggle-view": () => toggleView(),
     undo: () => saving.enqueue({ kind: "undo" }),
     finish: () => finish(false),
@@ -168,6 +202,7 @@
     close: () => {
       toggleHelp(false);
       $("finish-box").hidden = true;
+      bulk.close();
     },
   };
   for (const [name, actions] of Object.entries(keymap)) {
@@ -265,9 +300,11 @@
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (target.closest && target.closest("input, textarea, select, [contenteditable]")) return;
     if (event.key === "Enter" && target.closest && target.closest("button, a, summary")) return; // Enter presses the focused button
-    if (open("finish-box")) {
-      if (event.key === "Enter") finish(true);
-      else if (event.key === "Escape") ACTIONS.close();
+    if (open("finish-box") || bulk.isOpen()) {
+      if (event.key === "Enter") {
+        if (bulk.isOpen()) bulk.confirm();
+        else finish(true);
+      } else if (event.key === "Escape") ACTIONS.close();
       event.preventDefault();
       return;
     }
@@ -278,14 +315,15 @@
   });
 
   document.addEventListener("click", (event) => {
-    const button = event.target.closest("[data-key], [data-finish]");
+    const button = event.target.closest("[data-key], [data-finish], [data-bulk]");
     if (button && button.dataset.finish) return button.dataset.finish === "yes" ? finish(true) : ACTIONS.close();
+    if (button && button.dataset.bulk) return button.dataset.bulk === "yes" ? bulk.confirm() : ACTIONS.close();
     if (button) {
       const action = keymap[state.view][button.dataset.key];
       if (action) ACTIONS[action]();
       return;
     }
-    if (event.target === $("help") || event.target === $("finish-box")) return ACTIONS.close();
+    if ([$("help"), $("finish-box"), $("bulk-box")].includes(event.target)) return ACTIONS.close();
     const sentence = event.target.closest(".sentence");
     if (!sentence || !root.contains(sentence)) return;
     if (window.getSelection && String(window.getSelection()).length > 0 && sentence.dataset.side === "complex") return; // copying text

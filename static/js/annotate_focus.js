@@ -130,6 +130,15 @@
       }
     }
 
+    // J / K: the next / previous simple sentence with no label of yours (after a bulk accept, the ones left to decide).
+    function selectOpen(delta) {
+      const labelled = (simpleId) => Object.entries(state.labels).some(([pairKey, value]) => pairKey.startsWith(`${simpleId}:`) && value.label);
+      for (let index = state.simpleIndex + delta; index >= 0 && index < state.simpleIds.length; index += delta) {
+        if (!labelled(state.simpleIds[index])) return selectSimple(index);
+      }
+      return hint(delta > 0 ? "No simple sentence after this one is without a label of yours (d marks the pair done)." : "No simple sentence before this one is without a label of yours.");
+    }
+
     function openJumpList() {
       const simpleId = currentSimple();
       if (simpleId === null) return hint("Select a simple sentence first (j or click), then g links a complex sentence to it.");
@@ -146,6 +155,8 @@
       actions: {
         "next-simple": () => selectSimple(state.simpleIndex + 1),
         "prev-simple": () => selectSimple(state.simpleIndex < 0 ? 0 : state.simpleIndex - 1),
+        "next-open": () => selectOpen(1),
+        "prev-open": () => selectOpen(-1),
         "next-candidate": () => moveCandidate(1),
         "prev-candidate": () => moveCandidate(-1),
         jump: () => openJumpList(),

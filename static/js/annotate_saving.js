@@ -129,6 +129,7 @@
         body.set("changes", JSON.stringify(changes));
         body.set("seconds_spent", action.seconds.toFixed(2));
         if (action.suggestions) body.set("suggestions", action.suggestions);
+        if (action.bulkThreshold !== undefined) body.set("bulk_threshold", String(action.bulkThreshold)); // a bulk accept's
       }
       if (action.kind === "label") {
         const current = currentLabel(action.simple, action.complex);

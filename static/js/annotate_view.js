@@ -17,6 +17,7 @@
 
   const currentSimple = (state) => (state.simpleIndex >= 0 ? state.simpleIds[state.simpleIndex] : null);
   const candidatesOf = (state, simpleId) => state.candidates[simpleId] || [];
+  const PICKS = 5; // candidates numbered for the keys 1-5 (the picker)
 
   function element(tag, className, text) {
     const el = document.createElement(tag);
@@ -84,11 +85,15 @@
     }
     if (simpleId !== null) {
       simpleEl(simpleId).classList.add("selected");
-      for (const candidate of candidatesOf(state, simpleId)) {
+      candidatesOf(state, simpleId).forEach((candidate, index) => {
         const el = complexEl(candidate.complex);
-        if (!el) continue;
+        if (!el) return;
         const marks = el.querySelector(".sent-marks");
         el.classList.add("candidate");
+        if (index < PICKS) {
+          const pick = marks.appendChild(badge(String(index + 1), "pick-number"));
+          pick.title = `Key ${index + 1} links this candidate (with its suggested label, else aligned)`;
+        }
         if (candidate.predicted) {
           el.classList.add(`pred-${candidate.predicted}`);
           const suggestion = badge(`suggested ${LABEL_NAMES[candidate.predicted]} · ${confidenceText(candidate)}`, `suggestion label-${candidate.predicted}`);
@@ -103,7 +108,7 @@
         }
         const decided = (state.decisions || {})[key(simpleId, candidate.complex)];
         if (decided && decided !== ((own && own.label) || "not_aligned")) marks.appendChild(badge(`⚠ reviewer: ${LABEL_NAMES[decided]}`, "conflict"));
-      }
+      });
       if (state.complexId !== null) complexEl(state.complexId).classList.add("current");
     }
     renderCurrentPair(state);
@@ -173,6 +178,6 @@
 
   window.annotateView = {
     LABEL_NAMES, $, key, simpleEl, complexEl, number, element, currentSimple, candidatesOf, render, updateProgress, describe, revealPair,
-    confidenceText,
+    confidenceText, PICKS,
   };
 })();

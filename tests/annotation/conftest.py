@@ -1,4 +1,4 @@
-"""Shared fixtures for the annotation tests: an annotator, the tram pair, and a two-annotator team."""
+"""Shared fixtures for the annotation tests: an annotator, the tram pair, a two-annotator team, a suggestion run."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from dataclasses import dataclass
 import pytest
 from django.contrib.auth import get_user_model
 
-from alignment.models import DocumentPair, Sentence
+import alignment.aligning.service as aligning
+from alignment.aligning.measures import run_measure
+from alignment.models import AlignmentRun, DocumentPair, Sentence
 from annotation import services
 from annotation.models import AnnotationProject
 
@@ -76,3 +78,17 @@ def label_now(project, annotator, pair, simple_id: int, complex_id: int, label: 
         project=project, annotator=annotator, pair=pair, simple_sentence_id=simple_id, complex_sentence_id=complex_id,
         label=label, expected_previous=None, **options,
     )  # fmt: skip
+
+
+@pytest.fixture
+def suggestion_run(tram_corpus, monkeypatch):
+    """The tram pair aligned by a lexical run (no encoder), in this process."""
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
+    run = aligning.alignment_run_create(
+        corpus=tram_corpus,
+        aligner_config={"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "newsela"},
+        measures=["tfidf_cosine", "jaccard"],
+    )
+    run = aligning.alignment_run_execute(run_id=run.pk, build_measure=run_measure)
+    assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
+    return run

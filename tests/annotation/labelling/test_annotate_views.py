@@ -9,25 +9,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-import alignment.aligning.service as aligning
-from alignment.aligning.measures import run_measure
-from alignment.models import AlignmentRun, CandidateAlignment, ParagraphAlignment
+from alignment.models import CandidateAlignment, ParagraphAlignment
 from annotation import services
 from annotation.labelling import screen
 from annotation.models import Assignment, LabelEvent
-
-
-@pytest.fixture
-def suggestion_run(tram_corpus, monkeypatch):
-    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
-    run = aligning.alignment_run_create(
-        corpus=tram_corpus,
-        aligner_config={"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "newsela"},
-        measures=["tfidf_cosine", "jaccard"],
-    )
-    run = aligning.alignment_run_execute(run_id=run.pk, build_measure=run_measure)
-    assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
-    return run
 
 
 @pytest.fixture

@@ -1,0 +1,171 @@
+"""Bulk accept: every suggestion of a pair at or above the project's threshold, in one key, guarded by measured precision.
+
+The threshold is chosen per project for its precision target (``AnnotationProject.bulk_precision_target``, set by
+a manager, .97 unless changed) from the project's own **answered suggestions** (:mod:`annotation.labelling.bulk_estimate`
+says what counts and how the estimate and threshold are made). They are read from the ``BULK_ESTIMATE_PAIRS``
+assignments marked done most recently, whoever did them: one query of at most that many pairs' suggestions, whatever
+the project's size. The answer is kept until another assignment is marked done, the target or the suggestion run
+changes (a label changed on a pair already done is counted at the next one).
+
+Until the project has :data:`~annotation.labelling.bulk_estimate.MIN_ANSWERED` answers above a threshold that meets
+its target, bulk accept is not offered, and the screen and the project page say how many answers there are.
+(The model's own held-out calibration, as a fallback for a new project, is not stored with models yet.)
+
+A bulk accept is one edit (one ``u`` undoes it). Each of its labels has source ``bulk``, and its provenance
+(``LabelEvent.suggestion["bulk"]``) records the threshold and the estimate at it **as the server computed it when
+the edit was saved**: the screen says which threshold it used, never what it estimated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from django.core.cache import caches
+from django.db import connection
+from django.db.models import Count, Max
+
+from alignment.errors import ServiceError
+from alignment.models import AlignedPair, CandidateAlignment, Sentence
+from annotation.labelling.bulk_estimate import MIN_ANSWERED, PrecisionEstimate, estimate_at, threshold_for
+from annotation.models import AnnotationProject, Assignment, LabelEvent
+
+BULK_ESTIMATE_PAIRS = 200  # the most recently done assignments an estimate reads
+TARGET_MIN, TARGET_MAX = 0.5, 0.999
+CACHE_SECONDS = 24 * 3600
+
+_ANSWERS_SQL = """
+WITH done AS (
+    SELECT pair_id, annotator_id FROM {assignment}
+    WHERE project_id = %(project)s AND completed_at IS NOT NULL
+    ORDER BY completed_at DESC, id DESC LIMIT %(pairs)s
+)
+SELECT
+    CASE WHEN ap.viterbi IS NULL OR (ap.viterbi -> ss.index) @> to_jsonb(cs.index)
+         THEN c.crf_marginal ELSE coalesce(c.group_score, c.crf_marginal) END,
+    c.label, latest.new_label, latest.source
+FROM done
+JOIN {candidate} c ON c.run_id = %(run)s AND c.pair_id = done.pair_id AND c.label IN ('aligned', 'partial')
+JOIN {sentence} ss ON ss.id = c.simple_sentence_id
+JOIN {sentence} cs ON cs.id = c.complex_sentence_id
+LEFT JOIN {aligned} ap ON ap.run_id = c.run_id AND ap.pair_id = c.pair_id
+LEFT JOIN LATERAL (
+    SELECT e.new_label, e.source FROM {event} e
+    WHERE e.project_id = %(project)s AND e.pair_id = c.pair_id AND e.annotator_id = done.annotator_id
+      AND e.simple_sentence_id = c.simple_sentence_id AND e.complex_sentence_id = c.complex_sentence_id
+      AND e.source <> 'adjudication'
+    ORDER BY e.id DESC LIMIT 1
+) latest ON true
+"""
+
+
+@dataclass(frozen=True)
+class BulkOffer:
+    """What the screen and the project page show: the target, the threshold chosen for it (None: not offered yet),
+    and how many answered suggestions the estimate had to go on."""
+
+    target: float
+    estimate: PrecisionEstimate | None
+    answered: int
+
+    @property
+    def threshold(self) -> float | None:
+        return self.estimate.threshold if self.estimate else None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"target": self.target, "answered": self.answered, "estimate": self.estimate.as_dict() if self.estimate else None}
+
+
+def project_answers(project: AnnotationProject) -> list[tuple[float, bool]]:
+    """(confidence, right) of the suggestions of the project's ``BULK_ESTIMATE_PAIRS`` most recently done assignments,
+    each against that annotator's label of it; suggestions their own bulk accept labelled are left out."""
+    if project.suggestion_run_id is None:
+        return []
+    sql = _ANSWERS_SQL.format(
+        assignment=Assignment._meta.db_table, candidate=CandidateAlignment._meta.db_table, sentence=Sentence._meta.db_table,
+        aligned=AlignedPair._meta.db_table, event=LabelEvent._meta.db_table,
+    )  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"project": project.pk, "run": project.suggestion_run_id, "pairs": BULK_ESTIMATE_PAIRS})
+        rows = cursor.fetchall()
+    return [
+        (min(max(float(confidence or 0.0), 0.0), 1.0), label == suggested)
+        for confidence, suggested, label, source in rows
+        if source != LabelEvent.Source.BULK
+    ]
+
+
+def _version(project: AnnotationProject) -> tuple:
+    done = Assignment.objects.filter(project=project, completed_at__isnull=False).aggregate(count=Count("id"), last=Max("completed_at"))
+    return (project.pk, project.suggestion_run_id, project.bulk_precision_target, done["count"], str(done["last"]))
+
+
+def bulk_offer(project: AnnotationProject) -> BulkOffer:
+    """The project's bulk accept as it stands (kept until another assignment is done; see the module docstring)."""
+    key = "bulk-offer:" + hashlib.sha256(repr(_version(project)).encode()).hexdigest()
+    cache = caches["figures"]
+    offer = cache.get(key)
+    if offer is None:
+        answers = project_answers(project)
+        offer = BulkOffer(project.bulk_precision_target, threshold_for(answers, project.bulk_precision_target), len(answers))
+        cache.set(key, offer, CACHE_SECONDS)
+    return offer
+
+
+def bulk_provenance(project: AnnotationProject, threshold: object) -> dict[str, object]:
+    """What a bulk edit's labels record: the estimate at the threshold the screen used, as the server computes it now.
+
+    ServiceError (field ``bulk_threshold``) when the threshold is not a number from 0 to 1, the project offers no
+    bulk accept yet, or the threshold is below the one the project's target asks for now (the screen's page is older
+    than the estimate: a reload shows the current one).
+    """
+    try:
+        value = float(str(threshold))
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:  # NaN fails both
+        raise ServiceError(f"bulk_threshold: {str(threshold)[:20]!r} is not a confidence from 0 to 1", field="bulk_threshold")
+    offer = bulk_offer(project)
+    if offer.estimate is None:
+        raise ServiceError(
+            f"bulk_threshold: this project offers no bulk accept yet ({offer.answered} answered suggestions; no threshold "
+            f"meets its precision target {offer.target:.2f} on {MIN_ANSWERED} answers or more)",
+            field="bulk_threshold",
+        )
+    if value < offer.estimate.threshold:
+        raise ServiceError(
+            f"bulk_threshold: {value:.2f} is below the project's threshold {offer.estimate.threshold:.2f} now; reload the page",
+            field="bulk_threshold",
+        )
+    return {"target": offer.target, **estimate_at(project_answers(project), value).as_dict()}
+
+
+def bulk_target_set(project: AnnotationProject, value: object) -> AnnotationProject:
+    """Set the project's precision target for bulk accept; ServiceError naming ``bulk_precision_target`` when it is not
+    a number from 0.5 to 0.999."""
+    try:
+        target = float(str(value).strip())
+    except ValueError:
+        target = float("nan")
+    if not TARGET_MIN <= target <= TARGET_MAX:
+        raise ServiceError(
+            f"bulk_precision_target: {str(value)[:20]!r} is not a precision from {TARGET_MIN} to {TARGET_MAX}",
+            field="bulk_precision_target",
+        )
+    project.bulk_precision_target = round(target, 3)
+    project.save(update_fields=["bulk_precision_target"])
+    return project
+
+
+SPOT_CHECK_PAIRS = 10  # pairs with bulk labels the project page links to, most recent first
+
+
+def bulk_summary(project: AnnotationProject) -> dict[str, object]:
+    """The project page's card: the offer, how many labels bulk accept made (undone ones too) in how many pairs, and
+    the pairs most recently bulk accepted, for a reviewer to spot-check (their review shows bulk labels marked)."""
+    events = LabelEvent.objects.filter(project=project, source=LabelEvent.Source.BULK)
+    totals = events.aggregate(labels=Count("id"), pairs=Count("pair_id", distinct=True))
+    recent = (events.values("pair_id", "pair__complex_document__title").annotate(last=Max("id"), labels=Count("id")).order_by("-last"))[
+        :SPOT_CHECK_PAIRS
+    ]
+    return {"offer": bulk_offer(project), "labels": totals["labels"], "pairs": totals["pairs"], "recent": list(recent)}

@@ -1,0 +1,66 @@
+/* Bulk accept on the annotation screen (key B): every suggestion of the pair at or above the project's confidence
+ * threshold that has no label of yours, accepted with its own label as one edit (one u undoes it), after a dialog
+ * that says how many labels it makes and the precision the project's own answers estimate at that threshold.
+ * The offer (#annotate-bulk: the project's target, threshold and estimate) comes from the server
+ * (annotation.labelling.bulk), which records its own estimate on each label; this file only counts and asks. */
+(function () {
+  "use strict";
+
+  const LINKED = ["aligned", "partial"];
+
+  /* state: annotate.js's state; offer: {target, answered, estimate: {threshold, precision, low, high, count} | null};
+   * edit(result): annotate.js's editAction; hint(text): say why nothing happened. */
+  function create({ state, offer, edit, hint }) {
+    const box = document.getElementById("bulk-box");
+    let pending = null;
+
+    function changes(threshold) {
+      const found = [];
+      for (const simple of state.simpleIds) {
+        for (const candidate of state.candidates[simple] || []) {
+          const own = state.labels[`${simple}:${candidate.complex}`];
+          const sure = candidate.confidence !== null && candidate.confidence !== undefined && candidate.confidence >= threshold;
+          if (LINKED.includes(candidate.predicted) && sure && !(own && own.label)) {
+            found.push({ simple, complex: candidate.complex, label: candidate.predicted, source: "bulk" });
+          }
+        }
+      }
+      return found;
+    }
+
+    function open() {
+      const estimate = offer.estimate;
+      if (!estimate) {
+        return hint(`Bulk accept is not offered yet: no confidence threshold meets this project's precision target (${offer.target.toFixed(2)}) on 30 or more of its ${offer.answered} answered suggestions. Label pairs and mark them done.`);
+      }
+      const found = changes(estimate.threshold);
+      if (!found.length) return hint(`No suggestion of this pair at confidence ${estimate.threshold.toFixed(2)} or more is left without a label of yours.`);
+      const sentences = new Set(found.map((change) => change.simple)).size;
+      const wrong = Math.round(found.length * (1 - estimate.precision));
+      document.getElementById("bulk-count").textContent = `${found.length} suggestion${found.length > 1 ? "s" : ""} of ${sentences} simple sentence${sentences > 1 ? "s" : ""}`;
+      document.getElementById("bulk-threshold").textContent = estimate.threshold.toFixed(2);
+      document.getElementById("bulk-estimate").textContent =
+        `${estimate.precision.toFixed(3)} (95 % interval ${estimate.low.toFixed(2)}–${estimate.high.toFixed(2)}), from ${estimate.count} suggestions this project's annotators answered at that confidence or more`;
+      document.getElementById("bulk-wrong").textContent = wrong ? `about ${wrong} of them may be wrong` : "fewer than one of them is expected to be wrong";
+      pending = { changes: found, threshold: estimate.threshold };
+      box.hidden = false;
+    }
+
+    function confirm() {
+      box.hidden = true;
+      if (!pending) return;
+      const { changes: found, threshold } = pending;
+      pending = null;
+      edit({ changes: found, text: `${found.length} suggestion${found.length > 1 ? "s" : ""} at confidence ≥ ${threshold.toFixed(2)} bulk accepted`, bulkThreshold: threshold });
+    }
+
+    function close() {
+      box.hidden = true;
+      pending = null;
+    }
+
+    return { open, confirm, close, isOpen: () => !box.hidden };
+  }
+
+  window.annotateBulk = { create };
+})();

@@ -1,0 +1,73 @@
+"""Bulk accept in Chromium: B asks first (how many labels, the estimated precision), Esc stores nothing, Enter stores
+them all as one edit with source ``bulk``, J goes to the sentences left open, and one u takes the whole edit back."""
+
+from __future__ import annotations
+
+import re
+
+from django.contrib.auth import get_user_model
+from playwright.sync_api import Page, expect
+
+from alignment.models import CandidateAlignment
+from annotation import services
+from annotation.labelling import bulk, bulk_estimate
+from annotation.models import LabelEvent
+from tests.annotation.conftest import label_now
+from tests.e2e.shots import shot
+from tests.e2e.test_annotate_in_browser import _login, _screen_url, annotation_setup  # noqa: F401 - a fixture
+
+
+def test_bulk_accept_asks_stores_one_edit_and_one_undo_takes_it_back(page: Page, live_server, annotation_setup, monkeypatch) -> None:
+    project, pair, run = annotation_setup
+    monkeypatch.setattr(bulk_estimate, "MIN_ANSWERED", 2)  # a small pair: two annotators' answers are enough here
+    bulk.bulk_target_set(project, "0.8")
+    suggested = list(CandidateAlignment.objects.filter(run=run, pair=pair, label__in=("aligned", "partial")))
+    for name in ("ben", "cid"):  # two annotators accepted every suggestion and marked the pair done
+        user = get_user_model().objects.create_user(name, password=f"{name}-pass-123")
+        services.membership_set(project=project, user=user, role="annotator")
+        services.assignment_create(project=project, pair=pair, annotator=user)
+        for candidate in suggested:
+            label_now(project, user, pair, candidate.simple_sentence_id, candidate.complex_sentence_id, candidate.label)
+        services.assignment_complete(project=project, annotator=user, pair=pair)
+    offer = bulk.bulk_offer(project)
+    assert offer.estimate is not None
+    expected = {(c.simple_sentence_id, c.complex_sentence_id) for c in suggested}  # the Bees run's suggestions are all sure
+
+    _login(page, live_server, "anna", "anna-pass-123")
+    page.goto(_screen_url(live_server, project, pair))
+    expect(page.locator("#bulk-offer")).to_contain_text(f"confidence ≥ {offer.estimate.threshold:.2f}")
+    page.keyboard.press("B")
+    box = page.locator("#bulk-box")
+    expect(box).to_be_visible()
+    expect(page.locator("#bulk-estimate")).to_contain_text(f"{offer.estimate.precision:.3f}")
+    shot(page, "bulk-accept-dialog.png")
+    count = int(re.match(r"(\d+) suggestion", page.locator("#bulk-count").inner_text()).group(1))
+    assert 0 < count <= len(expected)
+    page.keyboard.press("Escape")
+    expect(box).to_be_hidden()
+    assert not LabelEvent.objects.filter(annotator__username="anna").exists()
+
+    page.keyboard.press("B")
+    page.keyboard.press("Enter")
+    expect(page.locator("#save-status")).to_contain_text("bulk accepted")
+    made = LabelEvent.objects.filter(annotator__username="anna")
+    assert made.count() == count and set(made.values_list("source", flat=True)) == {"bulk"}
+    assert {(e.simple_sentence_id, e.complex_sentence_id) for e in made} <= expected
+    assert {e.suggestion["bulk"]["threshold"] for e in made} == {offer.estimate.threshold}
+
+    labelled = {e.simple_sentence_id for e in made}
+    simple = list(pair.simple_document.sentences.order_by("index").values_list("pk", flat=True))
+    open_ones = [pk for pk in simple if pk not in labelled]
+    page.keyboard.press("J")  # the first simple sentence with no label of anna's
+    if open_ones:
+        expect(page.locator(f"#s-{open_ones[0]}")).to_have_class(re.compile(r"\bselected\b"))
+    else:
+        expect(page.locator("#save-status")).to_contain_text("without a label of yours")
+
+    page.keyboard.press("u")
+    expect(page.locator("#save-status")).to_contain_text(f"Undone ✓ the last edit ({count} sentence pairs)")
+    current = {
+        (e.simple_sentence_id, e.complex_sentence_id): e.new_label
+        for e in LabelEvent.objects.filter(annotator__username="anna").order_by("pk")
+    }
+    assert set(current.values()) == {""}
