@@ -32,9 +32,18 @@ from bench._django import setup_django
 
 DEMO = "demo"
 KINDS = {
-    "move": ("next-simple",),
+    "move": ("next-simple", "next-open"),
     "find": ("next-candidate", "prev-candidate", "jump", "jump-type", "jump-pick"),
-    "label": ("accept", "label-aligned", "label-partial", "label-not_aligned", "accept-paragraph"),
+    "label": (
+        "accept",
+        "label-aligned",
+        "label-partial",
+        "label-not_aligned",
+        "accept-paragraph",
+        "accept-bulk",
+        "bulk-confirm",
+        *(f"pick-{k}" for k in range(1, 6)),
+    ),
     "done": ("finish", "finish-confirm"),
 }
 
@@ -71,15 +80,34 @@ def interval(values: list[float]) -> tuple[float, float]:
     return t_interval(values)
 
 
-def report(domain: str, aligner, pairs, similarities, strategies) -> None:
-    from bench._keys import annotate_pair, key_name
+def walk(aligner, pairs, similarities, strategy: str, target: float):
+    """Each pair's tally, in order, as one annotator does them in one project: for ``bulk``, the threshold for
+    ``target`` comes from the answered suggestions of the pairs done before (none until there are enough)."""
+    from annotation.labelling.bulk_estimate import threshold_for
+    from bench._keys import annotate_pair
+
+    tallies, answers, started = [], [], None
+    for k, (pair, similarity) in enumerate(zip(pairs, similarities)):
+        threshold = threshold_for(answers, target) if strategy.startswith("bulk") else None
+        if threshold is not None and started is None:
+            started = (k, threshold)
+        tallies.append(annotate_pair(aligner, pair, similarity, strategy, threshold))
+        answers += tallies[-1].answers
+    if strategy.startswith("bulk"):
+        print(f"             bulk accept from pair {started[0] + 1} on, first at t = {started[1].threshold:.2f} "
+              f"(estimate {started[1].precision:.3f} on {started[1].count})" if started else "             bulk accept never offered")  # fmt: skip
+    return tallies
+
+
+def report(domain: str, aligner, pairs, similarities, strategies, target: float) -> None:
+    from bench._keys import key_name
 
     started = time.perf_counter()
     print(f"\n{domain} held out: {len(pairs)} pairs, {sum(len(p.simple_sentences) for p in pairs)} simple sentences, "
           f"{sum(len(g.complex) * len(g.simple) for p in pairs for g in p.groups)} gold links")  # fmt: skip
     baseline = None
     for strategy in strategies:
-        per_pair = [annotate_pair(aligner, pair, x, strategy) for pair, x in zip(pairs, similarities)]
+        per_pair = walk(aligner, pairs, similarities, strategy, target)
         total = sum(per_pair[1:], per_pair[0])
         mean, half = interval([t.total for t in per_pair])
         change = "" if baseline is None else f"   {total.total / baseline - 1:+.0%} against {strategies[0]}"
@@ -92,7 +120,8 @@ def report(domain: str, aligner, pairs, similarities, strategies) -> None:
         print(f"             keys: {common}")
         if total.bulk:
             print(
-                f"             A accepted {total.bulk} labels, {total.bulk_wrong} wrong ({100 * total.bulk_wrong / total.bulk:.1f} per 100)"
+                f"             {'B' if strategy.startswith('bulk') else 'A'} accepted {total.bulk} labels, {total.bulk_wrong} wrong "
+                f"({100 * total.bulk_wrong / total.bulk:.1f} per 100); gold links missed on sentences not looked at: {total.missed}"
             )
     print(f"  ({time.perf_counter() - started:.0f} s)")
 
@@ -100,7 +129,8 @@ def report(domain: str, aligner, pairs, similarities, strategies) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--domains", default="fiction,health,bible,language learner,demo")
-    parser.add_argument("--strategies", default="sentence,paragraph")
+    parser.add_argument("--strategies", default="sentence,paragraph,bulk,picker,bulk+picker")
+    parser.add_argument("--target", type=float, default=0.97, help="the project's precision target for bulk accept")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     setup_django()  # the screen's candidate lists come from the app's refresh code (no table is read)
@@ -123,7 +153,7 @@ def main() -> None:
     for domain in domains:
         if domain == DEMO:
             pairs = demo_pairs()
-            report(domain, Aligner.load(settings.ALIGNER_MODEL_DIR, device="cpu"), pairs, [None] * len(pairs), strategies)
+            report(domain, Aligner.load(settings.ALIGNER_MODEL_DIR, device="cpu"), pairs, [None] * len(pairs), strategies, args.target)
             continue
         if not DEPLAIN.is_dir():
             print(f"\n{domain}: skipped, DEplain-web dev is not at {DEPLAIN}")
@@ -131,7 +161,7 @@ def main() -> None:
         corpus = corpus or load_corpus(embeddings=False)
         aligner = domain_model(corpus, domain, args.seed)
         indices = corpus.indices(domain)
-        report(domain, aligner, [corpus.pairs[k] for k in indices], learned_logits(aligner, corpus, indices), strategies)
+        report(domain, aligner, [corpus.pairs[k] for k in indices], learned_logits(aligner, corpus, indices), strategies, args.target)
 
 
 if __name__ == "__main__":

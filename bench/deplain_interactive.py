@@ -17,8 +17,10 @@ documents the model saw. Two measurements per pair of the held-out domain:
    order: at each simple sentence it looks at the current suggestion (the complex sentences of
    its Viterbi state; none for null), accepts it when it equals the gold links and corrects it
    otherwise (one correction), and the sentence is then known. *static*: the suggestions of the
-   first decoding throughout (today's screen); *refresh*: decoded again after every label with
-   the known sentences clamped; *refresh + refit*: also refitting the per-pair correction.
+   first decoding throughout (the screen before it refreshed); *refresh*: decoded again after every label with
+   the known sentences clamped; *refresh + refit*: also refitting the per-pair correction. For each refreshing
+   mode also how often the suggestion the annotator reached was wrong in the first decoding and right after the
+   refresh (fixed), and right before and wrong after (broke), per 100 simple sentences.
 
 Printed per domain: mean over the domain's pairs with a 95 % t-interval, and the pooled (micro)
 figure; for corrections also the change against *static*.
@@ -75,20 +77,25 @@ def revealed_scores(aligner: Aligner, pair: GoldPair, logits: np.ndarray, share:
     return evaluate_pairs(unrevealed_part(pair.groups, hidden), unrevealed_part(result.groups, hidden), m, n)
 
 
-def corrections(aligner: Aligner, pair: GoldPair, logits: np.ndarray, mode: str) -> float:
-    """Corrections per 100 simple sentences of a simulated annotator (see the module docstring)."""
+def corrections(aligner: Aligner, pair: GoldPair, logits: np.ndarray, mode: str) -> tuple[float, int, int]:
+    """Corrections per 100 simple sentences of a simulated annotator (see the module docstring), and how many of the
+    pair's suggestions the refresh changed from wrong to right (fixed) and from right to wrong (broke) against the
+    first decoding's, as the annotator reached them."""
     links = gold_links(pair)
-    current = aligner.align(pair.complex_sentences, pair.simple_sentences, similarity=logits).chosen_complex
+    first = current = aligner.align(pair.complex_sentences, pair.simple_sentences, similarity=logits).chosen_complex
     fixed: dict[int, tuple[int, ...]] = {}
-    count = 0
+    count = repaired = broke = 0
     for j, gold in enumerate(links):
         if mode != "static" and fixed:
             current = aligner.align(
                 pair.complex_sentences, pair.simple_sentences, similarity=logits, fixed=fixed, refit=mode == "refresh + refit"
             ).chosen_complex
-        count += set(current[j]) != set(gold)
+        right_first, right_now = set(first[j]) == set(gold), set(current[j]) == set(gold)
+        count += not right_now
+        repaired += right_now and not right_first
+        broke += right_first and not right_now
         fixed[j] = gold
-    return 100.0 * count / len(links)
+    return 100.0 * count / len(links), repaired, broke
 
 
 def domain_model(corpus: Corpus, domain: str, seed: int) -> Aligner:
@@ -118,11 +125,16 @@ def report_domain(corpus: Corpus, domain: str, seed: int, refit: bool) -> None:
             print(_line(name + ", pair F1", [r.sentence_task1.f1 for r in reports], pooled.sentence_task1.f1))
     print("corrections per 100 simple sentences (mean over pairs ± 95 %)")
     modes = ("static", "refresh", "refresh + refit") if refit else ("static", "refresh")
-    per_mode = {mode: [corrections(aligner, corpus.pairs[k], x, mode) for k, x in zip(indices, logits)] for mode in modes}
+    outcomes = {mode: [corrections(aligner, corpus.pairs[k], x, mode) for k, x in zip(indices, logits)] for mode in modes}
+    per_mode = {mode: [rate for rate, _, _ in rows] for mode, rows in outcomes.items()}
+    simple = sum(len(corpus.pairs[k].simple_sentences) for k in indices)
     for mode in modes:
         change = "" if mode == "static" else f"   change {interval(list(np.subtract(per_mode[mode], per_mode['static'])))[0]:+.1f}"
         ratio = "" if mode == "static" else f" ({np.sum(per_mode[mode]) / max(np.sum(per_mode['static']), 1e-9) - 1:+.0%})"
         print(_line(mode, per_mode[mode]) + change + ratio)
+        if mode != "static":
+            repaired, broke = (sum(row[k] for row in outcomes[mode]) for k in (1, 2))
+            print(f"    suggestions it fixed {100 * repaired / simple:.1f}, broke {100 * broke / simple:.1f} per 100 simple sentences")
     print(f"  ({time.perf_counter() - started:.0f} s)")
 
 
