@@ -71,3 +71,19 @@ def test_bulk_accept_asks_stores_one_edit_and_one_undo_takes_it_back(page: Page,
         for e in LabelEvent.objects.filter(annotator__username="anna").order_by("pk")
     }
     assert set(current.values()) == {""}
+    page.keyboard.press("B")  # again, to leave bulk labels for the reviewer
+    page.keyboard.press("Enter")
+    expect(page.locator("#save-status")).to_contain_text("bulk accepted")
+
+    # The manager: the project page's card counts them and links the pair's review, filtered to them and marked.
+    page.context.clear_cookies()
+    _login(page, live_server, "owner", "owner-pass-123")
+    page.goto(f"{live_server.url}/annotate/projects/{project.pk}/")
+    card = page.locator("#bulk")
+    expect(card).to_contain_text(f"{2 * count} labels bulk accepted in 1 pair")
+    shot(card, "bulk-accept-project-card.png")
+    card.get_by_role("link", name=pair.complex_document.title).click()
+    expect(page).to_have_url(re.compile(r"show=bulk"))
+    expect(page.locator("#review tbody tr .bulk-mark")).to_have_count(count)
+    expect(page.locator("#review tbody tr[data-row]")).to_have_count(count)
+    shot(page, "bulk-accept-review.png", full_page=True)
