@@ -128,7 +128,8 @@ def label_edit_record(
     """
     if not changes:
         raise ServiceError("changes: an edit needs at least one change", field="changes")
-    provenance = _bulk_provenance(project, pair, changes, bulk_threshold, shown)
+    resent = LabelEvent.objects.filter(project=project, pair=pair, annotator=annotator, client_action_id=client_action_id).exists()
+    provenance = _bulk_provenance(project, pair, changes, bulk_threshold, shown, resent=resent)
     if not client_action_id:
         raise ServiceError("client_action_id: an edit needs one (its undo takes back every change it made)", field="client_action_id")
     seconds = services.seconds_spent_clean(seconds_spent)
@@ -164,10 +165,12 @@ def label_edit_record(
 
 
 def _bulk_provenance(
-    project: AnnotationProject, pair: DocumentPair, changes: list[LabelChange], threshold: str, shown: str
+    project: AnnotationProject, pair: DocumentPair, changes: list[LabelChange], threshold: str, shown: str, *, resent: bool
 ) -> dict[str, Any] | None:
     """The provenance fields of a bulk accept's events (None for any other edit); ServiceError for a mixed edit, a bulk
-    change that does not link, or a threshold without bulk changes or bulk changes without one."""
+    change that does not link, or a threshold without bulk changes or bulk changes without one. A resend of a bulk
+    accept already stored (``resent``) is answered with what was stored, not estimated again (the estimate may have
+    moved since)."""
     bulk = [change.source == LabelEvent.Source.BULK for change in changes]
     if not any(bulk):
         if threshold.strip():
@@ -182,6 +185,8 @@ def _bulk_provenance(
             )
     if not threshold.strip():
         raise ServiceError("bulk_threshold: a bulk accept says which confidence it accepted from", field="bulk_threshold")
+    if resent:
+        return {}  # label_record answers each change with the event stored the first time
     estimate = bulk_provenance(project, threshold)
     provenance = suggestion_provenance(project, pair, shown=shown_check(shown))
     return {**provenance, "suggestion": {**provenance["suggestion"], "bulk": estimate}}

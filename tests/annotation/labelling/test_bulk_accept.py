@@ -107,6 +107,10 @@ def test_a_bulk_accept_is_one_edit_with_the_servers_estimate_and_one_undo_takes_
     assert answer.status_code == 200, answer.content
     events = list(LabelEvent.objects.filter(annotator=users[4]))
     assert len(events) == len(suggested) and {e.source for e in events} == {"bulk"}
+    bulk.bulk_target_set(project, "0.999")  # no threshold meets it now: a resend of the stored edit is still answered
+    again = _edit(client, project, pair, suggested, threshold=str(offer.threshold))
+    assert again.status_code == 200 and LabelEvent.objects.filter(annotator=users[4]).count() == len(suggested)
+    bulk.bulk_target_set(project, "0.8")
     recorded = events[0].suggestion["bulk"]
     expected = estimate_at(bulk.project_answers(project), offer.threshold).as_dict()
     assert recorded == {"target": 0.8, **expected} and recorded["count"] == 3 * len(suggested)
