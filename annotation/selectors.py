@@ -228,6 +228,27 @@ def project_cached(
     return value
 
 
+# The manager's figures a bulk load warms: the project page's summary, the agreement dashboard, the training preview.
+WARMED_FIGURES = (
+    "annotation.projects.summary.summary_recount",
+    "annotation.adjudication.agreement_sql.agreement_recount",
+    "annotation.training.views.preview_recount",
+)
+
+
+def figures_warm(project: AnnotationProject, *, items: int) -> None:
+    """After a bulk load of ``items`` rows (assignments given, gold labels imported), queue the background recount of
+    the manager's figures (:data:`WARMED_FIGURES`), so that the first view of a large project's pages reads them from
+    the cache instead of counting them in the request (0.8-8 s at 10,000 pairs). Below PROJECT_FIGURES_WARM_MIN_ITEMS
+    nothing is queued: such figures are counted in the request in well under a second."""
+    if items < settings.PROJECT_FIGURES_WARM_MIN_ITEMS:
+        return
+    for recount in WARMED_FIGURES:
+        defer_unless_waiting(
+            RECOUNT_TASK, f"figures-warm-{project.pk}-{recount.rsplit('.', 1)[1]}", project_id=project.pk, recount=recount, arg=None
+        )
+
+
 def project_figures_recount(*, project_id: int, recount: str, arg: int | None) -> None:
     """The background task's work: count a project's figures again through ``recount`` (an ``annotation`` function)."""
     if not recount.startswith("annotation."):

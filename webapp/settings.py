@@ -354,6 +354,9 @@ ANNOTATION_IDLE_SECONDS = envint("ANNOTATION_IDLE_SECONDS", 600)
 # count are not counted again inside a request after the project changes: the page shows the last ones with their age
 # and a background job (queue "maintenance") counts them again. Faster ones are counted in the request, as before.
 PROJECT_FIGURES_INLINE_MS = envint("PROJECT_FIGURES_INLINE_MS", 300)
+# A bulk load of at least this many assignments or imported labels counts the manager's figures ahead, in the background
+# (annotation.selectors.figures_warm): the first view of a large project reads them instead of counting them.
+PROJECT_FIGURES_WARM_MIN_ITEMS = envint("PROJECT_FIGURES_WARM_MIN_ITEMS", 1000)
 
 # Exports (annotation/export/): files are written under EXPORT_DIR, one folder per export job.
 EXPORT_DIR = envpath("EXPORT_DIR", STATE_DIR / "exports")

@@ -20,7 +20,7 @@ from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.models import DocumentPair
 from alignment.services import corpus_get_or_create
-from annotation import labels, services
+from annotation import labels, selectors, services
 from annotation.models import AnnotationProject, Assignment, LabelEvent
 from models_ml.data.io import GoldPair
 
@@ -100,4 +100,5 @@ def gold_import(*, project_name: str, corpus_name: str, language: str, owner: Ab
             ]
         LabelEvent.objects.bulk_create(events, batch_size=2000)
         labels.assignments_recount(project, annotator_id=owner.pk)
+        selectors.figures_warm(project, items=len(events))
     return GoldImportReport(project=project, pairs=len(pairs), labels=len(events))

@@ -11,6 +11,7 @@ from django.db import transaction
 from alignment.models import DocumentPair
 from annotation import labels
 from annotation.models import AnnotationProject, Assignment, ProjectMembership
+from annotation.selectors import figures_warm
 
 
 def assignments_distribute(*, project: AnnotationProject) -> int:
@@ -36,6 +37,7 @@ def assignments_distribute(*, project: AnnotationProject) -> int:
                 given.add(pair.pk)
         if given:  # an annotator given a pair back finds the labels they made before
             labels.assignments_recount(project, pair_ids=sorted(given))
+        figures_warm(project, items=created)
     return created
 
 
