@@ -8,8 +8,12 @@ the project's size. The answer is kept until another assignment is marked done, 
 changes (a label changed on a pair already done is counted at the next one).
 
 Until the project has :data:`~annotation.labelling.bulk_estimate.MIN_ANSWERED` answers above a threshold that meets
-its target, bulk accept is not offered, and the screen and the project page say how many answers there are.
-(The model's own held-out calibration, as a fallback for a new project, is not stored with models yet.)
+its target, the estimate falls back on the suggestion run's model's **held-out calibration** (``calibration.json``
+beside its weights, :mod:`models_ml.aligning.calibration`; the shipped model has one) **while the project has too few
+answers to judge**: fewer than ``MIN_ANSWERED`` at the threshold the calibration chooses. A project with that many
+answers there, which do not meet its target, is not offered bulk accept: its own labels say the model is wrong more
+often there than on its held-out documents. Without either, bulk accept is not offered, and the screen and the
+project page say how many answers there are.
 
 A bulk accept is one edit (one ``u`` undoes it). Each of its labels has source ``bulk``, and its provenance
 (``LabelEvent.suggestion["bulk"]``) records the threshold and the estimate at it **as the server computed it when
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.core.cache import caches
 from django.db import connection
@@ -27,8 +32,10 @@ from django.db.models import Count, Max
 
 from alignment.errors import ServiceError
 from alignment.models import AlignedPair, CandidateAlignment, Sentence
-from annotation.labelling.bulk_estimate import MIN_ANSWERED, PrecisionEstimate, estimate_at, threshold_for
+from annotation.labelling import bulk_estimate
+from annotation.labelling.bulk_estimate import PrecisionEstimate, estimate_at, threshold_for
 from annotation.models import AnnotationProject, Assignment, LabelEvent
+from models_ml.aligning.calibration import calibration_read
 
 BULK_ESTIMATE_PAIRS = 200  # the most recently done assignments an estimate reads
 TARGET_MIN, TARGET_MAX = 0.5, 0.999
@@ -100,6 +107,27 @@ def _version(project: AnnotationProject) -> tuple:
     return (project.pk, project.suggestion_run_id, project.bulk_precision_target, done["count"], str(done["last"]))
 
 
+def model_answers(project: AnnotationProject) -> list[tuple[float, bool]] | None:
+    """The held-out calibration of the model behind the project's suggestion run, as answers; None without one."""
+    run = project.suggestion_run
+    directory = (run.config or {}).get("model_dir") if run is not None else ""
+    calibration = calibration_read(Path(directory)) if directory else None
+    return calibration[1] if calibration else None
+
+
+def _offered(project: AnnotationProject, answers: list[tuple[float, bool]]) -> PrecisionEstimate | None:
+    """The project's own estimate, else the model's while the project has too few answers at its threshold."""
+    target = project.bulk_precision_target
+    own = threshold_for(answers, target)
+    if own is not None:
+        return own
+    calibration = model_answers(project)
+    fallback = threshold_for(calibration, target, basis="model") if calibration else None
+    if fallback is None or estimate_at(answers, fallback.threshold).count >= bulk_estimate.MIN_ANSWERED:
+        return None  # enough of the project's own answers there say otherwise
+    return fallback
+
+
 def bulk_offer(project: AnnotationProject) -> BulkOffer:
     """The project's bulk accept as it stands (kept until another assignment is done; see the module docstring)."""
     key = "bulk-offer:" + hashlib.sha256(repr(_version(project)).encode()).hexdigest()
@@ -107,7 +135,7 @@ def bulk_offer(project: AnnotationProject) -> BulkOffer:
     offer = cache.get(key)
     if offer is None:
         answers = project_answers(project)
-        offer = BulkOffer(project.bulk_precision_target, threshold_for(answers, project.bulk_precision_target), len(answers))
+        offer = BulkOffer(project.bulk_precision_target, _offered(project, answers), len(answers))
         cache.set(key, offer, CACHE_SECONDS)
     return offer
 
@@ -129,7 +157,7 @@ def bulk_provenance(project: AnnotationProject, threshold: object) -> dict[str, 
     if offer.estimate is None:
         raise ServiceError(
             f"bulk_threshold: this project offers no bulk accept yet ({offer.answered} answered suggestions; no threshold "
-            f"meets its precision target {offer.target:.2f} on {MIN_ANSWERED} answers or more)",
+            f"meets its precision target {offer.target:.2f} on {bulk_estimate.MIN_ANSWERED} answers or more)",
             field="bulk_threshold",
         )
     if value < offer.estimate.threshold:
@@ -137,6 +165,8 @@ def bulk_provenance(project: AnnotationProject, threshold: object) -> dict[str, 
             f"bulk_threshold: {value:.2f} is below the project's threshold {offer.estimate.threshold:.2f} now; reload the page",
             field="bulk_threshold",
         )
+    if offer.estimate.basis == "model":
+        return {"target": offer.target, **estimate_at(model_answers(project) or [], value, basis="model").as_dict()}
     return {"target": offer.target, **estimate_at(project_answers(project), value).as_dict()}
 
 

@@ -40,7 +40,10 @@
       document.getElementById("bulk-count").textContent = `${found.length} suggestion${found.length > 1 ? "s" : ""} of ${sentences} simple sentence${sentences > 1 ? "s" : ""}`;
       document.getElementById("bulk-threshold").textContent = estimate.threshold.toFixed(2);
       document.getElementById("bulk-estimate").textContent =
-        `${estimate.precision.toFixed(3)} (95 % interval ${estimate.low.toFixed(2)}–${estimate.high.toFixed(2)}), from ${estimate.count} suggestions this project's annotators answered at that confidence or more`;
+        `${estimate.precision.toFixed(3)} (95 % interval ${estimate.low.toFixed(2)}–${estimate.high.toFixed(2)}), ` +
+        (estimate.basis === "model"
+          ? `from the model's held-out calibration (${estimate.count} of its suggestions at that confidence or more, on documents it never saw): this project has too few answered suggestions yet`
+          : `from ${estimate.count} suggestions this project's annotators answered at that confidence or more`);
       document.getElementById("bulk-wrong").textContent = wrong ? `about ${wrong} of them may be wrong` : "fewer than one of them is expected to be wrong";
       pending = { changes: found, threshold: estimate.threshold };
       box.hidden = false;

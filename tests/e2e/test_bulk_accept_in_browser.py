@@ -17,18 +17,39 @@ from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login, _screen_url, annotation_setup  # noqa: F401 - a fixture
 
 
-def test_bulk_accept_asks_stores_one_edit_and_one_undo_takes_it_back(page: Page, live_server, annotation_setup, monkeypatch) -> None:
-    project, pair, run = annotation_setup
-    monkeypatch.setattr(bulk_estimate, "MIN_ANSWERED", 2)  # a small pair: two annotators' answers are enough here
-    bulk.bulk_target_set(project, "0.8")
+def _answered_by_two(project, pair, run) -> list[CandidateAlignment]:
+    """Two more annotators accepted every suggestion of the pair and marked it done: the project's answers."""
     suggested = list(CandidateAlignment.objects.filter(run=run, pair=pair, label__in=("aligned", "partial")))
-    for name in ("ben", "cid"):  # two annotators accepted every suggestion and marked the pair done
+    for name in ("ben", "cid"):
         user = get_user_model().objects.create_user(name, password=f"{name}-pass-123")
         services.membership_set(project=project, user=user, role="annotator")
         services.assignment_create(project=project, pair=pair, annotator=user)
         for candidate in suggested:
             label_now(project, user, pair, candidate.simple_sentence_id, candidate.complex_sentence_id, candidate.label)
         services.assignment_complete(project=project, annotator=user, pair=pair)
+    return suggested
+
+
+def _manager_finds_them(page: Page, live_server, project, pair, count: int) -> None:
+    """The project page's card counts the bulk labels and links the pair's review, filtered to them and marked."""
+    page.context.clear_cookies()
+    _login(page, live_server, "owner", "owner-pass-123")
+    page.goto(f"{live_server.url}/annotate/projects/{project.pk}/")
+    card = page.locator("#bulk")
+    expect(card).to_contain_text(f"{2 * count} labels bulk accepted in 1 pair")
+    shot(card, "bulk-accept-project-card.png")
+    card.get_by_role("link", name=pair.complex_document.title).click()
+    expect(page).to_have_url(re.compile(r"show=bulk"))
+    expect(page.locator("#review tbody tr .bulk-mark")).to_have_count(count)
+    expect(page.locator("#review tbody tr[data-row]")).to_have_count(count)
+    shot(page, "bulk-accept-review.png", full_page=True)
+
+
+def test_bulk_accept_asks_stores_one_edit_and_one_undo_takes_it_back(page: Page, live_server, annotation_setup, monkeypatch) -> None:
+    project, pair, run = annotation_setup
+    monkeypatch.setattr(bulk_estimate, "MIN_ANSWERED", 2)  # a small pair: two annotators' answers are enough here
+    bulk.bulk_target_set(project, "0.8")
+    suggested = _answered_by_two(project, pair, run)
     offer = bulk.bulk_offer(project)
     assert offer.estimate is not None
     expected = {(c.simple_sentence_id, c.complex_sentence_id) for c in suggested}  # the Bees run's suggestions are all sure
@@ -75,15 +96,4 @@ def test_bulk_accept_asks_stores_one_edit_and_one_undo_takes_it_back(page: Page,
     page.keyboard.press("Enter")
     expect(page.locator("#save-status")).to_contain_text("bulk accepted")
 
-    # The manager: the project page's card counts them and links the pair's review, filtered to them and marked.
-    page.context.clear_cookies()
-    _login(page, live_server, "owner", "owner-pass-123")
-    page.goto(f"{live_server.url}/annotate/projects/{project.pk}/")
-    card = page.locator("#bulk")
-    expect(card).to_contain_text(f"{2 * count} labels bulk accepted in 1 pair")
-    shot(card, "bulk-accept-project-card.png")
-    card.get_by_role("link", name=pair.complex_document.title).click()
-    expect(page).to_have_url(re.compile(r"show=bulk"))
-    expect(page.locator("#review tbody tr .bulk-mark")).to_have_count(count)
-    expect(page.locator("#review tbody tr[data-row]")).to_have_count(count)
-    shot(page, "bulk-accept-review.png", full_page=True)
+    _manager_finds_them(page, live_server, project, pair, count)

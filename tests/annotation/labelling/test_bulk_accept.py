@@ -18,6 +18,7 @@ from annotation.labelling import bulk, bulk_estimate
 from annotation.labelling.bulk_estimate import PrecisionEstimate, estimate_at, threshold_for
 from annotation.labelling.confidence import confidences
 from annotation.models import LabelEvent
+from models_ml.aligning.calibration import calibration_write
 from tests.annotation.conftest import label_now
 
 JSON = {"HTTP_ACCEPT": "application/json"}
@@ -206,3 +207,39 @@ def test_the_target_is_the_managers_to_set_within_bounds(client, crew, owner):
     assert project.bulk_precision_target == 0.99 and b"precision target is now 0.990" in answer.content
     bad = client.post(url, {"bulk_precision_target": "0.2"}, follow=True)
     assert b"bulk_precision_target: &#x27;0.2&#x27; is not a precision from 0.5 to 0.999" in bad.content
+
+
+def _calibrated(run, tmp_path, answers):
+    """The run's model directory: a calibration of ``answers`` (no weights needed to read it)."""
+    (tmp_path / "checksums.json").write_text("{}\n", encoding="utf-8")
+    calibration_write(tmp_path, answers, "a test calibration")
+    run.config = {**run.config, "model_dir": str(tmp_path)}
+    run.save(update_fields=["config"])
+
+
+def test_a_new_project_falls_back_on_the_models_held_out_calibration_until_its_own_answers_can_judge(
+    client, crew, pair, suggestion_run, tmp_path
+):
+    project, users, suggested = crew
+    _calibrated(suggestion_run, tmp_path, [(0.95, True)] * 99 + [(0.6, False)] * 20)
+    offer = bulk.bulk_offer(project)  # no answers of the project's own
+    assert offer.estimate is not None and (offer.estimate.basis, offer.estimate.threshold, offer.estimate.count) == ("model", 0.61, 99)
+    client.force_login(users[4])
+    page = client.get(reverse("annotation:annotate_pair", args=[project.pk, pair.pk]))
+    assert b"from the model&#x27;s held-out calibration" in page.content or b"from the model's held-out calibration" in page.content
+    assert _edit(client, project, pair, suggested, threshold="0.61").status_code == 200
+    recorded = LabelEvent.objects.filter(annotator=users[4]).first().suggestion["bulk"]
+    assert (recorded["basis"], recorded["count"], recorded["right"]) == ("model", 99, 99)
+    # A calibration altered after it was written is not trusted.
+    (tmp_path / "calibration.json").write_text((tmp_path / "calibration.json").read_text().replace("99", "98"), encoding="utf-8")
+    assert bulk.model_answers(project) is None
+
+
+def test_the_projects_own_answers_overrule_the_model_once_there_are_enough(crew, pair, suggestion_run, tmp_path, monkeypatch):
+    monkeypatch.setattr(bulk_estimate, "MIN_ANSWERED", 2)
+    project, users, suggested = crew
+    _calibrated(suggestion_run, tmp_path, [(0.99, True)] * 40)  # on its held-out documents, every suggestion right
+    assert bulk.bulk_offer(project).estimate.basis == "model"
+    for user in users[:2]:
+        _answer(project, user, pair, suggested, wrong=set(range(len(suggested))))  # all wrong here
+    assert bulk.bulk_offer(project).estimate is None  # the project's four answers say otherwise: nothing offered
