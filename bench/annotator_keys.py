@@ -11,7 +11,9 @@ Data and models, never a figure on data the model was trained on:
 - DEplain-web dev (``../shared/data/deplain-web-dev``, when present), per domain: the shipped recipe (learned
   scorer + CRF, lexical features) trained on the *other three* domains, as ``bench/deplain_interactive.py``.
 - ``demo``: the six English demo stories (``alignment/demo_corpus``, split as the import splits them) against their
-  hand-written reference, aligned by the shipped default model, which was trained on German DEplain-web only.
+  hand-written reference, aligned by the shipped default model, which was trained on German DEplain-web only. Its
+  bulk accept falls back on the shipped model's held-out calibration while the project's answers are too few, as the
+  app's does; the DEplain domains' models are trained in the run and have none.
 
 Printed per domain and strategy: keys per pair (mean over pairs ± 95 % t-interval), keys per gold link and per simple
 sentence (pooled), keys by kind, and for the ``paragraph`` strategy the share of ``A``'s labels that were wrong.
@@ -74,32 +76,42 @@ def demo_pairs():
     return pairs
 
 
+def model_calibration(directory) -> list | None:
+    """The shipped model's held-out calibration (bulk accept's fallback while a project has too few answers)."""
+    from models_ml.aligning.calibration import calibration_read
+
+    found = calibration_read(Path(directory))
+    return found[1] if found else None
+
+
 def interval(values: list[float]) -> tuple[float, float]:
     from bench.deplain_learning_loop import interval as t_interval
 
     return t_interval(values)
 
 
-def walk(aligner, pairs, similarities, strategy: str, target: float):
+def walk(aligner, pairs, similarities, strategy: str, target: float, calibration=None):
     """Each pair's tally, in order, as one annotator does them in one project: for ``bulk``, the threshold for
-    ``target`` comes from the answered suggestions of the pairs done before (none until there are enough)."""
-    from annotation.labelling.bulk_estimate import threshold_for
+    ``target`` comes from the answered suggestions of the pairs done before, as the server chooses it (the model's
+    held-out ``calibration``, when it has one, while they are too few)."""
+    from annotation.labelling.bulk_estimate import offer_threshold
     from bench._keys import annotate_pair
 
     tallies, answers, started = [], [], None
     for k, (pair, similarity) in enumerate(zip(pairs, similarities)):
-        threshold = threshold_for(answers, target) if strategy.startswith("bulk") else None
+        threshold = offer_threshold(answers, target, calibration) if strategy.startswith("bulk") else None
         if threshold is not None and started is None:
             started = (k, threshold)
         tallies.append(annotate_pair(aligner, pair, similarity, strategy, threshold))
         answers += tallies[-1].answers
     if strategy.startswith("bulk"):
         print(f"             bulk accept from pair {started[0] + 1} on, first at t = {started[1].threshold:.2f} "
-              f"(estimate {started[1].precision:.3f} on {started[1].count})" if started else "             bulk accept never offered")  # fmt: skip
+              f"(estimate {started[1].precision:.3f} on {started[1].count}, basis {started[1].basis})"
+              if started else "             bulk accept never offered")  # fmt: skip
     return tallies
 
 
-def report(domain: str, aligner, pairs, similarities, strategies, target: float) -> None:
+def report(domain: str, aligner, pairs, similarities, strategies, target: float, calibration=None) -> None:
     from bench._keys import key_name
 
     started = time.perf_counter()
@@ -107,7 +119,7 @@ def report(domain: str, aligner, pairs, similarities, strategies, target: float)
           f"{sum(len(g.complex) * len(g.simple) for p in pairs for g in p.groups)} gold links")  # fmt: skip
     baseline = None
     for strategy in strategies:
-        per_pair = walk(aligner, pairs, similarities, strategy, target)
+        per_pair = walk(aligner, pairs, similarities, strategy, target, calibration)
         total = sum(per_pair[1:], per_pair[0])
         mean, half = interval([t.total for t in per_pair])
         change = "" if baseline is None else f"   {total.total / baseline - 1:+.0%} against {strategies[0]}"
@@ -153,7 +165,8 @@ def main() -> None:
     for domain in domains:
         if domain == DEMO:
             pairs = demo_pairs()
-            report(domain, Aligner.load(settings.ALIGNER_MODEL_DIR, device="cpu"), pairs, [None] * len(pairs), strategies, args.target)
+            shipped = Aligner.load(settings.ALIGNER_MODEL_DIR, device="cpu")
+            report(domain, shipped, pairs, [None] * len(pairs), strategies, args.target, model_calibration(settings.ALIGNER_MODEL_DIR))
             continue
         if not DEPLAIN.is_dir():
             print(f"\n{domain}: skipped, DEplain-web dev is not at {DEPLAIN}")

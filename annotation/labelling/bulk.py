@@ -33,7 +33,7 @@ from django.db.models import Count, Max
 from alignment.errors import ServiceError
 from alignment.models import AlignedPair, CandidateAlignment, Sentence
 from annotation.labelling import bulk_estimate
-from annotation.labelling.bulk_estimate import PrecisionEstimate, estimate_at, threshold_for
+from annotation.labelling.bulk_estimate import PrecisionEstimate, estimate_at, offer_threshold
 from annotation.models import AnnotationProject, Assignment, LabelEvent
 from models_ml.aligning.calibration import calibration_read
 
@@ -115,19 +115,6 @@ def model_answers(project: AnnotationProject) -> list[tuple[float, bool]] | None
     return calibration[1] if calibration else None
 
 
-def _offered(project: AnnotationProject, answers: list[tuple[float, bool]]) -> PrecisionEstimate | None:
-    """The project's own estimate, else the model's while the project has too few answers at its threshold."""
-    target = project.bulk_precision_target
-    own = threshold_for(answers, target)
-    if own is not None:
-        return own
-    calibration = model_answers(project)
-    fallback = threshold_for(calibration, target, basis="model") if calibration else None
-    if fallback is None or estimate_at(answers, fallback.threshold).count >= bulk_estimate.MIN_ANSWERED:
-        return None  # enough of the project's own answers there say otherwise
-    return fallback
-
-
 def bulk_offer(project: AnnotationProject) -> BulkOffer:
     """The project's bulk accept as it stands (kept until another assignment is done; see the module docstring)."""
     key = "bulk-offer:" + hashlib.sha256(repr(_version(project)).encode()).hexdigest()
@@ -135,7 +122,8 @@ def bulk_offer(project: AnnotationProject) -> BulkOffer:
     offer = cache.get(key)
     if offer is None:
         answers = project_answers(project)
-        offer = BulkOffer(project.bulk_precision_target, _offered(project, answers), len(answers))
+        estimate = offer_threshold(answers, project.bulk_precision_target, model_answers(project))
+        offer = BulkOffer(project.bulk_precision_target, estimate, len(answers))
         cache.set(key, offer, CACHE_SECONDS)
     return offer
 

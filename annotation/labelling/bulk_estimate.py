@@ -77,3 +77,18 @@ def threshold_for(answers: Iterable[tuple[float, bool]], target: float, *, basis
         if count >= MIN_ANSWERED and estimate.precision >= target:
             best = estimate
     return best
+
+
+def offer_threshold(
+    answers: list[tuple[float, bool]], target: float, calibration: list[tuple[float, bool]] | None
+) -> PrecisionEstimate | None:
+    """The threshold a project is offered: its own answers' (:func:`threshold_for`), else the model's held-out
+    ``calibration``'s while the project has fewer than :data:`MIN_ANSWERED` answers at the threshold that chooses
+    (with that many, and no threshold of its own, its answers say the model is wrong more often here: nothing)."""
+    own = threshold_for(answers, target)
+    if own is not None:
+        return own
+    fallback = threshold_for(calibration, target, basis="model") if calibration else None
+    if fallback is None or estimate_at(answers, fallback.threshold).count >= MIN_ANSWERED:
+        return None
+    return fallback
