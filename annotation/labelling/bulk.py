@@ -5,7 +5,7 @@ a manager, .97 unless changed) from the project's own **answered suggestions** (
 says what counts and how the estimate and threshold are made). They are read from the ``BULK_ESTIMATE_PAIRS``
 assignments marked done most recently, whoever did them: one query of at most that many pairs' suggestions, whatever
 the project's size. The answer is kept until another assignment is marked done, the target or the suggestion run
-changes (a label changed on a pair already done is counted at the next one).
+changes, or a reviewer decides a sentence pair (a label changed on a pair already done is counted at the next one).
 
 Until the project has :data:`~annotation.labelling.bulk_estimate.MIN_ANSWERED` answers above a threshold that meets
 its target, the estimate falls back on the suggestion run's model's **held-out calibration** (``calibration.json``
@@ -50,7 +50,7 @@ WITH done AS (
 SELECT
     CASE WHEN ap.viterbi IS NULL OR (ap.viterbi -> ss.index) @> to_jsonb(cs.index)
          THEN c.crf_marginal ELSE coalesce(c.group_score, c.crf_marginal) END,
-    c.label, latest.new_label, latest.source
+    c.label, latest.new_label, latest.source, checked.new_label
 FROM done
 JOIN {candidate} c ON c.run_id = %(run)s AND c.pair_id = done.pair_id AND c.label IN ('aligned', 'partial')
 JOIN {sentence} ss ON ss.id = c.simple_sentence_id
@@ -63,6 +63,12 @@ LEFT JOIN LATERAL (
       AND e.source <> 'adjudication'
     ORDER BY e.id DESC LIMIT 1
 ) latest ON true
+LEFT JOIN LATERAL (
+    SELECT a.new_label FROM {event} a
+    WHERE latest.source = 'bulk' AND a.project_id = %(project)s AND a.pair_id = c.pair_id AND a.source = 'adjudication'
+      AND a.simple_sentence_id = c.simple_sentence_id AND a.complex_sentence_id = c.complex_sentence_id
+    ORDER BY a.id DESC LIMIT 1
+) checked ON true
 """
 
 
@@ -85,7 +91,8 @@ class BulkOffer:
 
 def project_answers(project: AnnotationProject) -> list[tuple[float, bool]]:
     """(confidence, right) of the suggestions of the project's ``BULK_ESTIMATE_PAIRS`` most recently done assignments,
-    each against that annotator's label of it; suggestions their own bulk accept labelled are left out."""
+    each against that annotator's label of it. A suggestion their bulk accept labelled is no evidence, until a
+    reviewer decides the sentence pair (a spot check): then it counts, against the reviewer's label."""
     if project.suggestion_run_id is None:
         return []
     sql = _ANSWERS_SQL.format(
@@ -96,15 +103,17 @@ def project_answers(project: AnnotationProject) -> list[tuple[float, bool]]:
         cursor.execute(sql, {"project": project.pk, "run": project.suggestion_run_id, "pairs": BULK_ESTIMATE_PAIRS})
         rows = cursor.fetchall()
     return [
-        (min(max(float(confidence or 0.0), 0.0), 1.0), label == suggested)
-        for confidence, suggested, label, source in rows
-        if source != LabelEvent.Source.BULK
+        (min(max(float(confidence or 0.0), 0.0), 1.0), (decided if source == LabelEvent.Source.BULK else label) == suggested)
+        for confidence, suggested, label, source, decided in rows
+        if source != LabelEvent.Source.BULK or decided  # a bulk label counts once a reviewer decided its pair
     ]
 
 
 def _version(project: AnnotationProject) -> tuple:
+    """What the offer depends on: pairs done, reviewers' decisions (spot checks of bulk labels), target, run."""
     done = Assignment.objects.filter(project=project, completed_at__isnull=False).aggregate(count=Count("id"), last=Max("completed_at"))
-    return (project.pk, project.suggestion_run_id, project.bulk_precision_target, done["count"], str(done["last"]))
+    decided = LabelEvent.objects.filter(project=project, source=LabelEvent.Source.ADJUDICATION).aggregate(last=Max("id"))["last"]
+    return (project.pk, project.suggestion_run_id, project.bulk_precision_target, done["count"], str(done["last"]), decided)
 
 
 def model_answers(project: AnnotationProject) -> list[tuple[float, bool]] | None:

@@ -6,7 +6,8 @@ so that ``bench/annotator_keys.py`` decides exactly as the screen does.
 An *answered suggestion* is a sentence pair the aligner suggested (aligned or partial) with its confidence, on a
 document pair an annotator has marked done: it was **right** when the annotator's label of it is the suggested
 label, wrong otherwise (a different label, or none: unlabelled counts as not aligned once the pair is done).
-Labels made by bulk accept are not evidence of anything and are left out by the reader.
+Labels made by bulk accept are no evidence and are left out by the reader, unless a reviewer has decided the sentence
+pair since (a spot check): that decision is the answer.
 
 The estimate at a threshold ``t`` is over the answered suggestions with confidence ≥ ``t``: the share right,
 smoothed as the mean of a Beta(1, 1) posterior (``(right + 1) / (count + 2)``, so that 20 of 20 right reads .95,

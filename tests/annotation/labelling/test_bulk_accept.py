@@ -124,6 +124,17 @@ def test_a_bulk_accept_is_one_edit_with_the_servers_estimate_and_one_undo_takes_
     assert _edit(client, project, pair, suggested, threshold=str(offer.threshold), client_id="bulk-edit-000000002").status_code == 200
     services.assignment_complete(project=project, annotator=users[3], pair=pair)
     assert len(bulk.project_answers(project)) == 3 * len(suggested)
+    # A reviewer's decision on a bulk label (a spot check) makes it an answer, against the decision; the offer is new.
+    before = bulk.bulk_offer(project)
+    for candidate, decided in zip(suggested, ("aligned", "not_aligned")):
+        services.adjudicate(
+            project=project, reviewer=owner, pair=pair, simple_sentence_id=candidate.simple_sentence_id,
+            complex_sentence_id=candidate.complex_sentence_id, label=decided, expected_previous=None,
+        )  # fmt: skip
+        if decided == "aligned":
+            assert bulk.bulk_offer(project).estimate.count == before.estimate.count + 1
+    answers = bulk.project_answers(project)
+    assert len(answers) == 3 * len(suggested) + 2 and sum(not right for _, right in answers) == 1
     # A reviewer finds them: the project page counts and links them, the review shows them alone and marked.
     client.force_login(owner)
     page = client.get(reverse("annotation:project_detail", args=[project.pk]))
