@@ -92,6 +92,47 @@ def _edit(client, project, pair, suggested, *, threshold="0.5", source="bulk", l
     return client.post(reverse("annotation:label_edit", args=[project.pk, pair.pk]), data, **JSON)
 
 
+def _spot_checks_count(project, pair, suggested, owner) -> None:
+    """A reviewer's decision on a bulk label (a spot check) makes it an answer, against the decision; the offer is new."""
+    before = bulk.bulk_offer(project)
+    for candidate, decided in zip(suggested, ("aligned", "not_aligned")):
+        services.adjudicate(
+            project=project, reviewer=owner, pair=pair, simple_sentence_id=candidate.simple_sentence_id,
+            complex_sentence_id=candidate.complex_sentence_id, label=decided, expected_previous=None,
+        )  # fmt: skip
+        if decided == "aligned":
+            assert bulk.bulk_offer(project).estimate.count == before.estimate.count + 1
+    answers = bulk.project_answers(project)
+    assert len(answers) == 3 * len(suggested) + 2 and sum(not right for _, right in answers) == 1
+
+
+def _reviewers_and_exports_tell_them_apart(client, project, pair, suggested, owner, last, offer) -> None:
+    """The project page counts and links bulk labels, the review shows them alone and marked, the export and its card
+    and the agreement page tell them apart."""
+    client.force_login(owner)
+    page = client.get(reverse("annotation:project_detail", args=[project.pk]))
+    assert (page.context["bulk"]["labels"], page.context["bulk"]["pairs"]) == (2 * len(suggested), 1)  # the undone edit too
+    assert f"/pairs/{pair.pk}/review/?show=bulk".encode() in page.content
+    review = client.get(reverse("annotation:pair_review", args=[project.pk, pair.pk]), {"show": "bulk"})
+    assert len(review.context["states"]) == len(suggested) and all(state.bulk == {"ann3"} for state in review.context["states"])
+    assert review.content.count(b'class="badge bulk-mark"') == len(suggested)
+    everything = client.get(reverse("annotation:pair_review", args=[project.pk, pair.pk]), {"show": "all"})
+    assert everything.content.count(b'class="badge bulk-mark"') == len(suggested)  # marked in every view
+    # The export tells them apart: source bulk, the threshold and estimate in the label's suggestion, a line in the card.
+    services.assignment_complete(project=project, annotator=last, pair=pair)  # four of five say aligned: a majority
+    [(_, exported)] = list(pair_exports(project, [pair.pk], include_majority=True))
+    bulk_labels = [a for item in exported.items for a in item.annotations if a["annotator"] == "ann3"]
+    assert len(bulk_labels) == len(suggested) and all(a["source"] == "bulk" for a in bulk_labels)
+    assert all(a["suggestion"]["bulk"]["threshold"] == offer.threshold for a in bulk_labels)
+    assert not any("bulk" in a["suggestion"] for item in exported.items for a in item.annotations if a["annotator"] != "ann3")
+    agreement = client.get(reverse("annotation:project_agreement", args=[project.pk]))
+    assert agreement.context["bulk_labels"] == 2 * len(suggested) and b'id="bulk-note"' in agreement.content
+    statistics = CardStatistics()
+    statistics.add(exported, "train", Counter())
+    assert statistics.sources["bulk"] == len(suggested)
+    assert any(f"{len(suggested)} of these labels were **bulk accepted**" in line for line in _provenance_lines(statistics))
+
+
 def test_a_bulk_accept_is_one_edit_with_the_servers_estimate_and_one_undo_takes_it_back(client, crew, pair, owner, monkeypatch):
     monkeypatch.setattr(bulk_estimate, "MIN_ANSWERED", 2)
     project, users, suggested = crew
@@ -124,40 +165,8 @@ def test_a_bulk_accept_is_one_edit_with_the_servers_estimate_and_one_undo_takes_
     assert _edit(client, project, pair, suggested, threshold=str(offer.threshold), client_id="bulk-edit-000000002").status_code == 200
     services.assignment_complete(project=project, annotator=users[3], pair=pair)
     assert len(bulk.project_answers(project)) == 3 * len(suggested)
-    # A reviewer's decision on a bulk label (a spot check) makes it an answer, against the decision; the offer is new.
-    before = bulk.bulk_offer(project)
-    for candidate, decided in zip(suggested, ("aligned", "not_aligned")):
-        services.adjudicate(
-            project=project, reviewer=owner, pair=pair, simple_sentence_id=candidate.simple_sentence_id,
-            complex_sentence_id=candidate.complex_sentence_id, label=decided, expected_previous=None,
-        )  # fmt: skip
-        if decided == "aligned":
-            assert bulk.bulk_offer(project).estimate.count == before.estimate.count + 1
-    answers = bulk.project_answers(project)
-    assert len(answers) == 3 * len(suggested) + 2 and sum(not right for _, right in answers) == 1
-    # A reviewer finds them: the project page counts and links them, the review shows them alone and marked.
-    client.force_login(owner)
-    page = client.get(reverse("annotation:project_detail", args=[project.pk]))
-    assert (page.context["bulk"]["labels"], page.context["bulk"]["pairs"]) == (2 * len(suggested), 1)  # the undone edit too
-    assert f"/pairs/{pair.pk}/review/?show=bulk".encode() in page.content
-    review = client.get(reverse("annotation:pair_review", args=[project.pk, pair.pk]), {"show": "bulk"})
-    assert len(review.context["states"]) == len(suggested) and all(state.bulk == {"ann3"} for state in review.context["states"])
-    assert review.content.count(b'class="badge bulk-mark"') == len(suggested)
-    everything = client.get(reverse("annotation:pair_review", args=[project.pk, pair.pk]), {"show": "all"})
-    assert everything.content.count(b'class="badge bulk-mark"') == len(suggested)  # marked in every view
-    # The export tells them apart: source bulk, the threshold and estimate in the label's suggestion, a line in the card.
-    services.assignment_complete(project=project, annotator=users[4], pair=pair)  # four of five say aligned: a majority
-    [(_, exported)] = list(pair_exports(project, [pair.pk], include_majority=True))
-    bulk_labels = [a for item in exported.items for a in item.annotations if a["annotator"] == "ann3"]
-    assert len(bulk_labels) == len(suggested) and all(a["source"] == "bulk" for a in bulk_labels)
-    assert all(a["suggestion"]["bulk"]["threshold"] == offer.threshold for a in bulk_labels)
-    assert not any("bulk" in a["suggestion"] for item in exported.items for a in item.annotations if a["annotator"] != "ann3")
-    agreement = client.get(reverse("annotation:project_agreement", args=[project.pk]))
-    assert agreement.context["bulk_labels"] == 2 * len(suggested) and b'id="bulk-note"' in agreement.content
-    statistics = CardStatistics()
-    statistics.add(exported, "train", Counter())
-    assert statistics.sources["bulk"] == len(suggested)
-    assert any(f"{len(suggested)} of these labels were **bulk accepted**" in line for line in _provenance_lines(statistics))
+    _spot_checks_count(project, pair, suggested, owner)
+    _reviewers_and_exports_tell_them_apart(client, project, pair, suggested, owner, users[4], offer)
 
 
 @pytest.mark.parametrize(
