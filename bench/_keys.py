@@ -210,29 +210,31 @@ def say_links(screen: Screen, j: int, gold: dict[int, str], tally: Tally, *, pic
     return False
 
 
+def accept_suggestions(
+    screen: Screen, sentences, golds: list[dict[int, str]], tally: Tally, *, threshold: float = 0.0, unseen: bool = False
+) -> None:
+    """Every suggestion of ``sentences`` with confidence >= ``threshold`` and no label yet, accepted with its own label;
+    ``unseen``: nobody looks at them again (bulk accept)."""
+    for j in sentences:
+        for entry in screen.shown[j]:
+            if entry["predicted"] in LINKED and (entry["confidence"] or 0.0) >= threshold and (j, entry["complex"]) not in screen.labels:
+                screen.labels[(j, entry["complex"])] = entry["predicted"]
+                if unseen:
+                    screen.bulk.add((j, entry["complex"]))
+                tally.bulk += 1
+                tally.bulk_wrong += golds[j].get(entry["complex"]) != entry["predicted"]
+
+
 def accept_row(screen: Screen, row: int, golds: list[dict[int, str]], tally: Tally) -> None:
     """``A``: every remaining suggestion of the row's unlabelled sentences, accepted with its own label."""
     tally.keys["accept-paragraph"] += 1
-    for j, in_row in enumerate(screen.rows):
-        if in_row != row:
-            continue
-        for entry in screen.shown[j]:
-            if entry["predicted"] in LINKED and (j, entry["complex"]) not in screen.labels:
-                screen.labels[(j, entry["complex"])] = entry["predicted"]
-                tally.bulk += 1
-                tally.bulk_wrong += golds[j].get(entry["complex"]) != entry["predicted"]
+    accept_suggestions(screen, [j for j, in_row in enumerate(screen.rows) if in_row == row], golds, tally)
 
 
 def accept_bulk(screen: Screen, threshold: float, golds: list[dict[int, str]], tally: Tally) -> None:
     """``B`` and ``Enter``: every suggestion of the pair with confidence ≥ ``threshold``, accepted with its own label."""
     tally.keys.update(["accept-bulk", "bulk-confirm"])
-    for j, entries in screen.shown.items():
-        for entry in entries:
-            if entry["predicted"] in LINKED and (entry["confidence"] or 0.0) >= threshold and (j, entry["complex"]) not in screen.labels:
-                screen.labels[(j, entry["complex"])] = entry["predicted"]
-                screen.bulk.add((j, entry["complex"]))
-                tally.bulk += 1
-                tally.bulk_wrong += golds[j].get(entry["complex"]) != entry["predicted"]
+    accept_suggestions(screen, list(screen.shown), golds, tally, threshold=threshold, unseen=True)
     screen.refresh()
 
 

@@ -12,6 +12,7 @@ from alignment.aligning.measures import run_measure
 from alignment.models import AlignmentRun, DocumentPair, Sentence
 from annotation import services
 from annotation.models import AnnotationProject
+from models_ml.data.io import GoldPair
 
 
 @pytest.fixture
@@ -80,15 +81,28 @@ def label_now(project, annotator, pair, simple_id: int, complex_id: int, label: 
     )  # fmt: skip
 
 
-@pytest.fixture
-def suggestion_run(tram_corpus, monkeypatch):
-    """The tram pair aligned by a lexical run (no encoder), in this process."""
-    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
+def lexical_run(corpus, monkeypatch) -> AlignmentRun:
+    """``corpus`` aligned by a lexical run (no encoder), in this process (no worker)."""
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)
     run = aligning.alignment_run_create(
-        corpus=tram_corpus,
+        corpus=corpus,
         aligner_config={"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "newsela"},
         measures=["tfidf_cosine", "jaccard"],
     )
     run = aligning.alignment_run_execute(run_id=run.pk, build_measure=run_measure)
     assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
     return run
+
+
+def tiny_gold_pair() -> GoldPair:
+    """Three complex sentences, two simple ones, three gold links (one partial): a gold import's smallest case."""
+    return GoldPair(
+        pair_id="p1", complex_sentences=["A long sentence.", "Another one here.", "A third."], simple_sentences=["Short.", "Two."],
+        groups=[], complex_paragraphs=None, simple_paragraphs=None, links=[(0, 0, "aligned"), (1, 0, "partial"), (2, 1, "aligned")],
+    )  # fmt: skip
+
+
+@pytest.fixture
+def suggestion_run(tram_corpus, monkeypatch):
+    """The tram pair aligned by a lexical run (no encoder), in this process."""
+    return lexical_run(tram_corpus, monkeypatch)

@@ -12,7 +12,7 @@ from annotation.adjudication import agreement_sql
 from annotation.intake.gold_import import gold_import
 from annotation.projects import summary
 from annotation.training import views as training_views
-from models_ml.data.io import GoldPair
+from tests.annotation.conftest import tiny_gold_pair
 
 TASK = "annotation.project_figures_refresh"
 
@@ -61,10 +61,7 @@ def test_a_small_load_queues_nothing(tram_corpus, owner, annotator):
 def test_a_large_gold_import_warms_them_too(db, settings) -> None:
     settings.PROJECT_FIGURES_WARM_MIN_ITEMS = 3  # the three imported labels
     owner = get_user_model().objects.create_user("gold-owner", password="g-pass-123")
-    pair = GoldPair(
-        pair_id="p1", complex_sentences=["A long sentence.", "Another one here.", "A third."], simple_sentences=["Short.", "Two."],
-        groups=[], complex_paragraphs=None, simple_paragraphs=None, links=[(0, 0, "aligned"), (1, 0, "partial"), (2, 1, "aligned")],
-    )  # fmt: skip
+    pair = tiny_gold_pair()
     report = gold_import(project_name="Gold", corpus_name="Gold corpus", language="en", owner=owner, pairs=[pair])
     assert sorted(job["recount"] for job in _warm_jobs()) == sorted(selectors.WARMED_FIGURES)
     assert {job["project_id"] for job in _warm_jobs()} == {report.project.pk}

@@ -8,14 +8,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
-import alignment.aligning.service as aligning
-from alignment.aligning.measures import run_measure
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
-from alignment.models import AlignmentRun, CandidateAlignment, DocumentPair
+from alignment.models import CandidateAlignment, DocumentPair
 from alignment.services import corpus_get_or_create
 from annotation import services
 from annotation.models import Assignment, LabelEvent
+from tests.annotation.conftest import lexical_run
 from tests.e2e.shots import shot
 
 ADV = (
@@ -36,14 +35,7 @@ def annotation_setup(transactional_db, owner, monkeypatch):
     corpus, _ = corpus_get_or_create(name="Bees", language="en", owner=owner)
     files = [("Bees-adv.txt", ADV.encode()), ("Bees-ele.txt", ELE.encode())]
     assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
-    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # jobs run in-process below, no worker
-    run = aligning.alignment_run_create(
-        corpus=corpus,
-        aligner_config={"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "newsela"},
-        measures=["tfidf_cosine", "jaccard"],
-    )
-    run = aligning.alignment_run_execute(run_id=run.pk, build_measure=run_measure)
-    assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
+    run = lexical_run(corpus, monkeypatch)
     annotator = get_user_model().objects.create_user("anna", password="anna-pass-123")
     project = services.project_create(name="Bees gold", corpus=corpus, created_by=owner, overlap=1, suggestion_run=run)
     services.membership_set(project=project, user=annotator, role="annotator")

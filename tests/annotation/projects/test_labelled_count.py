@@ -10,8 +10,7 @@ from annotation import labels, services
 from annotation.intake.gold_import import gold_import
 from annotation.models import Assignment
 from annotation.projects import worklist
-from models_ml.data.io import GoldPair
-from tests.annotation.conftest import Team
+from tests.annotation.conftest import Team, tiny_gold_pair
 
 
 def _recount(project, annotator, pair) -> int:
@@ -72,10 +71,7 @@ def test_a_pair_given_back_finds_the_labels_made_before(team_of_two: Team) -> No
 
 def test_a_gold_import_counts_its_labels(db) -> None:
     owner = get_user_model().objects.create_user("gold-owner", password="g-pass-123")
-    pair = GoldPair(
-        pair_id="p1", complex_sentences=["A long sentence.", "Another one here.", "A third."], simple_sentences=["Short.", "Two."],
-        groups=[], complex_paragraphs=None, simple_paragraphs=None, links=[(0, 0, "aligned"), (1, 0, "partial"), (2, 1, "aligned")],
-    )  # fmt: skip
+    pair = tiny_gold_pair()
     report = gold_import(project_name="Gold", corpus_name="Gold corpus", language="en", owner=owner, pairs=[pair])
     (assignment,) = Assignment.objects.filter(project=report.project)
     assert assignment.labelled == 2  # both simple sentences have a link; three labels
