@@ -82,8 +82,19 @@ class Paragraph(models.Model):
         return f"{self.document} ¶{self.index}"
 
 
+class CurrentSentences(models.Manager):
+    """The documents' current segmentation: a sentence split or merged on screen is retired (alignment/segmenting)."""
+
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().filter(retired_by__isnull=True)
+
+
 class Sentence(models.Model):
-    """A sentence with its position in the document and in its paragraph, and its span in ``raw_text``."""
+    """A sentence with its position in the document and in its paragraph, and its span in ``raw_text``.
+
+    ``Sentence.objects`` is the current segmentation; a sentence that an edit on screen split or merged keeps its
+    row (labels name it) with ``retired_by`` set, reachable through ``all_objects`` and foreign keys.
+    """
 
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="sentences")
     paragraph = models.ForeignKey(Paragraph, on_delete=models.CASCADE, related_name="sentences")
@@ -92,11 +103,19 @@ class Sentence(models.Model):
     text = models.TextField()
     char_start = models.PositiveIntegerField()
     char_end = models.PositiveIntegerField()
+    retired_by = models.ForeignKey(
+        "alignment.SegmentEdit", null=True, blank=True, on_delete=models.PROTECT, related_name="retired_sentences",
+        help_text="The sentence edit that split or merged it away; empty while it is part of the document.",
+    )  # fmt: skip
+
+    all_objects = models.Manager()  # retired sentences too (default_manager_name below keeps ``objects`` the default)
+    objects = CurrentSentences()
 
     class Meta:
         ordering = ["document", "index"]
+        default_manager_name = "objects"
         constraints = [
-            models.UniqueConstraint(fields=["document", "index"], name="sentence_unique_index"),
+            models.UniqueConstraint(fields=["document", "index"], condition=Q(retired_by__isnull=True), name="sentence_unique_index"),
             models.CheckConstraint(condition=Q(char_end__gt=F("char_start")), name="sentence_span_not_empty"),
         ]
 
@@ -369,35 +388,6 @@ class AlignmentShard(Job):
         return AlignmentRun.objects.filter(pk=self.run_id).values_list("created_by_id", flat=True).first()
 
 
-class PairBlock(models.Model):
-    """One block of a huge pair aligned block by block (:mod:`models_ml.aligning.blockwise`), planned and then done.
-
-    A run plans a huge pair once (all its blocks, not done) and then aligns block after block, each
-    committed with its candidates, so a run that gives its worker back, is cancelled or whose worker
-    dies continues at the first block not done, without planning again. ``rows`` is the simple
-    sentences [start, end); ``cols`` the complex sentence ranges; ``viterbi`` the rows' chosen complex
-    sentences (document indices); ``groups`` how many predicted groups the block added (group numbers
-    of later blocks follow). The pair's :class:`AlignedPair` is written when the last block is done.
-    """
-
-    run = models.ForeignKey(AlignmentRun, on_delete=models.CASCADE, related_name="pair_blocks")
-    pair = models.ForeignKey(DocumentPair, on_delete=models.CASCADE, related_name="pair_blocks")
-    index = models.PositiveIntegerField()
-    rows = models.JSONField()
-    cols = models.JSONField()
-    done = models.BooleanField(default=False)
-    viterbi = models.JSONField(default=list)
-    groups = models.PositiveIntegerField(default=0)
-    seconds = models.FloatField(default=0.0)
-
-    class Meta:
-        ordering = ["run", "pair", "index"]
-        constraints = [models.UniqueConstraint(fields=["run", "pair", "index"], name="pair_block_unique")]
-
-    def __str__(self) -> str:
-        return f"block {self.index} of {self.pair} in run {self.run_id}"
-
-
 class ParagraphAlignment(models.Model):
     """A group of simple paragraphs aligned to a group of complex paragraphs (indices in each document)."""
 
@@ -446,5 +436,7 @@ class CandidateAlignment(models.Model):
 
 
 # Mining and import jobs live in their own modules; importing them here registers their models with this app.
+from alignment.aligning.models import PairBlock  # noqa: E402, F401 - registers this model with this app
 from alignment.importing.models import ImportJob, ImportJobFile  # noqa: E402, F401 - registers these models with this app
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningDocumentVector, MiningJob, MiningSequence, MiningShard  # noqa: E402, F401 - as above
+from alignment.segmenting.models import SegmentEdit  # noqa: E402, F401 - as above

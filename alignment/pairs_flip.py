@@ -26,14 +26,14 @@ from dataclasses import dataclass
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Sum
+from django.db.models import Exists, F, OuterRef
 
+from alignment.aligning.results import pair_results_remove
 from alignment.aligning.service import alignment_run_for_new_pairs
 from alignment.errors import ServiceError
 from alignment.level_order import corpus_levels, corpus_pair_order
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, Corpus, DocumentPair, ParagraphAlignment, Sentence
 from alignment.services import document_pairs_sync, level_sort_key
-from alignment.signals import run_finished
 
 # The flip's own business: results it removes and run scopes it shrinks. Any other relation to a pair refuses it.
 _RESULTS = {(AlignedPair, "pair"), (ParagraphAlignment, "pair"), (CandidateAlignment, "pair"), (AlignmentRun, "pairs")}
@@ -62,7 +62,7 @@ def corpus_pairs_flip(*, corpus: Corpus, created_by: AbstractBaseUser | None = N
         if refusal:
             raise ServiceError(f"corpus {corpus.name!r} was not flipped: {refusal}; nothing was changed")
         before = _full_order(corpus)
-        removed = _results_remove(pair_ids)
+        removed = pair_results_remove(pair_ids)
         pairs.update(complex_document=F("simple_document"), simple_document=F("complex_document"))
         corpus.level_order = before[::-1]
         corpus.save(update_fields=["level_order"])
@@ -150,42 +150,3 @@ def _projects(rows, model) -> str:
 def _listed(items: list) -> str:
     shown = ", ".join(str(item) for item in items[:_NAMED])
     return shown + (f" and {len(items) - _NAMED} more" if len(items) > _NAMED else "")
-
-
-def _results_remove(pair_ids: list[int]) -> int:
-    """Remove the pairs' results and take them out of every run's scope, keeping each run's counts true. Returns
-    how many (run, pair) results went. The runs are locked first, so a worker storing one of these pairs either
-    finished before (its result is removed here) or waits and then finds the pair gone from its run."""
-    scope = AlignmentRun.pairs.through.objects.filter(documentpair_id__in=pair_ids)
-    runs = {run.pk: run for run in AlignmentRun.objects.select_for_update().filter(pk__in=scope.values("alignmentrun_id"))}
-    in_scope = dict(scope.values_list("alignmentrun_id").annotate(n=Count("pk")))
-    aligned = AlignedPair.objects.filter(pair_id__in=pair_ids)
-    done = {
-        row["run_id"]: row
-        for row in aligned.values("run_id").annotate(n=Count("pk"), sentences=Sum(F("simple_count") + F("complex_count")))
-    }
-    by_label: dict[int, dict[str, int]] = {}
-    for run_id, label, count in (
-        CandidateAlignment.objects.filter(pair_id__in=pair_ids).values_list("run_id", "label").annotate(Count("pk"))
-    ):
-        by_label.setdefault(run_id, {})[label] = count
-    for run_id, run in runs.items():
-        labels = by_label.get(run_id, {})
-        counts = {label: n - labels.get(label, 0) for label, n in run.label_counts.items() if n - labels.get(label, 0) > 0}
-        AlignmentRun.objects.filter(pk=run_id).update(
-            pairs_total=F("pairs_total") - in_scope.get(run_id, 0), pairs_done=F("pairs_done") - done.get(run_id, {}).get("n", 0),
-            sentences_done=F("sentences_done") - (done.get(run_id, {}).get("sentences") or 0),
-            candidates_written=F("candidates_written") - sum(labels.values()), label_counts=counts,
-        )  # fmt: skip
-        if (
-            run.status == AlignmentRun.Status.QUEUED
-            and run.pairs_total == in_scope.get(run_id, 0)
-            and run.mark_cancelled(error="its pairs were flipped before it started; the flip queued a run of its own")
-        ):
-            transaction.on_commit(lambda run=run: run_finished.send(sender=AlignmentRun, run=run))
-    removed = aligned.count()
-    CandidateAlignment.objects.filter(pair_id__in=pair_ids).delete()
-    ParagraphAlignment.objects.filter(pair_id__in=pair_ids).delete()
-    aligned.delete()
-    scope.delete()
-    return removed

@@ -16,7 +16,10 @@ class AnnotationConfig(AppConfig):
 
 
 def _switch_suggestions(sender, run, **kwargs) -> None:
-    """A re-alignment after a promotion or rollback becomes the waiting projects' suggestions."""
+    """A re-alignment after a promotion or rollback becomes the waiting projects' suggestions; a re-decoding after a
+    sentence edit gives its rows to the suggestion runs it decoded for."""
+    from annotation.labelling.segmentation import redecoded_store
     from annotation.training.registry import suggestions_switch
 
     suggestions_switch(run)
+    redecoded_store(run)

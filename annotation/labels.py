@@ -232,6 +232,8 @@ def assignment_lock(project: AnnotationProject, annotator: AbstractBaseUser, pai
 
 
 def _sentence_refusal(pair: DocumentPair, side: str, sentence_id: int) -> ValueError:
+    if Sentence.all_objects.filter(pk=sentence_id, retired_by__isnull=False).exists():
+        return ValueError(f"sentence {sentence_id} was split or merged by a sentence edit; reload the page to label the new sentences")
     return ValueError(f"sentence {sentence_id} is not a sentence of the {side} document of pair {pair.pk}")
 
 
@@ -256,20 +258,24 @@ def write_guard_orm(
 # Two statements, not one: under READ COMMITTED a statement reads one snapshot, taken before it
 # waits for the row lock, so a latest-event read in the locking statement misses the event the
 # lock holder just committed (two first labels were both accepted). The second statement's
-# snapshot is taken after the lock is granted.
+# snapshot is taken after the lock is granted: it also sees a sentence edit that held the lock
+# (annotation.labelling.segmentation locks the assignments too) and retired the sentence.
 _WRITE_LOCK_SQL = f"""
-    SELECT a.id,
-        (SELECT document_id FROM {Sentence._meta.db_table} WHERE id = %(simple)s),
-        (SELECT document_id FROM {Sentence._meta.db_table} WHERE id = %(complex)s)
-    FROM {Assignment._meta.db_table} a
+    SELECT a.id FROM {Assignment._meta.db_table} a
     WHERE a.project_id = %(project)s AND a.pair_id = %(pair)s AND a.annotator_id = %(annotator)s
     FOR UPDATE OF a
 """
 _LATEST_EVENT_SQL = f"""
-    SELECT id, new_label FROM {LabelEvent._meta.db_table}
-    WHERE project_id = %(project)s AND annotator_id = %(annotator)s
-      AND simple_sentence_id = %(simple)s AND complex_sentence_id = %(complex)s AND source <> '{LabelEvent.Source.ADJUDICATION}'
-    ORDER BY id DESC LIMIT 1
+    SELECT
+        (SELECT document_id FROM {Sentence._meta.db_table} WHERE id = %(simple)s AND retired_by_id IS NULL),
+        (SELECT document_id FROM {Sentence._meta.db_table} WHERE id = %(complex)s AND retired_by_id IS NULL),
+        latest.id, latest.new_label
+    FROM (SELECT 1) one LEFT JOIN (
+        SELECT id, new_label FROM {LabelEvent._meta.db_table}
+        WHERE project_id = %(project)s AND annotator_id = %(annotator)s
+          AND simple_sentence_id = %(simple)s AND complex_sentence_id = %(complex)s AND source <> '{LabelEvent.Source.ADJUDICATION}'
+        ORDER BY id DESC LIMIT 1
+    ) latest ON true
 """
 
 
@@ -284,17 +290,14 @@ def write_guard(
     params = {"simple": simple_id, "complex": complex_id, "project": project.pk, "pair": pair.pk, "annotator": annotator.pk}
     with connection.cursor() as cursor:
         cursor.execute(_WRITE_LOCK_SQL, params)
-        row = cursor.fetchone()
-        if row is None:
+        if cursor.fetchone() is None:
             raise _not_assigned(annotator, pair, project)
-        _, simple_document, complex_document = row
-        if simple_document != pair.simple_document_id:
-            raise _sentence_refusal(pair, "simple", simple_id)
-        if complex_document != pair.complex_document_id:
-            raise _sentence_refusal(pair, "complex", complex_id)
         cursor.execute(_LATEST_EVENT_SQL, params)
-        latest = cursor.fetchone()
-    if latest is None:
+        simple_document, complex_document, latest_id, latest_label = cursor.fetchone()
+    if simple_document != pair.simple_document_id:
+        raise _sentence_refusal(pair, "simple", simple_id)
+    if complex_document != pair.complex_document_id:
+        raise _sentence_refusal(pair, "complex", complex_id)
+    if latest_id is None:
         return None
-    latest_id, latest_label = latest
     return LabelEvent(pk=latest_id, new_label=latest_label)

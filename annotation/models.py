@@ -163,6 +163,7 @@ class LabelEvent(models.Model):
         ADJUDICATION = "adjudication"
         IMPORT = "import"
         UNDO = "undo"
+        SEGMENTATION = "segmentation", "sentence edit"  # clears a label whose sentence an edit split or merged (labelling/segmentation.py)
 
     project = models.ForeignKey(AnnotationProject, on_delete=models.PROTECT, related_name="label_events")
     pair = models.ForeignKey(DocumentPair, on_delete=models.PROTECT, related_name="label_events")

@@ -108,7 +108,7 @@ def _assignments(project: AnnotationProject, annotator: AbstractBaseUser | None)
 # The project page's totals in one statement: the assignments, their simple sentences, and of those the ones with a current
 # label (``Assignment.labelled``, kept from the label events).
 _PROGRESS_TOTALS_SQL = """
-    SELECT count(*), coalesce(sum((SELECT count(*) FROM alignment_sentence s WHERE s.document_id = p.simple_document_id)), 0),
+    SELECT count(*), coalesce(sum((SELECT count(*) FROM alignment_sentence s WHERE s.document_id = p.simple_document_id AND s.retired_by_id IS NULL)), 0),
            coalesce(sum(a.labelled), 0)
     FROM annotation_assignment a JOIN alignment_documentpair p ON p.id = a.pair_id
     WHERE a.project_id = %(project)s AND (%(annotator)s::integer IS NULL OR a.annotator_id = %(annotator)s)

@@ -103,11 +103,14 @@ def _table(model: type[models.Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 
-PAIR_SIZES_SQL = f"SELECT document_id, count(*) FROM {_table(Sentence)} WHERE document_id = ANY(%s) GROUP BY document_id"
+# The current segmentation (retired_by_id IS NULL), as Sentence.objects reads it.
+PAIR_SIZES_SQL = (
+    f"SELECT document_id, count(*) FROM {_table(Sentence)} WHERE document_id = ANY(%s) AND retired_by_id IS NULL GROUP BY document_id"
+)
 PAIR_ROWS_SQL = (
     f"SELECT s.document_id, s.id, s.text, p.index, e.vector FROM {_table(Sentence)} s "
     f"JOIN {_table(Paragraph)} p ON p.id = s.paragraph_id "
     f"LEFT JOIN {_table(SentenceEmbedding)} e ON e.sentence_id = s.id "
     f"AND e.encoder_id = (SELECT id FROM {_table(Encoder)} WHERE name = %s) "
-    "WHERE s.document_id = ANY(%s) ORDER BY s.index"
+    "WHERE s.document_id = ANY(%s) AND s.retired_by_id IS NULL ORDER BY s.index"
 )

@@ -93,8 +93,8 @@ _SQL = f"""
     GROUP BY 2, 3
     UNION ALL  -- every other sentence pair of a pair: in the "all sentence pairs" scope only
     SELECT 'all', pattern, NULL, sum(
-        (SELECT count(*) FROM alignment_sentence s WHERE s.document_id = pairs.simple_document_id)
-        * (SELECT count(*) FROM alignment_sentence s WHERE s.document_id = pairs.complex_document_id) - pairs.labelled
+        (SELECT count(*) FROM alignment_sentence s WHERE s.document_id = pairs.simple_document_id AND s.retired_by_id IS NULL)
+        * (SELECT count(*) FROM alignment_sentence s WHERE s.document_id = pairs.complex_document_id AND s.retired_by_id IS NULL) - pairs.labelled
     )::bigint
     FROM pairs GROUP BY 2
     UNION ALL

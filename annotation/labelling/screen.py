@@ -82,7 +82,11 @@ def suggestion_run_for(project: AnnotationProject, pair: DocumentPair) -> tuple[
     if run is None:
         return None, "This project has no suggestion run: pick complex sentences yourself by clicking them."
     if not run.aligned_pairs.filter(pair=pair).exists():
-        return None, f"The suggestion run #{run.pk} has not aligned this pair (yet): pick complex sentences yourself by clicking them."
+        from annotation.labelling.segmentation import redecoding_note
+
+        return None, redecoding_note(project, pair) or (
+            f"The suggestion run #{run.pk} has not aligned this pair (yet): pick complex sentences yourself by clicking them."
+        )
     return run, ""
 
 
@@ -258,7 +262,7 @@ def labels_payload(labels: dict[tuple[int, int], LabelEvent]) -> dict[str, dict[
 
 _PROGRESS_SQL = f"""
     SELECT
-        (SELECT count(*) FROM {Sentence._meta.db_table} WHERE document_id = %(simple_document)s),
+        (SELECT count(*) FROM {Sentence._meta.db_table} WHERE document_id = %(simple_document)s AND retired_by_id IS NULL),
         (SELECT count(DISTINCT simple_sentence_id) FROM (
             SELECT DISTINCT ON (simple_sentence_id, complex_sentence_id) simple_sentence_id, new_label
             FROM {LabelEvent._meta.db_table}

@@ -61,7 +61,7 @@ _PAGE_STATES_SQL = f"SELECT task.id, task.state FROM ({_STATES_SQL}) task"
 _PROGRESS_SQL = """
     SELECT a.id,
         (SELECT count(*) FROM alignment_sentence s JOIN alignment_documentpair p ON s.document_id = p.simple_document_id
-         WHERE p.id = a.pair_id),
+         WHERE p.id = a.pair_id AND s.retired_by_id IS NULL),
         a.labelled
     FROM annotation_assignment a
     WHERE a.id = ANY(%s)

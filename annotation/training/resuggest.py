@@ -52,7 +52,7 @@ def started_pairs_keep(project: AnnotationProject, run: AlignmentRun) -> None:
         model.objects.filter(run=run, pair_id__in=started).delete()
     shown = set(AlignedPair.objects.filter(run_id=current, pair_id__in=started).values_list("pair_id", flat=True)) if current else set()
     for model in PER_PAIR_ROWS:
-        _copy_rows(model, current, run.pk, shown)
+        copy_rows(model, current, run.pk, shown)
     if shown:
         origins = (project.suggestion_run.config or {}).get(KEPT_FROM, {})
         config = {**run.config, KEPT_FROM: {str(pair): origins.get(str(pair), current) for pair in sorted(shown)}}
@@ -60,10 +60,10 @@ def started_pairs_keep(project: AnnotationProject, run: AlignmentRun) -> None:
         run.config = config
     run.pairs.remove(*(started - shown))  # started before any run aligned them: they keep having no suggestions
     run.pairs.add(*shown)
-    _recount(run)
+    run_recount(run)
 
 
-def _copy_rows(model: type[models.Model], source_id: int | None, target_id: int, pair_ids: set[int]) -> None:
+def copy_rows(model: type[models.Model], source_id: int | None, target_id: int, pair_ids: set[int]) -> None:
     if source_id is None or not pair_ids:
         return
     fields = [field.attname for field in model._meta.concrete_fields if field.attname not in ("id", "run_id")]
@@ -71,7 +71,7 @@ def _copy_rows(model: type[models.Model], source_id: int | None, target_id: int,
     model.objects.bulk_create((model(run_id=target_id, **row) for row in rows), batch_size=2000)
 
 
-def _recount(run: AlignmentRun) -> None:
+def run_recount(run: AlignmentRun) -> None:
     """The run's figures over what it now holds, its own pairs and the copied ones."""
     aligned = AlignedPair.objects.filter(run=run).aggregate(n=Count("pk"), sentences=Sum(F("simple_count") + F("complex_count")))
     labels = dict(CandidateAlignment.objects.filter(run=run).values_list("label").annotate(n=Count("pk")).values_list("label", "n"))

@@ -109,8 +109,8 @@ def _check(project: AnnotationProject, items: list[list]) -> Counter:
 
 
 _CELLS_SQL = """
-    SELECT coalesce(sum((SELECT count(*) FROM alignment_sentence s WHERE s.document_id = p.simple_document_id)
-                        * (SELECT count(*) FROM alignment_sentence s WHERE s.document_id = p.complex_document_id)), 0)
+    SELECT coalesce(sum((SELECT count(*) FROM alignment_sentence s WHERE s.document_id = p.simple_document_id AND s.retired_by_id IS NULL)
+                        * (SELECT count(*) FROM alignment_sentence s WHERE s.document_id = p.complex_document_id AND s.retired_by_id IS NULL)), 0)
     FROM alignment_documentpair p WHERE p.id = ANY(%s)
 """  # the sentence pairs of the document pairs: one row from the database, however many pairs
 
