@@ -40,4 +40,5 @@ urlpatterns = [
     path("projects/<int:project_id>/pairs/<int:pair_id>/suggestions/", annotate_views.suggestions_refresh, name="suggestions_refresh"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/item-event/", annotate_views.item_event_save, name="item_event_save"),
     path("projects/<int:project_id>/pairs/<int:pair_id>/done/", annotate_views.assignment_done, name="assignment_done"),
+    path("projects/<int:project_id>/pairs/<int:pair_id>/sentences/", annotate_views.segment_edit, name="segment_edit"),
 ]

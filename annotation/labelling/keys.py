@@ -67,6 +67,11 @@ SCREEN_KEYS: tuple[KeyRow, ...] = (
         "accept every suggestion of the pair at or above the project's confidence threshold (asks first, with the estimated precision)",
         BOTH,
     ),
+    KeyRow(
+        (("e", "edit-sentence"),),
+        "fix the sentence split: split the selected sentence (either document) at a word, merge it with the next, or undo the last such edit",
+        BOTH,
+    ),
     KeyRow((("v", "toggle-view"),), "switch between the focus view and the alignment view", BOTH),
     KeyRow((("u", "undo"),), "undo your last change in this pair (a whole edit at once)", BOTH),
     KeyRow((("d", "finish"),), "done: mark this pair done and open your next pair", BOTH),

@@ -318,3 +318,32 @@ def redecoding_note(project: AnnotationProject, pair: DocumentPair) -> str:
     if latest.status in (AlignmentRun.Status.QUEUED, AlignmentRun.Status.RUNNING):
         return f"The sentences were edited: the suggestions are being decoded again (run #{latest.pk}); reload in a moment."
     return f"The sentences were edited, and decoding the suggestions again failed (run #{latest.pk}: {latest.error or latest.status})."
+
+
+HISTORY_SHOWN = 8
+
+
+def edit_text(edit: SegmentEdit, side: str) -> str:
+    """One edit as the screen lists it: "split of complex sentence 3 (anna, 2026-11-28 18:40)"."""
+    if edit.kind == SegmentEdit.Kind.UNDO:
+        what = f"undo of the {edit.undoes.get_kind_display().lower()} at {side} sentence {edit.undoes.position + 1}"
+    elif edit.kind == SegmentEdit.Kind.SPLIT:
+        what = f"split of {side} sentence {edit.position + 1}"
+    else:
+        what = f"merge of {side} sentences {edit.position + 1} and {edit.position + 2}"
+    return f"{what} ({edit.by or 'someone'}, {edit.created_at:%Y-%m-%d %H:%M})"
+
+
+def segment_screen(pair: DocumentPair) -> dict:
+    """The pair screen's sentence edits: per side the edit an undo would take back, and the latest edits of both documents."""
+    sides = {"simple": pair.simple_document_id, "complex": pair.complex_document_id}
+    undo = {}
+    for side, document_id in sides.items():
+        edit = segmenting.latest_undoable(document_id)
+        undo[side] = {"edit": edit.pk, "text": edit_text(edit, side)} if edit else None
+    history = []
+    edits = SegmentEdit.objects.filter(document_id__in=sides.values()).select_related("by", "undoes").order_by("-pk")[:HISTORY_SHOWN]
+    for edit in edits:
+        side = "simple" if edit.document_id == pair.simple_document_id else "complex"
+        history.append({"text": edit_text(edit, side), "report": edit.report, "undone": hasattr(edit, "undone_by")})
+    return {"undo": undo, "history": history}

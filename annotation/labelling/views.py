@@ -22,9 +22,9 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from alignment.errors import ServiceError, error_answer, error_json
+from alignment.errors import Conflict, ServiceError, error_answer, error_json
 from annotation import selectors, services
-from annotation.labelling import bulk, edits, keys, refresh, screen
+from annotation.labelling import bulk, edits, keys, refresh, screen, segmentation
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, LabelEvent, ProjectMembership
 from annotation.projects import worklist
 from annotation.training import adaptation
@@ -67,6 +67,7 @@ def annotate_pair(request: HttpRequest, project_id: int, pair_id: int) -> HttpRe
         "help_views": [(title, keys.help_rows(keys.SCREEN_KEYS, name)) for name, title in keys.SCREEN_VIEWS],
         "keymap": keys.keymap(keys.SCREEN_KEYS),
         "bulk": bulk.bulk_offer(project).as_dict(),
+        "segment": segmentation.segment_screen(assignment.pair),
     }
     return render(request, "annotation/annotate_pair.html", context)
 
@@ -249,3 +250,28 @@ def _int_field(data, name: str) -> int:
 
 def _optional_int_field(data, name: str) -> int | None:
     return _int_field(data, name) if str(data.get(name, "")).strip() else None
+
+
+ID_MAX = 2**31 - 1  # the largest id (and split offset) a field may name: beyond it the database refuses the number
+
+
+@require_POST
+def segment_edit(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
+    """A sentence split, merge or undo from the screen's dialog (a plain form): done or refused, said on the screen."""
+    project, assignment = _assignment_for(request, project_id, pair_id)
+    back = reverse("annotation:annotate_pair", args=[project.pk, assignment.pair_id])
+    try:
+        fields = {name: _optional_int_field(request.POST, name) for name in ("sentence", "offset", "expected_undo")}
+        for name, value in fields.items():
+            if value is not None and value > ID_MAX:
+                raise ValueError(f"{name}: {value} is out of range")
+        outcome = segmentation.segment_edit(
+            project=project, user=request.user, pair=assignment.pair, operation=request.POST.get("operation", "")[:40],
+            sentence_id=fields["sentence"], offset=fields["offset"], side=request.POST.get("side", "")[:16],
+            keep_labels=request.POST.get("keep_labels") == "1", expected_undo=fields["expected_undo"],
+        )  # fmt: skip
+    except (ValueError, PermissionError, Conflict) as error:
+        messages.error(request, f"The sentences were not changed: {error_answer(error).message}")
+        return redirect(back)
+    messages.success(request, outcome.message)
+    return redirect(back)

@@ -61,6 +61,7 @@
   const alignment = window.annotateAlignment.create({ root, box: $("alignment-view"), state, edit: editAction, hint });
   const suggest = window.annotateSuggest.create({ url: root.dataset.suggestUrl, state, currentSimple: () => view.currentSimple(state), render });
   const bulk = window.annotateBulk.create({ state, offer: JSON.parse($("annotate-bulk").textContent), edit: editAction, hint });
+  const segment = window.annotateSegment.create({ state, alignment, hint, unsaved: () => saving.waiting().count });
 
   function render() {
     view.render(root, state);
@@ -188,6 +189,7 @@
     accept: () => acceptSuggestion(),
     "accept-paragraph": () => acceptParagraph(),
     "accept-bulk": () => bulk.open(),
+    "edit-sentence": () => segment.open(),
     ...Object.fromEntries([1, 2, 3, 4, 5].map((k) => [`pick-${k}`, () => pick(k - 1)])),
     "pick-none": () => pickNone(),
     "toggle-view": () => toggleView(),
@@ -203,6 +205,7 @@
       toggleHelp(false);
       $("finish-box").hidden = true;
       bulk.close();
+      segment.close();
     },
   };
   for (const [name, actions] of Object.entries(keymap)) {
@@ -298,6 +301,13 @@
   document.addEventListener("keydown", (event) => {
     const target = event.target;
     if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (segment.isOpen()) {
+      if (event.key === "Escape") {
+        segment.close();
+        event.preventDefault();
+      }
+      return; // the dialog's own buttons and fields take every other key
+    }
     if (target.closest && target.closest("input, textarea, select, [contenteditable]")) return;
     if (event.key === "Enter" && target.closest && target.closest("button, a, summary")) return; // Enter presses the focused button
     if (open("finish-box") || bulk.isOpen()) {

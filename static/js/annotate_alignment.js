@@ -156,6 +156,8 @@
       reveal,
       // The paragraph row of the cursor, for accept-paragraph.
       para: () => (currentRow() ? currentRow().para : null),
+      cursor: () => cursor, // {side, id}: the sentence edit dialog (e) opens on it
+
       // Put the cursor on a sentence (the focus view's selection, or a pair an undo changed).
       focus(side, id) {
         if (id !== null && id !== undefined) cursor = { side, id };
