@@ -231,3 +231,46 @@ def test_sentence_split_in_the_alignment_layer_refuses_a_document_a_run_is_align
     with pytest.raises(ServiceError, match=f"alignment run {run.pk} still aligns its pairs"):
         sentence_split(sentence_id=target.pk, offset=4, by=owner)
     assert not SegmentEdit.objects.exists()
+
+
+def test_agreement_rates_the_current_sentences(team_of_two) -> None:
+    from annotation.adjudication.agreement_data import project_ratings
+
+    team = team_of_two
+    label_now(team.project, team.anna, team.pair, team.simple[2].pk, team.complex_[2].pk, "aligned")
+    edit(team, team.anna, "merge", sentence_id=team.simple[2].pk)
+    merged = sentence(team.pair.simple_document_id, 2)
+    label_now(team.project, team.ben, team.pair, merged.pk, team.complex_[2].pk, "partial")
+    [ratings] = project_ratings(team.project, [team.pair])
+    assert ratings.sentences[0] == [team.simple[0].pk, team.simple[1].pk, merged.pk, team.simple[4].pk]
+    assert ratings.explicit == {"anna": {(merged.pk, team.complex_[2].pk): "aligned"}, "ben": {(merged.pk, team.complex_[2].pk): "partial"}}
+
+
+def _post(client, team, **data):
+    from django.urls import reverse
+
+    return client.post(reverse("annotation:segment_edit", args=[team.project.pk, team.pair.pk]), data, follow=True)
+
+
+def test_the_screen_form_edits_and_says_so_and_refuses_bad_fields_by_name(team_of_two, client) -> None:
+    team = team_of_two
+    client.force_login(team.anna)
+    answer = _post(client, team, operation="merge", sentence=team.simple[2].pk)
+    assert answer.status_code == 200 and "Sentences merged." in answer.content.decode()
+    assert "merge of simple sentences 3 and 4 (anna," in answer.content.decode()  # the Sentence edits card
+    for data, message in (
+        ({"operation": "split", "sentence": team.simple[0].pk, "offset": "x"}, "offset: &#x27;x&#x27; is not a sentence or event id"),
+        ({"operation": "split", "sentence": team.simple[0].pk, "offset": 2**40}, "offset: 1099511627776 is out of range"),
+        ({"operation": "shred", "sentence": team.simple[0].pk}, "operation: &#x27;shred&#x27; is not one of split, merge, undo"),
+        ({"operation": "split", "sentence": team.simple[2].pk, "offset": 3}, "is not a current sentence of pair"),  # merged away
+        ({"operation": "undo", "side": "complex"}, "there is no sentence edit of this document to undo"),
+    ):
+        page = _post(client, team, **data).content.decode()
+        assert "The sentences were not changed: " in page and message in page, (data, message)
+    assert SegmentEdit.objects.count() == 1
+    undo = _post(client, team, operation="undo", side="simple", expected_undo=SegmentEdit.objects.get().pk)
+    assert "Sentence edit undone." in undo.content.decode() and len(texts(team.pair.simple_document_id)) == 5
+    outsider = get_user_model().objects.create_user("carl", password="c-pass-123")
+    client.force_login(outsider)
+    assert _post(client, team, operation="merge", sentence=team.simple[2].pk).status_code == 404
+    assert SegmentEdit.objects.count() == 2
