@@ -33,11 +33,11 @@ from alignment.aligning.service import alignment_run_for_new_pairs
 from alignment.errors import ServiceError
 from alignment.level_order import corpus_levels, corpus_pair_order
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, Corpus, DocumentPair, ParagraphAlignment, Sentence
+from alignment.refusals import in_projects, listed
 from alignment.services import document_pairs_sync, level_sort_key
 
 # The flip's own business: results it removes and run scopes it shrinks. Any other relation to a pair refuses it.
 _RESULTS = {(AlignedPair, "pair"), (ParagraphAlignment, "pair"), (CandidateAlignment, "pair"), (AlignmentRun, "pairs")}
-_NAMED = 5  # pairs and projects named in a refusal
 
 
 @dataclass(frozen=True)
@@ -90,14 +90,14 @@ def _refusal(corpus: Corpus, pair_ids: list[int]) -> str:
         if rows.exists():
             used = DocumentPair.objects.filter(pk__in=pair_ids, **{f"{relation.field.related_query_name()}__isnull": False})
             named = sorted(set(used.values_list("pk", flat=True)))
-            on_pairs = f"pair{'s' if len(named) > 1 else ''} {_listed(named)}"
+            on_pairs = f"pair{'s' if len(named) > 1 else ''} {listed(named)}"
             if _is_project(model):
                 projects = sorted(set(rows.values_list("name", flat=True)))
                 reasons.append(
-                    f"{_noun(model, len(projects))} {_listed([repr(p) for p in projects])} hold{'s' if len(projects) == 1 else ''} {on_pairs}"
+                    f"{_noun(model, len(projects))} {listed([repr(p) for p in projects])} hold{'s' if len(projects) == 1 else ''} {on_pairs}"
                 )
             else:
-                reasons.append(f"{_count(rows, model)} on {on_pairs}{_projects(rows, model)}")
+                reasons.append(f"{_count(rows, model)} on {on_pairs}{in_projects(rows, model)}")
             reported.add(model)
     for relation in Sentence._meta.related_objects:
         model, name = relation.related_model, relation.field.name
@@ -105,7 +105,7 @@ def _refusal(corpus: Corpus, pair_ids: list[int]) -> str:
             continue  # vectors and mining sequences do not depend on the direction; labels were named with their pairs
         rows = model._default_manager.filter(**{f"{name}__document__corpus": corpus})
         if rows.exists():
-            reasons.append(f"{_count(rows, model)} naming its sentences{_projects(rows, model)}")
+            reasons.append(f"{_count(rows, model)} naming its sentences{in_projects(rows, model)}")
     reasons.extend(_twins(pair_ids))
     if not reasons:
         return ""
@@ -122,7 +122,7 @@ def _twins(pair_ids: list[int]) -> list[str]:
         complex_document_id=OuterRef("simple_document_id"), simple_document_id=OuterRef("complex_document_id")
     )
     twins = sorted(DocumentPair.objects.filter(pk__in=pair_ids).filter(Exists(other_way)).values_list("pk", flat=True))
-    return [f"pairs {_listed(twins)} already exist the other way round as mined pairs"] if twins else []
+    return [f"pairs {listed(twins)} already exist the other way round as mined pairs"] if twins else []
 
 
 def _noun(model, count: int) -> str:
@@ -137,16 +137,3 @@ def _count(rows, model) -> str:
 def _is_project(model) -> bool:
     """Rows that are projects themselves (a project's pairs), not rows belonging to one."""
     return model._meta.model_name.endswith("project") and "name" in {field.name for field in model._meta.get_fields()}
-
-
-def _projects(rows, model) -> str:
-    """`` in project 'P'`` when the rows belong to projects (a ``project`` field)."""
-    if "project" not in {field.name for field in model._meta.get_fields()}:
-        return ""
-    names = sorted(set(rows.values_list("project__name", flat=True)))
-    return f" in project{'s' if len(names) > 1 else ''} {_listed([repr(name) for name in names])}"
-
-
-def _listed(items: list) -> str:
-    shown = ", ".join(str(item) for item in items[:_NAMED])
-    return shown + (f" and {len(items) - _NAMED} more" if len(items) > _NAMED else "")

@@ -31,11 +31,11 @@ from alignment.aligning.results import pair_results_remove
 from alignment.errors import ServiceError
 from alignment.mining.models import MinedPair, MiningSequence
 from alignment.models import AlignmentRun, Document, DocumentPair, Sentence
+from alignment.refusals import in_projects, listed
 from alignment.segmenting.models import SegmentEdit
 
 _PARKED = 2_000_000_000  # where a sentence's index waits until the document is numbered again (below 2**31)
 _SHIFT = 1_000_000_000  # numbering goes through this range so that no two current sentences share an index meanwhile
-_NAMED = 5
 
 
 @dataclass(frozen=True)
@@ -213,14 +213,14 @@ def _refuse(document: Document, touched: list[Sentence], carried: Collection[typ
     )
     if active:
         reasons.append(
-            f"alignment run{'s' if len(active) > 1 else ''} {_listed(active)} still align{'s' if len(active) == 1 else ''} its pairs"
+            f"alignment run{'s' if len(active) > 1 else ''} {listed(active)} still align{'s' if len(active) == 1 else ''} its pairs"
         )
     mined = sorted(
         set(MinedPair.objects.filter(Q(source_document=document) | Q(target_document=document)).values_list("job_id", flat=True))
         | set(MiningSequence.objects.filter(document=document).values_list("job_id", flat=True))
     )
     if mined:
-        reasons.append(f"mining job{'s' if len(mined) > 1 else ''} {_listed(mined)} name its sentences by position")
+        reasons.append(f"mining job{'s' if len(mined) > 1 else ''} {listed(mined)} name its sentences by position")
     ids = [s.pk for s in touched]
     for field in Sentence._meta.get_fields(include_hidden=True):
         model = getattr(field, "related_model", None)
@@ -230,21 +230,9 @@ def _refuse(document: Document, touched: list[Sentence], carried: Collection[typ
         count = rows.count()
         if count:
             noun = model._meta.verbose_name if count == 1 else model._meta.verbose_name_plural
-            reasons.append(f"{count} {noun} name{'s' if count == 1 else ''} {'it' if len(ids) == 1 else 'them'}{_projects(rows, model)}")
+            reasons.append(f"{count} {noun} name{'s' if count == 1 else ''} {'it' if len(ids) == 1 else 'them'}{in_projects(rows, model)}")
     if reasons:
         numbers = " and ".join(str(s.index + 1) for s in touched)
         raise ServiceError(
             f"sentence{'s' if len(touched) > 1 else ''} {numbers} of {document} cannot be edited: " + "; ".join(dict.fromkeys(reasons))
         )
-
-
-def _projects(rows, model) -> str:
-    if "project" not in {field.name for field in model._meta.get_fields()}:
-        return ""
-    names = sorted(set(rows.values_list("project__name", flat=True)))
-    return f" in project{'s' if len(names) > 1 else ''} {_listed([repr(name) for name in names])}"
-
-
-def _listed(items: list) -> str:
-    shown = ", ".join(str(item) for item in items[:_NAMED])
-    return shown + (f" and {len(items) - _NAMED} more" if len(items) > _NAMED else "")

@@ -86,7 +86,7 @@ def pair_item_states(project: AnnotationProject, pair: DocumentPair, *, flagged:
     by_item = item_labels(
         own, [(a.annotator_id, a.annotator.get_username(), a.completed_at is not None) for a in assignments], adjudications
     )
-    sentences = Sentence.objects.in_bulk({i for key in by_item for i in key})
+    sentences = Sentence.all_objects.in_bulk({i for key in by_item for i in key})  # a retired sentence too, should one be labelled
     names = {a.annotator_id: a.annotator.get_username() for a in assignments}
     states = [
         ItemState(

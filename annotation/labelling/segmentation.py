@@ -119,8 +119,8 @@ def segment_edit(
         outcome.redecoding = _redecode(keep, user)
         change.edit.report = {"labels_carried": outcome.carried, "labels_dropped": outcome.dropped, "redecoding": outcome.redecoding}
         change.edit.save(update_fields=["report"])
-        for project_id, pair_id in {(event.project_id, event.pair_id) for events in current.values() for event in events}:
-            labels.assignments_recount(AnnotationProject(pk=project_id), pair_ids=[pair_id])
+        for project in AnnotationProject.objects.filter(pairs__in=pair_ids).distinct().order_by("pk"):
+            labels.assignments_recount(project, pair_ids=pair_ids)  # labels carried, and the queue's suggestions gone until re-decoded
     return outcome
 
 
