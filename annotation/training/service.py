@@ -41,6 +41,7 @@ from models_ml.aligning.train_config import TrainingConfig
 from models_ml.data.checkpoint import CHECKSUMS, sha256
 
 if TYPE_CHECKING:  # training brings torch: imported where the job trains, not by the page that queues it
+    from models_ml.aligning.aligner import Aligner
     from models_ml.aligning.train import EpochReport
 
 TRAIN_TASK = "annotation.train_model"
@@ -195,6 +196,7 @@ def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str, *, prog
     root = Path(settings.MODEL_DIR) / f"project-{project.pk}"
     staging = root / f".staging-job{job.pk}-{uuid.uuid4().hex[:8]}"
     aligner.save(staging)
+    calibrated = _calibrate(aligner, test, cache, staging, job)
     if classifier is not None:
         save_pair_classifier(classifier, staging / PAIR_CLASSIFIER)
     fields = {
@@ -204,11 +206,24 @@ def _train(job: TrainingJob, build_measure: MeasureBuilder, device: str, *, prog
             "stopped_early": report.stopped_early, "dev_f1_per_epoch": [round(f, 4) for f in report.dev_f1],
             "partial_threshold": report.partial_threshold, "seconds": round(report.seconds, 2),
             "pairs": {"train": len(train), "dev": len(dev), "test": len(test)}, "skipped_blocks": len(report.skipped_blocks),
+            "calibration": calibrated,
         },
     }  # fmt: skip
     if classifier is not None:
         fields["training"]["pair_classifier_checksum"] = sha256(staging / PAIR_CLASSIFIER / CHECKSUMS)
     return staging, fields
+
+
+def _calibrate(aligner: Aligner, test: list, cache: SimilarityCache, staging: Path, job: TrainingJob) -> dict:
+    """The version's held-out calibration (``calibration.json``, :mod:`models_ml.aligning.calibration`): how often its
+    suggestions on the snapshot's test documents, which it was not trained on, were right at each confidence. Bulk
+    accept falls back on it while a project has too few answers of its own. Returns its counts for the version's record."""
+    from models_ml.aligning.calibration import calibration_write, held_out_answers
+
+    answers = held_out_answers(aligner, test, cache(aligner, test))
+    basis = f"the {len(test)} test document pair{'s' if len(test) != 1 else ''} of snapshot {job.snapshot_id}, held out of training"
+    calibration_write(staging, answers, basis)
+    return {"suggestions": len(answers), "right": sum(right for _, right in answers), "basis": basis}
 
 
 def _fine_tune_pair_classifier(

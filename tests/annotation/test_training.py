@@ -26,6 +26,7 @@ from annotation.training.snapshot import (
     snapshot_create,
     snapshot_gold_pairs,
 )
+from models_ml.aligning.calibration import calibration_read
 from tests.annotation.gold_set import build_gold_project
 
 
@@ -124,6 +125,11 @@ def test_a_training_job_registers_a_version_with_metrics_progress_and_checksum(g
     assert version.figure("test") > version.baseline["test"]["group"]["task1"]["f1"]  # learning helps on held-out documents
     assert registry.version_load(version).config.measure == "jaccard"
     assert not [p for p in (model_dir / f"project-{project.pk}").iterdir() if p.name.startswith(".staging")]
+    # bulk accept's fallback: how often its suggestions on the held-out test documents were right, checksummed
+    basis, answers = calibration_read(Path(version.path))
+    calibrated = version.training["calibration"]
+    assert f"snapshot {job.snapshot_id}, held out of training" in basis and len(answers) == calibrated["suggestions"] > 0
+    assert sum(right for _, right in answers) == calibrated["right"]
 
 
 @pytest.mark.slow
