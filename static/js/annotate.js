@@ -60,7 +60,7 @@
   const focus = window.annotateFocus.create({ root, state, hint, clearHint: saving.clearHint });
   const alignment = window.annotateAlignment.create({ root, box: $("alignment-view"), state, edit: editAction, hint });
   const suggest = window.annotateSuggest.create({ url: root.dataset.suggestUrl, state, currentSimple: () => view.currentSimple(state), render });
-  const bulk = window.annotateBulk.create({ state, offer: JSON.parse($("annotate-bulk").textContent), edit: editAction, hint });
+  const bulk = window.annotateBulk.create({ state, offer: JSON.parse($("annotate-bulk").textContent), edit: editAction, hint, paragraph: currentParagraph });
   const segment = window.annotateSegment.create({ state, alignment, hint, unsaved: () => saving.waiting().count });
 
   function render() {
@@ -129,10 +129,22 @@
     return true;
   }
 
-  function acceptParagraph() {
+  function currentPara() {
     const simpleId = view.currentSimple(state);
     const para = state.view === "alignment" ? alignment.para() : simpleId !== null ? alignment.model.para[`simple:${simpleId}`] : null;
-    if (para === null || para === undefined) return hint("Select a sentence first (j), then A accepts the suggestions of its paragraphs.");
+    return para === undefined ? null : para;
+  }
+
+  function currentParagraph() {
+    // the paragraph row of the selected sentence, for bulk accept's "only paragraphs ..." choice
+    const para = currentPara();
+    if (para === null) return null;
+    return { name: alignment.model.paraNames[para], simpleIds: alignment.model.simple.filter((simple) => alignment.model.para[`simple:${simple}`] === para) };
+  }
+
+  function acceptParagraph() {
+    const para = currentPara();
+    if (para === null) return hint("Select a sentence first (j), then A accepts the suggestions of its paragraphs.");
     const result = window.annotateGroups.acceptParagraph(para, state, alignment.model);
     if (result.hint) return hint(result.hint);
     editAction(result);
@@ -327,7 +339,7 @@
   document.addEventListener("click", (event) => {
     const button = event.target.closest("[data-key], [data-finish], [data-bulk]");
     if (button && button.dataset.finish) return button.dataset.finish === "yes" ? finish(true) : ACTIONS.close();
-    if (button && button.dataset.bulk) return button.dataset.bulk === "yes" ? bulk.confirm() : ACTIONS.close();
+    if (button && button.dataset.bulk) return button.dataset.bulk === "no" ? ACTIONS.close() : bulk.confirm(button.dataset.bulk === "paragraph" ? "paragraph" : "pair");
     if (button) {
       const action = keymap[state.view][button.dataset.key];
       if (action) ACTIONS[action]();

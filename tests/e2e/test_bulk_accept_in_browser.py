@@ -97,3 +97,24 @@ def test_bulk_accept_asks_stores_one_edit_and_one_undo_takes_it_back(page: Page,
     expect(page.locator("#save-status")).to_contain_text("bulk accepted")
 
     _manager_finds_them(page, live_server, project, pair, count)
+
+
+def test_bulk_accept_can_keep_to_the_current_paragraph_row(page: Page, live_server, annotation_setup, monkeypatch) -> None:
+    project, pair, run = annotation_setup
+    monkeypatch.setattr(bulk_estimate, "MIN_ANSWERED", 2)
+    bulk.bulk_target_set(project, "0.8")
+    _answered_by_two(project, pair, run)
+    _login(page, live_server, "anna", "anna-pass-123")
+    page.goto(_screen_url(live_server, project, pair))
+    page.keyboard.press("j")  # the first simple sentence: its paragraph row is the first
+    page.keyboard.press("B")
+    only = page.locator("#bulk-paragraph")
+    expect(only).to_be_visible()
+    whole = int(re.match(r"(\d+) suggestion", page.locator("#bulk-count").inner_text()).group(1))
+    in_row = int(re.search(r": (\d+) suggestion", only.inner_text()).group(1))
+    assert 0 < in_row < whole
+    only.click()
+    expect(page.locator("#save-status")).to_contain_text("of paragraphs ¶1 ↔ ¶1 at confidence")
+    made = LabelEvent.objects.filter(annotator__username="anna")
+    assert made.count() == in_row and set(made.values_list("source", flat=True)) == {"bulk"}
+    assert {e.simple_sentence.paragraph.index for e in made} == {0}
