@@ -177,6 +177,8 @@ def test_the_suggestions_are_decoded_again_for_the_new_sentences(team_of_two, mo
     run = lexical_run(team.project.corpus, monkeypatch)
     team.project.suggestion_run = run
     team.project.save(update_fields=["suggestion_run"])
+    untouched = {s.pk for s in team.simple} - {team.simple[2].pk, team.simple[3].pk}
+    before = _suggested(run, team.pair, untouched)
     outcome = edit(team, team.anna, "merge", sentence_id=team.simple[2].pk)
     # the stale result (counted by position) is gone; the run keeps the pair in scope; a small run decodes it again
     assert not AlignedPair.objects.filter(run=run).exists() and run.pairs.filter(pk=team.pair.pk).exists()
@@ -192,12 +194,19 @@ def test_the_suggestions_are_decoded_again_for_the_new_sentences(team_of_two, mo
     current = set(Sentence.objects.values_list("pk", flat=True))
     candidates = CandidateAlignment.objects.filter(run=run, pair=team.pair)
     assert candidates.exists() and set(candidates.values_list("simple_sentence_id", flat=True)) <= current
+    assert _suggested(run, team.pair, untouched) == before  # the untouched sentences' suggestions came back as they were
     run.refresh_from_db()
     assert run.config["kept_from"] == {str(team.pair.pk): redecode.pk} and run.pairs_done == 1
     assert redecoding_note(team.project, team.pair) == ""
     view = screen_build(project=team.project, assignment=_assignment(team))
     merged = sentence(team.pair.simple_document_id, 2).pk
     assert view.suggestion_note == "" and merged in view.payload["simple"] and str(merged) in view.payload["candidates"]
+
+
+def _suggested(run, pair, simple_ids: set[int]) -> set[tuple[int, int, str]]:
+    """The run's suggestions (aligned or partial) for these simple sentences of the pair."""
+    rows = CandidateAlignment.objects.filter(run=run, pair=pair, label__in=["aligned", "partial"], simple_sentence_id__in=simple_ids)
+    return set(rows.values_list("simple_sentence_id", "complex_sentence_id", "label"))
 
 
 def _assignment(team) -> Assignment:
