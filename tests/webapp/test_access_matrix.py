@@ -132,6 +132,7 @@ RULES: dict[str, tuple[str, str]] = {
     "annotation:suggestions_refresh": ("own_assignment", "own_assignment"),
     "annotation:item_event_save": ("own_assignment", "own_assignment"),
     "annotation:assignment_done": ("own_assignment", "own_assignment"),
+    "annotation:segment_edit": ("own_assignment", "own_assignment"),
     "api:corpus-list": ("user", "user"),
     "api:corpus-detail": ("corpus_read", "corpus_read"),
     "api:document-list": ("user", "user"),
