@@ -8,7 +8,10 @@ from alignment.models import Corpus
 class MiningJobForm(forms.Form):
     """LHA settings; defaults are models_ml.mining.lha.LHAConfig's (dense) or alignment.mining.lha_service's (hybrid)."""
 
-    target_corpus = forms.ModelChoiceField(queryset=Corpus.objects.none(), help_text="the corpus in the other style")
+    target_corpus = forms.ModelChoiceField(
+        queryset=Corpus.objects.none(), help_text="the corpus in the other style",
+        error_messages={"invalid_choice": "corpus %(value)s is not one you may mine towards: give another corpus you may see"},
+    )  # fmt: skip
     retrieval = forms.ChoiceField(
         choices=[("", "by language"), ("dense", "dense (sentence vectors)"), ("hybrid", "hybrid (3-grams + sentence vectors)")],
         required=False, help_text="by the language: hybrid for German, dense otherwise",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -16,56 +15,36 @@ from django.views.decorators.http import require_POST
 from alignment import selectors
 from alignment.errors import bad_request, form_error
 from alignment.mining import browse
-from alignment.mining.forms import MiningJobForm, MussJobForm
 from alignment.mining.models import MiningJob
-from alignment.mining.service import (
-    corpora_ready_for_mining,
-    mining_job_cancel,
-    mining_job_create,
-    mining_job_statistics,
-)
+from alignment.mining.selectors import mining_jobs_visible_to
+from alignment.mining.service import mining_job_cancel, mining_job_statistics
+from alignment.mining.starting import mining_control_require, mining_form, mining_job_start
 
 
 def _job_for_user(request: HttpRequest, job_id: int) -> MiningJob:
-    visible = selectors.corpora_visible_to(request.user)
-    return get_object_or_404(
-        MiningJob.objects.select_related("source_corpus", "target_corpus").defer("lexical_idf"),
-        pk=job_id,
-        source_corpus__in=visible,
-        target_corpus__in=visible,
-    )
+    return get_object_or_404(mining_jobs_visible_to(request.user), pk=job_id)
 
 
 def _require_job_control(request: HttpRequest, corpus) -> None:
     """Mining jobs belong to their source corpus: as for alignment runs, its owner and staff start and cancel them."""
-    if not selectors.user_may_run_jobs(request.user, corpus):
-        raise PermissionDenied(f"only the owner of corpus {corpus.name!r} and staff start or cancel its mining jobs")
+    try:
+        mining_control_require(user=request.user, corpus=corpus)
+    except PermissionError as refusal:
+        raise PermissionDenied(str(refusal)) from None
 
 
 def mining_start(request: HttpRequest, corpus_id: int) -> HttpResponse:
     corpus = selectors.corpus_get_for_user(request.user, corpus_id)
-    targets = selectors.corpora_visible_to(request.user).exclude(pk=corpus.pk)
     method = request.POST.get("method", "lha")
     posted = request.POST if request.method == "POST" else None
-    language = {"language": corpus.language.split("-")[0]} if corpus.language.split("-")[0] in ("en", "de") else {}
-    form = MiningJobForm(posted if method == "lha" else None, targets=targets, initial=language)
-    muss_form = MussJobForm(posted if method == "muss" else None, initial=language)
+    form = mining_form(corpus=corpus, method="lha", user=request.user, data=posted if method == "lha" else None)
+    muss_form = mining_form(corpus=corpus, method="muss", user=request.user, data=posted if method == "muss" else None)
     chosen = form if method == "lha" else muss_form
     if request.method == "POST":
         _require_job_control(request, corpus)
-    if request.method == "POST" and chosen.is_valid():
-        data = dict(chosen.cleaned_data)
-        target = data.pop("target_corpus", None)
-        # empty: the retrieval's own default (by the corpus's language; its thresholds); LHA's empty filters stay None (off)
-        defaulted = set(data) if method == "muss" else {"retrieval", "theta_d", "theta_s"}
-        data = {key: value for key, value in data.items() if key not in defaulted or value not in ("", None)}
-        try:
-            encoder = settings.ENCODER_MODEL if method == "lha" else None  # LHA reads stored vectors
-            fields = {target.pk: "target_corpus"} if target is not None and target.pk != corpus.pk else None
-            corpora_ready_for_mining(corpora=[corpus, target or corpus], encoder_name=encoder, field_by_corpus=fields)
-            job, created = mining_job_create(
-                source_corpus=corpus, target_corpus=target, config=data, method=method, created_by=request.user
-            )
+    if request.method == "POST" and chosen.is_valid():  # every bad field shows on the page; the service checks again
+        try:  # the bound form's data: the form's fields only (the POST has the CSRF token and the method too)
+            job, created = mining_job_start(corpus=corpus, method=method, data=chosen.data, user=request.user)
         except ValueError as error:
             form_error(chosen, error)
         else:
