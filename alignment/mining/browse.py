@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db.models import Q, QuerySet
 
+from alignment.errors import ServiceError
 from alignment.mining.models import MinedPair, MiningJob
 
 SORTS = {  # the URL's value -> the order; the values stay as they were so saved links keep working
@@ -32,8 +33,8 @@ MAX_QUERY_CHARS = 200
 ACCESS = ("char_ratio", "levenshtein_replace_only", "word_rank_ratio", "dependency_depth_ratio")  # MUSS features
 
 
-class FilterError(ValueError):
-    """A bad browser parameter; the message names it."""
+class FilterError(ServiceError):
+    """A bad browser parameter; the message names it, and so does ``field``."""
 
 
 @dataclass
@@ -51,9 +52,9 @@ def _number(params, name: str) -> float | None:
     try:
         value = float(raw)
     except ValueError:
-        raise FilterError(f"{name}: {raw[:64]!r} is not a number") from None
+        raise FilterError(f"{name}: {raw[:64]!r} is not a number", field=name) from None
     if not math.isfinite(value):  # NaN and infinity are not valid JSON, so the features filter would fail in PostgreSQL
-        raise FilterError(f"{name}: {raw[:64]!r} is not a finite number")
+        raise FilterError(f"{name}: {raw[:64]!r} is not a finite number", field=name)
     return value
 
 
@@ -61,9 +62,9 @@ def query_text(params, name: str = "q") -> str:
     """A free-text search parameter: stripped, at most ``MAX_QUERY_CHARS``, no NUL (PostgreSQL text cannot hold it)."""
     text = (params.get(name) or "").strip()
     if "\x00" in text:
-        raise FilterError(f"{name}: the search text holds a NUL character")
+        raise FilterError(f"{name}: the search text holds a NUL character", field=name)
     if len(text) > MAX_QUERY_CHARS:
-        raise FilterError(f"{name}: the search text is {len(text):,} characters long; the limit is {MAX_QUERY_CHARS}")
+        raise FilterError(f"{name}: the search text is {len(text):,} characters long; the limit is {MAX_QUERY_CHARS}", field=name)
     return text
 
 
@@ -71,10 +72,11 @@ def filters_from(params) -> Filters:
     ranges = {name: (_number(params, f"{name}_min"), _number(params, f"{name}_max")) for name in RANGES + ACCESS}
     shape = params.get("shape", "") or ""
     if shape and shape not in SHAPES:
-        raise FilterError(f"shape: {shape!r} is not one of {', '.join(SHAPES)}")
+        raise FilterError(f"shape: {shape!r} is not one of {', '.join(SHAPES)}", field="shape")
     sort = params.get("sort", "score") or "score"
     if sort not in SORTS:
-        raise FilterError(f"sort: {sort!r} is not an order; orders: {'; '.join(f'{key} ({name})' for key, name in SORT_NAMES.items())}")
+        orders = "; ".join(f"{key} ({name})" for key, name in SORT_NAMES.items())
+        raise FilterError(f"sort: {sort!r} is not an order; orders: {orders}", field="sort")
     return Filters(ranges=ranges, shape=shape, q=query_text(params), sort=sort)
 
 

@@ -142,6 +142,10 @@ RULES: dict[str, tuple[str, str]] = {
     "api:alignment-run-list": ("user", "user"),  # POST validates the corpus against the visible ones: 400, never a run
     "api:alignment-run-detail": ("corpus_read", "corpus_read"),
     "api:alignment-run-cancel": ("corpus_write", "corpus_write"),
+    "api:mining-job-list": ("user", "user"),  # POST validates the source corpus against the visible ones: 400, never a job
+    "api:mining-job-detail": ("corpus_read", "corpus_read"),
+    "api:mining-job-cancel": ("corpus_write", "corpus_write"),
+    "api:mining-job-pairs": ("corpus_read", "corpus_read"),
     "api:candidate-list": ("user", "user"),
     "api:candidate-detail": ("corpus_read", "corpus_read"),
     "api:import-list": ("user", "user"),  # anyone may import into a new corpus or their own; the list is their own jobs
@@ -205,7 +209,7 @@ API_DETAIL_OBJECTS = {  # DRF basename -> the object its ``pk`` names
     "corpus": "corpus", "document": "document", "pair": "pair", "alignment-run": "alignment_run", "candidate": "candidate",
     "project": "project", "project-assignment": "assignment", "project-label": "label_event", "project-item-event": "item_event",
     "project-model-version": "model_version", "project-export": "export_job", "token-revoke": "api_token",
-    "import": "import_job",
+    "import": "import_job", "mining-job": "mining_job",
 }  # fmt: skip
 
 
@@ -317,7 +321,7 @@ def parameter_kind(route: Route, parameter: str) -> str:
     """The kind of world object that fills ``parameter`` of ``route``."""
     if parameter == "pk":  # api:<basename>-detail, or -<action> for a detail action
         api_name = route.name.split(":", 1)[1]
-        kind = API_DETAIL_OBJECTS.get(api_name) or API_DETAIL_OBJECTS.get(re.sub(r"-(detail|promote|download|cancel)$", "", api_name))
+        kind = API_DETAIL_OBJECTS.get(api_name) or API_DETAIL_OBJECTS.get(re.sub(r"-(detail|promote|download|cancel|pairs)$", "", api_name))
     else:
         kind = PARAMETER_OBJECTS.get((route.name, parameter)) or PARAMETER_OBJECTS.get(parameter)
     assert kind is not None, f"{route.name}: no object of the world fills the path parameter {parameter!r}; add it to PARAMETER_OBJECTS"

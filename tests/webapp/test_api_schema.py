@@ -17,6 +17,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from alignment.importing.models import ImportJob
+from alignment.mining.models import MiningJob
 from alignment.models import CandidateAlignment
 from annotation import services
 from annotation.export import service as export
@@ -31,7 +32,13 @@ def test_schema_validates_without_warnings(tmp_path):
     target = tmp_path / "schema.yaml"
     call_command("spectacular", validate=True, fail_on_warn=True, file=str(target), stderr=StringIO())
     schema = target.read_text()
-    for path in ("/api/alignment-runs/{id}/cancel/", "/api/projects/{project_id}/labels/{id}/", "/api/candidates/"):
+    paths = (
+        "/api/alignment-runs/{id}/cancel/",
+        "/api/projects/{project_id}/labels/{id}/",
+        "/api/candidates/",
+        "/api/mining-jobs/{id}/pairs/",
+    )
+    for path in paths:
         assert f"  {path}:" in schema
 
 
@@ -94,8 +101,11 @@ def real_ids(api_world, settings, tmp_path) -> dict[str, int]:
         project=api_world.project, number=1, snapshot=snapshot, config={}, path="/nonexistent", checksum="0" * 64,
         metrics={"dev": {}, "test": {}},
     )  # fmt: skip
+    mining_job = MiningJob.objects.create(
+        source_corpus=api_world.corpus, target_corpus=api_world.corpus, method="muss", config={}, config_hash="fuzzed", status="succeeded"
+    )
     return {
-        "alignment-runs": api_world.run.pk, "candidates": CandidateAlignment.objects.filter(run=api_world.run).first().pk,
+        "alignment-runs": api_world.run.pk, "mining-jobs": mining_job.pk, "candidates": CandidateAlignment.objects.filter(run=api_world.run).first().pk,
         "corpora": api_world.corpus.pk, "documents": api_world.pair.simple_document_id, "pairs": api_world.pair.pk,
         "projects": api_world.project.pk, "assignments": Assignment.objects.filter(annotator=anna).get().pk,
         "labels": event.pk, "model-versions": version.pk, "exports": export_job.pk,
@@ -109,6 +119,7 @@ def real_ids(api_world, settings, tmp_path) -> dict[str, int]:
         # body fields
         "pair": api_world.pair.pk, "corpus": api_world.corpus.pk, "simple_sentence": api_world.simple[0].pk,
         "complex_sentence": api_world.complex_[1].pk, "suggestion_run": api_world.run.pk, "expected_previous": event.pk,
+        "source_corpus": api_world.corpus.pk,
     }  # fmt: skip
 
 
@@ -130,7 +141,7 @@ def aim_at_real_rows(case, ids: dict[str, int]) -> None:
                 case.body[key] = "anna"
 
 
-@pytest.mark.slow  # 41 operations x 12 generated requests: 90 s of the suite
+@pytest.mark.slow  # 46 operations x 12 generated requests: 100 s of the suite
 @schema.parametrize()
 @settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=12, database=None)
 def test_api_fuzzing_finds_no_server_error_and_no_schema_violation(case, api_world, real_ids, wsgi_in_test_transaction):

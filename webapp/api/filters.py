@@ -5,6 +5,7 @@ from __future__ import annotations
 import django_filters
 from django import forms
 
+from alignment.mining.models import MiningJob
 from alignment.models import AlignmentRun, CandidateAlignment, Corpus, Document, DocumentPair
 from annotation.labelling.item_events import item_events_open
 from annotation.models import Assignment, ItemEvent, LabelEvent
@@ -55,6 +56,21 @@ class AlignmentRunFilter(django_filters.FilterSet):
     class Meta:
         model = AlignmentRun
         fields = ["corpus", "status", "scope", "pair"]
+
+
+class MiningJobFilter(django_filters.FilterSet):
+    corpus = IdFilter(method="filter_corpus", help_text="Jobs with this corpus as their source or their target.")
+    source_corpus = IdFilter(field_name="source_corpus")
+    target_corpus = IdFilter(field_name="target_corpus")
+
+    class Meta:
+        model = MiningJob
+        fields = ["corpus", "source_corpus", "target_corpus", "status", "method", "retrieval"]
+
+    def filter_corpus(self, queryset, name: str, value: int):
+        from django.db.models import Q
+
+        return queryset.filter(Q(source_corpus_id=value) | Q(target_corpus_id=value))
 
 
 class CandidateFilter(django_filters.FilterSet):

@@ -13,7 +13,16 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from webapp.api import alignment_views, annotation_views, export_views, import_views, item_event_views, token_views, training_views
+from webapp.api import (
+    alignment_views,
+    annotation_views,
+    export_views,
+    import_views,
+    item_event_views,
+    mining_views,
+    token_views,
+    training_views,
+)
 
 app_name = "api"
 
@@ -36,6 +45,7 @@ router.register("documents", alignment_views.DocumentViewSet, basename="document
 router.register("pairs", alignment_views.PairViewSet, basename="pair")
 router.register("alignment-runs", alignment_views.AlignmentRunViewSet, basename="alignment-run")
 router.register("candidates", alignment_views.CandidateViewSet, basename="candidate")
+router.register("mining-jobs", mining_views.MiningJobViewSet, basename="mining-job")
 router.register("imports", import_views.ImportJobViewSet, basename="import")
 router.register("projects", annotation_views.ProjectViewSet, basename="project")
 router.register(f"{PROJECT}/members", annotation_views.MemberViewSet, basename="project-member")
