@@ -12,6 +12,7 @@ vectors) with a partial HNSW index per encoder, for the document nearest-neighbo
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector
 from django.db import models
@@ -140,11 +141,19 @@ class MiningSequence(models.Model):
     text = models.TextField()
     vector = VectorField()
     lexical = SparseVectorField(null=True, help_text="Hybrid jobs: unit character 3-gram TF-IDF, hashed, <= 1,000 non-zeros.")
-    neighbours = models.JSONField(null=True, help_text="[[index, score], ...] best first, self excluded (score: the job's retrieval's).")
+    neighbour_ids = ArrayField(models.IntegerField(), null=True, help_text="The k nearest sequences' indices, best first, self excluded.")
+    neighbour_scores = ArrayField(models.FloatField(), null=True, help_text="Their scores, in the same order (the job's retrieval's).")
     knn_mean = models.FloatField(null=True, help_text="Mean score to the k neighbours (the margin's denominator).")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "index"], name="one_sequence_per_index")]
+
+    @property
+    def neighbours(self) -> list[list] | None:
+        """``[[index, score], ...]`` best first (None before the neighbours phase)."""
+        if self.neighbour_ids is None:
+            return None
+        return [[index, score] for index, score in zip(self.neighbour_ids, self.neighbour_scores or ())]
 
 
 class MinedPair(models.Model):

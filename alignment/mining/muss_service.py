@@ -18,15 +18,16 @@ also holds the job's vectors in its index).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, fields
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from pgvector import SparseVector
+from psycopg.types.json import Jsonb
 
+from alignment.copying import copy_binary
 from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
 from alignment.mining.muss_rows import SequenceRow, batch_rows
 from alignment.mining.search_backend import hybrid_settings, nearest_sequences, search_prepare
@@ -43,7 +44,7 @@ from models_ml.mining.retrieval import LEXICAL_DIMENSIONS, LexicalVectoriser, do
 from models_ml.mining.types import MiningDocument
 
 SHARD_SEQUENCES = 2000
-BATCH = 100
+BATCH = 1000  # sequences per committed batch: its bookkeeping (position, progress, heartbeat) was 5 % of a job at 100
 Encode = Callable[[list[str]], np.ndarray]
 
 
@@ -98,15 +99,7 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
         texts = [s.text for _, s in batch]
         vectors = encode(texts)  # (b, d) unit rows
         lexical = [None] * len(batch) if vectoriser is None else _sparse_rows(vectoriser.transform(texts))
-        MiningSequence.objects.bulk_create(
-            [
-                MiningSequence(
-                    job=job, index=index, document_id=int(s.doc_id), start=s.start, end=s.end, text=s.text, vector=v.tolist(), lexical=w
-                )
-                for (index, s), v, w in zip(batch, vectors, lexical)
-            ],
-            ignore_conflicts=True,
-        )
+        _sequences_store(job, batch, vectors, lexical)
         batch.clear()
         job.heartbeat()
 
@@ -135,6 +128,21 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
         .exclude(status=MiningShard.Status.SUCCEEDED)
         .values_list("pk", flat=True)
     )
+
+
+SEQUENCE_COLUMNS = ("job_id", "index", "document_id", "start", "end", "text", "vector", "lexical")
+SEQUENCE_TYPES = ("int8", "int4", "int8", "int4", "int4", "text", "vector", "sparsevec")
+
+
+def _sequences_store(job: MiningJob, batch: list[tuple[int, Sequence]], vectors: np.ndarray, lexical: list) -> None:
+    """One encoded batch as MiningSequence rows, by binary COPY (vectors in pgvector's binary format: formatting them
+    as text for INSERTs was most of prepare, docs/benchmarks.md "Mining at scale"). One statement: all rows or none,
+    so a resumed prepare, which starts after the rows stored (``done``), never writes one twice."""
+    rows = (
+        (job.pk, index, int(s.doc_id), s.start, s.end, s.text, np.asarray(v, dtype=np.float32), w)
+        for (index, s), v, w in zip(batch, vectors, lexical)
+    )
+    copy_binary(MiningSequence, SEQUENCE_COLUMNS, SEQUENCE_TYPES, rows)
 
 
 def _lexical_vectoriser(job: MiningJob, config: MussConfig) -> LexicalVectoriser:
@@ -186,11 +194,14 @@ def neighbours_batch(job: MiningJob, begin: int, end: int) -> int:
     rows = list(MiningSequence.objects.filter(job=job, index__gte=begin, index__lt=end).only("pk", "index").order_by("index"))
     found = nearest_sequences(job, rows, config.k)
     means = [float(np.mean([cos for _, cos in nearest])) if nearest else 0.0 for nearest in found]
+    ids = ["{" + ",".join(str(int(index)) for index, _ in nearest) + "}" for nearest in found]  # array literals: unnest
+    scores = ["{" + ",".join(repr(float(score)) for _, score in nearest) + "}" for nearest in found]  # cannot take 2-D rows
     with connection.cursor() as cursor:  # one UPDATE from arrays: building bulk_update's CASE per row was most of a batch
         cursor.execute(
-            f"UPDATE {MiningSequence._meta.db_table} AS s SET neighbours = v.neighbours::jsonb, knn_mean = v.knn_mean "
-            "FROM unnest(%s::bigint[], %s::text[], %s::float8[]) AS v(id, neighbours, knn_mean) WHERE s.id = v.id",
-            [[row.pk for row in rows], [json.dumps(nearest) for nearest in found], means],
+            f"UPDATE {MiningSequence._meta.db_table} AS s SET neighbour_ids = v.ids::int4[], neighbour_scores = v.scores::float8[], "
+            "knn_mean = v.knn_mean FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[]) AS v(id, ids, scores, knn_mean) "
+            "WHERE s.id = v.id",
+            [[row.pk for row in rows], ids, scores, means],
         )
     return len(rows)
 
@@ -205,9 +216,9 @@ def pairs_batch(job: MiningJob, begin: int, end: int) -> list[MinedPair]:
     rows, others = batch_rows(job, begin, end)  # plain rows: model instances were half of a batch
     found = []
     for row in rows:
-        for other_index, cosine in row.neighbours or []:
-            other = others[int(other_index)]
-            if other.index < row.index and any(int(j) == row.index for j, _ in other.neighbours or []):
+        for other_index, cosine in zip(row.neighbour_ids or (), row.neighbour_scores or ()):
+            other = others[other_index]
+            if other.index < row.index and row.index in (other.neighbour_ids or ()):
                 continue  # the smaller index found this pair too and emits it
             low, high = (row, other) if row.index < other.index else (other, row)
             cosine = float(cosine)
@@ -233,6 +244,52 @@ def pairs_batch(job: MiningJob, begin: int, end: int) -> list[MinedPair]:
     return found
 
 
+PAIR_COLUMNS = (
+    "job_id", "source_document_id", "target_document_id", "source_sentences", "target_sentences", "source_key", "target_key",
+    "source_text", "target_text", "source_count", "target_count", "source_tokens", "target_tokens", "score", "doc_score",
+    "length_ratio", "overlap", "features",
+)  # fmt: skip
+PAIR_TYPES = (
+    "int8", "int8", "int8", "jsonb", "jsonb", "varchar", "varchar", "text", "text", "int2", "int2", "int4", "int4", "float8", "float8",
+    "float8", "float8", "jsonb",
+)  # fmt: skip
+
+
+def mined_pairs_store(pairs: list[MinedPair]) -> None:
+    """A batch's pairs by binary COPY (``bulk_create`` compiled an INSERT of 18 placeholders a row: a tenth of the pairs
+    phase). The batch commits with its shard's position, so a resumed shard never stores it twice; should a second
+    worker on the same shard have stored it first (a requeued stalled task), the unique key refuses the COPY and the
+    batch goes in row by row, skipping the pairs already there."""
+    rows = (
+        (
+            p.job_id,
+            p.source_document_id,
+            p.target_document_id,
+            Jsonb(p.source_sentences),
+            Jsonb(p.target_sentences),
+            p.source_key,
+            p.target_key,
+            p.source_text,
+            p.target_text,
+            p.source_count,
+            p.target_count,
+            p.source_tokens,
+            p.target_tokens,
+            p.score,
+            p.doc_score,
+            p.length_ratio,
+            p.overlap,
+            Jsonb(p.features),
+        )  # fmt: skip
+        for p in pairs
+    )
+    try:
+        with transaction.atomic():  # a savepoint: the fallback below runs in the batch's transaction
+            copy_binary(MinedPair, PAIR_COLUMNS, PAIR_TYPES, rows)
+    except IntegrityError:
+        MinedPair.objects.bulk_create(pairs, ignore_conflicts=True, batch_size=1000)
+
+
 def muss_shard_run(shard: MiningShard, cancelled: Callable[[], bool]) -> bool:
     """Run the shard from its position in batches; False when it stopped for a cancel."""
     job = shard.job
@@ -244,7 +301,7 @@ def muss_shard_run(shard: MiningShard, cancelled: Callable[[], bool]) -> bool:
             if shard.phase == MiningShard.Phase.NEIGHBOURS:
                 neighbours_batch(job, begin, end)
             else:
-                MinedPair.objects.bulk_create(pairs_batch(job, begin, end), ignore_conflicts=True, batch_size=1000)
+                mined_pairs_store(pairs_batch(job, begin, end))
             shard.heartbeat(position=end)
             MiningJob.objects.filter(pk=job.pk).update(documents_done=F("documents_done") + (end - begin))
     return True

@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from models_ml.mining.types import Encode
+
 __all__ = ["Neighbours", "normalise", "top_k", "top_k_blocks"]
 
 
@@ -94,3 +96,19 @@ def top_k_blocks(
         best_idx[rows], best_score[rows] = idx, score
     best_idx[~np.isfinite(best_score)] = -1
     return Neighbours(best_idx, best_score)
+
+
+def encode_all(texts: list[str], encode: Encode, batch: int) -> np.ndarray:
+    """Unit vectors (n, d) of all texts, encoded ``batch`` at a time; checks what ``encode`` returns."""
+    parts: list[np.ndarray] = []
+    for begin in range(0, len(texts), batch):
+        chunk = texts[begin : begin + batch]
+        vectors = np.asarray(encode(chunk), dtype=np.float32)  # (b, d)
+        if vectors.ndim != 2 or len(vectors) != len(chunk):
+            raise ValueError(f"encode returned shape {vectors.shape} for {len(chunk)} texts; expected ({len(chunk)}, d)")
+        if parts and vectors.shape[1] != parts[0].shape[1]:
+            raise ValueError(f"encode returned dimension {vectors.shape[1]}, earlier batches had {parts[0].shape[1]}")
+        if not np.all(np.isfinite(vectors)):
+            raise ValueError(f"encode returned non-finite values for texts {begin}..{begin + len(chunk) - 1}")
+        parts.append(vectors)
+    return normalise(np.concatenate(parts, axis=0))  # (n, d)

@@ -33,7 +33,7 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from models_ml.mining.copies import comparable as _comparable
-from models_ml.mining.knn import normalise, top_k
+from models_ml.mining.knn import Neighbours, encode_all, top_k
 from models_ml.mining.types import Encode, MinedPair, MiningDocument
 
 __all__ = [
@@ -352,22 +352,6 @@ def access_attributes(source: str, target: str, language: str) -> dict[str, floa
 # Mining --------------------------------------------------------------------------------------
 
 
-def _encode_all(texts: list[str], encode: Encode, batch: int) -> np.ndarray:
-    """Unit vectors (n, d) of all texts, encoded ``batch`` at a time; checks what ``encode`` returns."""
-    parts: list[np.ndarray] = []
-    for begin in range(0, len(texts), batch):
-        chunk = texts[begin : begin + batch]
-        vectors = np.asarray(encode(chunk), dtype=np.float32)  # (b, d)
-        if vectors.ndim != 2 or len(vectors) != len(chunk):
-            raise ValueError(f"encode returned shape {vectors.shape} for {len(chunk)} texts; expected ({len(chunk)}, d)")
-        if parts and vectors.shape[1] != parts[0].shape[1]:
-            raise ValueError(f"encode returned dimension {vectors.shape[1]}, earlier batches had {parts[0].shape[1]}")
-        if not np.all(np.isfinite(vectors)):
-            raise ValueError(f"encode returned non-finite values for texts {begin}..{begin + len(chunk) - 1}")
-        parts.append(vectors)
-    return normalise(np.concatenate(parts, axis=0))  # (n, d)
-
-
 def mine_muss(
     documents: cabc.Sequence[MiningDocument],
     *,
@@ -375,6 +359,7 @@ def mine_muss(
     config: MussConfig,
     query_range: tuple[int, int] | None = None,
     exclude: set[str] | None = None,
+    search: Callable[[np.ndarray, int], Neighbours] | None = None,
 ) -> Iterator[MinedPair]:
     """Mine paraphrase pairs among the sequences of ``documents``; yields each unordered pair once.
 
@@ -384,6 +369,9 @@ def mine_muss(
     nearest neighbours (exact, bounded memory), since the margin needs each neighbour's own mean.
     exclude: texts of evaluation sets; a pair with either text equal (case- and whitespace-
     insensitively) to one of them is dropped.
+    search: the nearest-neighbour search, ``search(vectors (n, d), k)`` -> each row's k nearest rows, itself left
+    out (None: exact, :func:`top_k`); a faiss index here mines as an app job searching with it does, so a benchmark
+    compares the pipelines, not their indexes.
 
     De-duplication: a pair {i, j} found from both sides is yielded by the smaller index; the pair
     is always oriented source = smaller index. Cosine, margin and filters are symmetric, so this
@@ -401,11 +389,8 @@ def mine_muss(
         return
     excluded = frozenset(_comparable(text) for text in (exclude or ()))
 
-    vectors = _encode_all([s.text for s in pool], encode, config.encode_batch)  # (n, d)
-    neighbours = top_k(vectors, vectors, config.k, exclude_self=True)  # indices, scores: (n, k)
-    found = neighbours.indices >= 0  # (n, k) False where the collection has fewer than k others
-    counts = found.sum(axis=1)  # (n,)
-    mean_knn = np.where(found, neighbours.scores, 0.0).sum(axis=1) / np.maximum(counts, 1)  # (n,)
+    vectors = encode_all([s.text for s in pool], encode, config.encode_batch)  # (n, d)
+    neighbours, mean_knn = _neighbours(vectors, config.k, search)
 
     for query in range(begin, end):
         for other in neighbours.indices[query]:
@@ -425,6 +410,14 @@ def mine_muss(
             if rejection_reason(source, target, min_levenshtein=config.min_levenshtein, exclude=excluded) is not None:
                 continue
             yield _mined(source, target, cosine, margin, config.language)
+
+
+def _neighbours(vectors: np.ndarray, k: int, search: Callable[[np.ndarray, int], Neighbours] | None) -> tuple[Neighbours, np.ndarray]:
+    """Each row's k nearest other rows (exact unless ``search`` is given) and its mean score to them (n,)."""
+    neighbours = search(vectors, k) if search is not None else top_k(vectors, vectors, k, exclude_self=True)  # (n, k)
+    found = neighbours.indices >= 0  # (n, k) False where the collection has fewer than k others
+    counts = found.sum(axis=1)  # (n,)
+    return neighbours, np.where(found, neighbours.scores, 0.0).sum(axis=1) / np.maximum(counts, 1)
 
 
 def _mined(source: Sequence, target: Sequence, cosine: float, margin: float, language: str) -> MinedPair:

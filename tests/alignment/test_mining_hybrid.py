@@ -86,8 +86,8 @@ def test_both_search_backends_give_a_hybrid_job_the_same_neighbours(owner, run_w
     by_pgvector = _hybrid_job(owner, run_worker, settings, "pgvector")
     by_faiss = _hybrid_job(owner, run_worker, settings, "faiss", min_margin=1.0)  # another setting: another job
     assert by_faiss.pk != by_pgvector.pk
-    expected = dict(MiningSequence.objects.filter(job=by_pgvector).values_list("index", "neighbours"))
-    found = dict(MiningSequence.objects.filter(job=by_faiss).values_list("index", "neighbours"))
+    expected = {row.index: row.neighbours for row in MiningSequence.objects.filter(job=by_pgvector)}
+    found = {row.index: row.neighbours for row in MiningSequence.objects.filter(job=by_faiss)}
     assert len(found) == len(expected) == 12
     for index, neighbours in expected.items():
         assert [i for i, _ in found[index]] == [i for i, _ in neighbours], index

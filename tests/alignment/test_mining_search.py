@@ -37,8 +37,8 @@ def test_faiss_backend_finds_the_same_neighbours_and_pairs_as_pgvector(owner, ru
     by_pgvector = _muss_job(owner, run_worker, settings, "pgvector", shard_sequences=4)
     by_faiss = _muss_job(owner, run_worker, settings, "faiss", shard_sequences=3)  # another job: shards differ
     assert by_faiss.pk != by_pgvector.pk
-    expected = dict(MiningSequence.objects.filter(job=by_pgvector).values_list("index", "neighbours"))
-    found = dict(MiningSequence.objects.filter(job=by_faiss).values_list("index", "neighbours"))
+    expected = {row.index: row.neighbours for row in MiningSequence.objects.filter(job=by_pgvector)}
+    found = {row.index: row.neighbours for row in MiningSequence.objects.filter(job=by_faiss)}
     assert len(found) == len(expected) > 4
     for index, neighbours in expected.items():
         assert [i for i, _ in found[index]] == [i for i, _ in neighbours], index
@@ -60,7 +60,7 @@ def test_a_job_larger_than_the_faiss_limit_is_searched_by_pgvector_not_held_in_m
     monkeypatch.setitem(sys.modules, "faiss", None)  # were faiss used, the job would fail
     job = _muss_job(owner, run_worker, settings, "faiss", shard_sequences=3)
     assert MiningSequence.objects.filter(job=job).count() > 3
-    assert not MiningSequence.objects.filter(job=job, neighbours__isnull=True).exists()
+    assert not MiningSequence.objects.filter(job=job, neighbour_ids__isnull=True).exists()
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [f"mining_sequence_hnsw_{job.pk}"])
         assert cursor.fetchone() is not None

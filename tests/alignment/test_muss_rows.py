@@ -27,7 +27,10 @@ def encode(texts: list[str]) -> np.ndarray:
 
 
 def orm_values(row: MiningSequence) -> tuple:
-    return (row.index, row.document_id, row.start, row.end, row.text, row.neighbours, row.knn_mean)
+    ids, scores = (
+        ([int(j) for j, _ in row.neighbours], [float(s) for _, s in row.neighbours]) if row.neighbours is not None else (None, None)
+    )
+    return (row.index, row.document_id, row.start, row.end, row.text, ids, scores, row.knn_mean)
 
 
 def test_batch_rows_carry_the_orms_values_for_the_batch_and_its_neighbours(owner, db) -> None:
@@ -44,7 +47,7 @@ def test_batch_rows_carry_the_orms_values_for_the_batch_and_its_neighbours(owner
     assert [tuple(row) for row in rows] == [
         orm_values(r) for r in MiningSequence.objects.filter(job=job, index__in=[2, 3, 4]).order_by("index")
     ]
-    assert all(row.neighbours is None and row.knn_mean is None for row in rows) and others == {}
+    assert all(row.neighbour_ids is None and row.knn_mean is None for row in rows) and others == {}
 
     neighbours_batch(job, 0, total)
     rows, others = batch_rows(job, 2, 5)
@@ -52,5 +55,7 @@ def test_batch_rows_carry_the_orms_values_for_the_batch_and_its_neighbours(owner
     assert [tuple(row) for row in rows] == [orm_values(stored[i]) for i in (2, 3, 4)]
     wanted = {j for i in (2, 3, 4) for j, _ in stored[i].neighbours}
     assert set(others) == wanted and all(tuple(others[i]) == orm_values(stored[i]) for i in wanted)
-    assert all(isinstance(cosine, float) and isinstance(j, int) for row in rows for j, cosine in row.neighbours)
+    assert all(
+        isinstance(cosine, float) and isinstance(j, int) for row in rows for j, cosine in zip(row.neighbour_ids, row.neighbour_scores)
+    )
     assert batch_rows(job, total, total + 10) == ([], {})
