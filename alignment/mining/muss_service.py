@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, fields
 
 import numpy as np
+import psycopg
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from pgvector import SparseVector
@@ -286,7 +287,7 @@ def mined_pairs_store(pairs: list[MinedPair]) -> None:
     try:
         with transaction.atomic():  # a savepoint: the fallback below runs in the batch's transaction
             copy_binary(MinedPair, PAIR_COLUMNS, PAIR_TYPES, rows)
-    except IntegrityError:
+    except (IntegrityError, psycopg.IntegrityError):  # the COPY runs on psycopg's own cursor: its error is psycopg's
         MinedPair.objects.bulk_create(pairs, ignore_conflicts=True, batch_size=1000)
 
 

@@ -1,0 +1,77 @@
+"""A MUSS job's bulk writes (binary COPY of sequences and mined pairs) are idempotent: a prepare stopped halfway and run
+again stores each sequence once with the same vector, a pairs batch stored twice keeps one row per pair, and the job
+finds what ``mine_muss`` finds on the same documents."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from alignment.importing.readers import ImportOptions
+from alignment.importing.service import corpus_import_files
+from alignment.mining import muss_service
+from alignment.mining import service as mining
+from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
+from alignment.models import Document, Sentence
+from alignment.services import corpus_get_or_create
+from models_ml.mining.muss import mine_muss
+from models_ml.mining.types import MiningDocument
+from tests.alignment.test_muss_rows import TEXTS, encode
+
+
+def _job(owner, monkeypatch) -> MiningJob:
+    monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # shards run below, in this process
+    corpus, _ = corpus_get_or_create(name="Bulk", language="en", owner=owner)
+    files = [(f"{title}-adv.txt", text.encode()) for title, text in TEXTS.items()]
+    assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
+    return mining.mining_job_create(source_corpus=corpus, method="muss", config={"k": 3, "encode_batch": 2, "min_margin": 0.5, "max_distance": 1.5})[0]
+
+
+def _run_shards(job: MiningJob) -> None:
+    while shard := MiningShard.objects.filter(job=job).exclude(status=MiningShard.Status.SUCCEEDED).order_by("phase", "index").first():
+        mining.mining_shard_execute(shard_id=shard.pk)
+
+
+def test_a_prepare_stopped_halfway_stores_each_sequence_once_when_run_again(owner, db, monkeypatch) -> None:
+    job = _job(owner, monkeypatch)
+    calls = []
+
+    def failing(texts):
+        calls.append(len(texts))
+        if len(calls) == 3:
+            raise RuntimeError("the worker died")
+        return encode(texts)
+
+    with pytest.raises(RuntimeError, match="the worker died"):
+        mining.mining_job_prepare(job_id=job.pk, encode=failing)
+    stored = MiningSequence.objects.filter(job=job).count()
+    assert stored == 4  # two batches of two were committed before the third failed
+    job.refresh_from_db()
+    job.mark_queued()  # the retry (a failed job is resumed)
+    mining.mining_job_prepare(job_id=job.pk, encode=encode)
+    rows = list(MiningSequence.objects.filter(job=job).order_by("index"))
+    assert [row.index for row in rows] == list(range(len(rows))) and len(rows) > stored
+    expected = encode([row.text for row in rows])
+    assert np.allclose(np.stack([np.asarray(row.vector) for row in rows]), expected, atol=1e-6)  # binary COPY kept every float
+
+
+def test_a_pairs_batch_stored_twice_keeps_one_row_per_pair_and_the_job_finds_what_mine_muss_finds(owner, db, monkeypatch) -> None:
+    job = _job(owner, monkeypatch)
+    mining.mining_job_prepare(job_id=job.pk, encode=encode)
+    _run_shards(job)
+    job.refresh_from_db()
+    assert job.status == "succeeded" and job.pairs_found > 0
+    found = set(MinedPair.objects.filter(job=job).values_list("source_document_id", "source_key", "target_document_id", "target_key"))
+    again = muss_service.pairs_batch(job, 0, MiningSequence.objects.filter(job=job).count())  # a second worker's copy of them all
+    muss_service.mined_pairs_store(again)  # the COPY meets the unique key and falls back to skipping what is there
+    assert MinedPair.objects.filter(job=job).count() == len(found) == len(again)
+
+    documents = [
+        MiningDocument(str(pk), list(Sentence.objects.filter(document_id=pk).order_by("index").values_list("text", flat=True)))
+        for pk in Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True)
+    ]
+    reference = {
+        (int(p.source_doc), f"{p.source[0]}-{p.source[-1] + 1}", int(p.target_doc), f"{p.target[0]}-{p.target[-1] + 1}")
+        for p in mine_muss(documents, encode=encode, config=muss_service.muss_config(job.config))
+    }
+    assert found == reference
