@@ -341,8 +341,12 @@ MINING_EF_SEARCH = envint("MINING_EF_SEARCH", 100)
 MINING_SEARCH_BACKEND = envstr("MINING_SEARCH_BACKEND", "pgvector")
 if MINING_SEARCH_BACKEND not in ("pgvector", "faiss"):
     raise ImproperlyConfigured(f"MINING_SEARCH_BACKEND={MINING_SEARCH_BACKEND!r}: choose pgvector or faiss")
-# faiss holds a job's vectors in each worker's memory (1.6 KB a sequence at 384-d): larger jobs use pgvector.
+# faiss holds a job's vectors in each worker's memory (1.6 KB a sequence at 384-d) up to this many sequences.
 MINING_FAISS_MAX_SEQUENCES = envint("MINING_FAISS_MAX_SEQUENCES", 2_000_000)
+# Past it, a dense MUSS job's neighbours come from the MUSS paper's IVF-SQ8 index (alignment/mining/ivf_search.py):
+# cells (0: about 4 sqrt(n)) and the cells each query looks into (bench/ivf_recall.py measured the default's recall@8).
+MINING_IVF_CELLS = envint("MINING_IVF_CELLS", 0)
+MINING_IVF_NPROBE = envint("MINING_IVF_NPROBE", 32)
 # Model versions trained from a project's labels are written here (one folder per version).
 MODEL_DIR = envpath("MODEL_DIR", STATE_DIR / "models")
 

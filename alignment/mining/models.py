@@ -68,6 +68,9 @@ class MiningJob(Job):
     target_corpus = models.ForeignKey("alignment.Corpus", on_delete=models.CASCADE, related_name="mining_jobs_as_target")
     config = models.JSONField(help_text="The method's settings (LHAConfig / MussConfig fields) and the encoder.")
     config_hash = models.CharField(max_length=64, help_text="Same corpora, method and settings: the same job, never a duplicate.")
+    search_index = models.JSONField(
+        default=dict, blank=True, help_text="MUSS past MINING_FAISS_MAX_SEQUENCES: the IVF index's settings (cells, nprobe, PCA, sample)."
+    )
     cancel_requested = models.BooleanField(default=False)
     shards_total = models.PositiveIntegerField(default=0)
     shards_done = models.PositiveIntegerField(default=0)

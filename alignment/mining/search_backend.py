@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
 
 import numpy as np
 from django.conf import settings
@@ -28,8 +27,9 @@ from django.core import checks
 from django.db import connection
 from scipy import sparse
 
-from alignment.copying import vector_cursor
+from alignment.mining.ivf_search import ivf_nearest
 from alignment.mining.models import MiningJob, MiningSequence
+from alignment.mining.vectors import stored_rows
 from models_ml.mining.hybrid_index import HybridIndex
 from models_ml.mining.retrieval import LEXICAL_DIMENSIONS
 from models_ml.mining.vector_index import FaissIndex, faiss_available
@@ -70,8 +70,18 @@ def hnsw_search_settings() -> None:
 
 def uses_faiss(sequences: int) -> bool:
     """faiss searches a job when it is the configured backend and the job's vectors fit ``MINING_FAISS_MAX_SEQUENCES``;
-    a larger job is searched by pgvector, whose index lives on disk, instead of filling each worker's memory."""
+    a larger dense job is searched by the MUSS paper's IVF index (:func:`uses_ivf`), a larger hybrid one by pgvector."""
     return settings.MINING_SEARCH_BACKEND == "faiss" and sequences <= int(settings.MINING_FAISS_MAX_SEQUENCES)
+
+
+def uses_ivf(job: MiningJob, sequences: int) -> bool:
+    """The faiss backend past ``MINING_FAISS_MAX_SEQUENCES``: a dense job's IVF-SQ8 index (one byte a dimension, no
+    graph; :mod:`models_ml.mining.ivf_index`), re-ranked by the exact cosines of the vectors PostgreSQL keeps."""
+    return (
+        settings.MINING_SEARCH_BACKEND == "faiss"
+        and sequences > int(settings.MINING_FAISS_MAX_SEQUENCES)
+        and job.retrieval != MiningJob.Retrieval.HYBRID
+    )
 
 
 def search_prepare(job: MiningJob, sequences: int) -> None:
@@ -80,7 +90,7 @@ def search_prepare(job: MiningJob, sequences: int) -> None:
     The faiss backend builds no index in PostgreSQL (its workers build theirs in memory), so the
     prepare step skips the build and the neighbours phase's row updates insert nothing into an HNSW graph.
     """
-    if uses_faiss(sequences):
+    if uses_faiss(sequences) or uses_ivf(job, sequences):
         return
     dimensions = len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first() or [])
     if dimensions:
@@ -115,8 +125,11 @@ def nearest_sequences(job: MiningJob, rows: list[MiningSequence], k: int) -> lis
     if not rows:
         return []
     hybrid = job.retrieval == MiningJob.Retrieval.HYBRID
-    if uses_faiss(job.documents_total // 2):  # prepare stores 2 x the sequences (both phases' progress)
+    sequences = job.documents_total // 2  # prepare stores 2 x the sequences (both phases' progress)
+    if uses_faiss(sequences):
         return _faiss_nearest(job, rows, k)
+    if uses_ivf(job, sequences):
+        return ivf_nearest(job, rows, k)
     return _pgvector_hybrid_nearest(job, rows, k) if hybrid else _pgvector_nearest(job, rows, k)
 
 
@@ -201,7 +214,7 @@ def _stored_views(job: MiningJob, count: int, hybrid: bool) -> tuple[np.ndarray,
     ids = np.empty(count, dtype=np.int64)
     vectors: np.ndarray | None = None
     columns, values, lengths = [], [], []
-    for position, row in enumerate(_stored_rows(job, hybrid)):
+    for position, row in enumerate(stored_rows(job, hybrid)):
         if position >= count:
             break  # rows stored after the count was taken (a prepare still running): the count's are the index
         vector = row[1].to_numpy()  # pgvector's Vector over the binary value: no parsing
@@ -221,17 +234,6 @@ def _stored_views(job: MiningJob, count: int, hybrid: bool) -> tuple[np.ndarray,
     indptr = np.concatenate([[0], np.cumsum(lengths)])
     lexical = sparse.csr_matrix((np.concatenate(values), np.concatenate(columns), indptr), shape=(count, LEXICAL_DIMENSIONS))
     return ids, vectors, lexical
-
-
-def _stored_rows(job: MiningJob, hybrid: bool) -> Iterator[tuple]:
-    """(index, pgvector Vector[, SparseVector]) of the job's sequences in index order, streamed by a binary COPY: the
-    ORM parsed each vector from text, which was a quarter of building a job's index (docs/benchmarks.md)."""
-    table = MiningSequence._meta.db_table
-    columns, types = ("index, vector, lexical", ["int4", "vector", "sparsevec"]) if hybrid else ("index, vector", ["int4", "vector"])
-    query = f"COPY (SELECT {columns} FROM {table} WHERE job_id = {int(job.pk)} ORDER BY index) TO STDOUT (FORMAT BINARY)"
-    with vector_cursor() as cursor, cursor.copy(query) as copy:
-        copy.set_types(types)
-        yield from copy.rows()
 
 
 @checks.register()

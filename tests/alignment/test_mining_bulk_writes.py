@@ -14,6 +14,7 @@ from alignment.mining import service as mining
 from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
 from alignment.models import Document, Sentence
 from alignment.services import corpus_get_or_create
+from models_ml.mining.knn import top_k
 from models_ml.mining.muss import mine_muss
 from models_ml.mining.types import MiningDocument
 from tests.alignment.test_muss_rows import TEXTS, encode
@@ -24,7 +25,9 @@ def _job(owner, monkeypatch) -> MiningJob:
     corpus, _ = corpus_get_or_create(name="Bulk", language="en", owner=owner)
     files = [(f"{title}-adv.txt", text.encode()) for title, text in TEXTS.items()]
     assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
-    return mining.mining_job_create(source_corpus=corpus, method="muss", config={"k": 3, "encode_batch": 2, "min_margin": 0.5, "max_distance": 1.5})[0]
+    return mining.mining_job_create(
+        source_corpus=corpus, method="muss", config={"k": 3, "encode_batch": 2, "min_margin": 0.5, "max_distance": 1.5}
+    )[0]
 
 
 def _run_shards(job: MiningJob) -> None:
@@ -66,12 +69,44 @@ def test_a_pairs_batch_stored_twice_keeps_one_row_per_pair_and_the_job_finds_wha
     muss_service.mined_pairs_store(again)  # the COPY meets the unique key and falls back to skipping what is there
     assert MinedPair.objects.filter(job=job).count() == len(found) == len(again)
 
+    assert found == _exact_pairs(job)
+
+
+def test_past_the_in_memory_limit_the_ivf_index_with_every_cell_probed_finds_the_exact_searchs_pairs(
+    owner, db, monkeypatch, settings, client
+) -> None:
+    settings.MINING_SEARCH_BACKEND, settings.MINING_FAISS_MAX_SEQUENCES = "faiss", 1  # every job is "past memory"
+    settings.MINING_IVF_CELLS = settings.MINING_IVF_NPROBE = 2  # nprobe = cells: every cell looked into
+    job = _job(owner, monkeypatch)
+    mining.mining_job_prepare(job_id=job.pk, encode=encode)
+    _run_shards(job)
+    job.refresh_from_db()
+    assert job.status == "succeeded", job.error
+    assert job.search_index == {
+        "kind": "ivf",
+        "cells": 2,
+        "nprobe": 2,
+        "pca": 0,
+        "quantiser": "SQ8",
+        "trained_on": job.documents_total // 2,
+    }
+    found = set(MinedPair.objects.filter(job=job).values_list("source_document_id", "source_key", "target_document_id", "target_key"))
+    assert found == _exact_pairs(job) and found
+    rows = list(MiningSequence.objects.filter(job=job).order_by("index"))  # the neighbours are the exact search's, exact cosines
+    vectors = np.stack([np.asarray(row.vector, dtype=np.float32) for row in rows])
+    truth = top_k(vectors, vectors, muss_service.muss_config(job.config).k, exclude_self=True)
+    assert [row.neighbour_ids for row in rows] == truth.indices.tolist()
+    assert np.allclose([row.neighbour_scores for row in rows], truth.scores, atol=1e-6)
+    client.force_login(owner)
+    assert "Index: IVF-SQ8, 2 cells, nprobe 2" in client.get(f"/mining/{job.pk}/").content.decode()
+
+
+def _exact_pairs(job) -> set:
     documents = [
         MiningDocument(str(pk), list(Sentence.objects.filter(document_id=pk).order_by("index").values_list("text", flat=True)))
         for pk in Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True)
     ]
-    reference = {
+    return {
         (int(p.source_doc), f"{p.source[0]}-{p.source[-1] + 1}", int(p.target_doc), f"{p.target[0]}-{p.target[-1] + 1}")
         for p in mine_muss(documents, encode=encode, config=muss_service.muss_config(job.config))
     }
-    assert found == reference

@@ -1,0 +1,41 @@
+"""Reading a MUSS job's stored sequence vectors without the ORM: binary COPY, pgvector's binary format.
+
+The ORM parses each vector from its text ("[0.1,0.2,...]"), 384 floats in Python a row, which was a quarter of
+building a job's faiss index at 30,000 sequences (docs/benchmarks.md, "Mining at scale").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from alignment.copying import vector_cursor
+from alignment.mining.models import MiningJob, MiningSequence
+
+
+def stored_rows(job: MiningJob, hybrid: bool = False, *, every: int = 1) -> Iterator[tuple]:
+    """(index, pgvector Vector[, SparseVector]) of the job's sequences in index order, streamed (bounded memory);
+    ``every``: only each ``every``-th sequence (a training sample)."""
+    table = MiningSequence._meta.db_table
+    columns, types = ("index, vector, lexical", ["int4", "vector", "sparsevec"]) if hybrid else ("index, vector", ["int4", "vector"])
+    sample = f" AND index % {int(every)} = 0" if every > 1 else ""
+    query = f"COPY (SELECT {columns} FROM {table} WHERE job_id = {int(job.pk)}{sample} ORDER BY index) TO STDOUT (FORMAT BINARY)"
+    with vector_cursor() as cursor, cursor.copy(query) as copy:
+        copy.set_types(types)
+        yield from copy.rows()
+
+
+def vectors_of(job: MiningJob, indices: np.ndarray) -> np.ndarray:
+    """The stored vectors (len(indices), d) of the job's sequences ``indices`` (sorted, unique), in that order."""
+    table = MiningSequence._meta.db_table
+    with vector_cursor() as cursor:
+        cursor.execute(
+            f"SELECT index, vector FROM {table} WHERE job_id = %s AND index = ANY(%s) ORDER BY index",
+            [job.pk, [int(i) for i in indices]],
+            binary=True,
+        )
+        rows = cursor.fetchall()
+    if [row[0] for row in rows] != [int(i) for i in indices]:
+        raise ValueError(f"mining job {job.pk}: some of the sequences asked for have no stored vector")
+    return np.stack([row[1].to_numpy() for row in rows]) if rows else np.zeros((0, 0), np.float32)
