@@ -55,15 +55,17 @@ def test_faiss_backend_finds_the_same_neighbours_and_pairs_as_pgvector(owner, ru
     assert f"mining_sequence_hnsw_{by_pgvector.pk}" in built and f"mining_sequence_hnsw_{by_faiss.pk}" not in built
 
 
-def test_a_job_larger_than_the_faiss_limit_is_searched_by_pgvector_not_held_in_memory(owner, run_worker, settings, monkeypatch) -> None:
+def test_a_job_larger_than_the_faiss_limit_is_searched_by_the_ivf_index_not_held_in_memory(owner, run_worker, settings) -> None:
     settings.MINING_FAISS_MAX_SEQUENCES = 3
-    monkeypatch.setitem(sys.modules, "faiss", None)  # were faiss used, the job would fail
+    settings.MINING_IVF_CELLS = 1
     job = _muss_job(owner, run_worker, settings, "faiss", shard_sequences=3)
     assert MiningSequence.objects.filter(job=job).count() > 3
     assert not MiningSequence.objects.filter(job=job, neighbour_ids__isnull=True).exists()
-    with connection.cursor() as cursor:
+    job.refresh_from_db()
+    assert job.search_index["kind"] == "ivf" and job.search_index["cells"] == 1
+    with connection.cursor() as cursor:  # no HNSW index in PostgreSQL either
         cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [f"mining_sequence_hnsw_{job.pk}"])
-        assert cursor.fetchone() is not None
+        assert cursor.fetchone() is None
 
 
 def test_a_worker_builds_a_jobs_index_once_and_replaces_it_for_the_next_job(owner, run_worker, settings) -> None:
