@@ -55,7 +55,7 @@ def job_ivf_index(job: MiningJob, count: int) -> IvfIndex:
 
 def ivf_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> list[list[list[float]]]:
     """Per row, its k nearest sequences as ``[index, cosine]`` best first, itself excluded (the backends' shape)."""
-    index = job_ivf_index(job, MiningSequence.objects.filter(job=job).count())
+    index = job_ivf_index(job, job.documents_total // 2)  # prepare stores 2 x the sequences; no COUNT per batch
     own = np.array([row.index for row in rows], dtype=np.int64)  # rows come in index order
     result = index.search(vectors_of(job, own), k, lambda ids: vectors_of(job, ids), exclude=own)
     return [[[int(i), float(s)] for i, s in zip(ids, scores) if i >= 0] for ids, scores in zip(result.indices, result.scores)]
