@@ -144,9 +144,6 @@ class MiningSequence(models.Model):
     text = models.TextField()
     vector = VectorField()
     lexical = SparseVectorField(null=True, help_text="Hybrid jobs: unit character 3-gram TF-IDF, hashed, <= 1,000 non-zeros.")
-    neighbour_ids = ArrayField(models.IntegerField(), null=True, help_text="The k nearest sequences' indices, best first, self excluded.")
-    neighbour_scores = ArrayField(models.FloatField(), null=True, help_text="Their scores, in the same order (the job's retrieval's).")
-    knn_mean = models.FloatField(null=True, help_text="Mean score to the k neighbours (the margin's denominator).")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "index"], name="one_sequence_per_index")]
@@ -154,9 +151,24 @@ class MiningSequence(models.Model):
     @property
     def neighbours(self) -> list[list] | None:
         """``[[index, score], ...]`` best first (None before the neighbours phase)."""
-        if self.neighbour_ids is None:
+        try:
+            row = self.neighbour_row
+        except MiningNeighbours.DoesNotExist:
             return None
-        return [[index, score] for index, score in zip(self.neighbour_ids, self.neighbour_scores or ())]
+        return [[index, score] for index, score in zip(row.ids, row.scores)]
+
+
+class MiningNeighbours(models.Model):
+    """MUSS: one sequence's k nearest sequences, as the neighbours phase found them, written a batch per binary COPY.
+
+    A narrow table of its own: as columns of :class:`MiningSequence` every batch's UPDATE rewrote its 1,000 wide rows
+    (vector and text with them) and their index entries, which made the neighbours phase cost more than the whole
+    in-memory pipeline at 300,000 sequences (docs/benchmarks.md, "The MUSS job beside the pipeline it persists")."""
+
+    sequence = models.OneToOneField(MiningSequence, primary_key=True, on_delete=models.CASCADE, related_name="neighbour_row")
+    ids = ArrayField(models.IntegerField(), help_text="The k nearest sequences' indices, best first, self excluded.")
+    scores = ArrayField(models.FloatField(), help_text="Their scores, in the same order (the job's retrieval's).")
+    knn_mean = models.FloatField(help_text="Mean score to the k neighbours (the margin's denominator).")
 
 
 class MinedPair(models.Model):

@@ -4,7 +4,8 @@ Building a MiningSequence (and decoding its JSON through the field) per row, plu
 with one placeholder per neighbour, was about half of a pairs batch (bench/mining_memory.py's
 profile); the rows here carry the same values. The neighbours are stored as two arrays (indices, scores),
 which psycopg reads in C: a jsonb list decoded in Python (``json.loads``, the batch's rows and every
-neighbour's) was a quarter of the pairs phase at 30,000 sequences (bench/mining_scale.py).
+neighbour's) was a quarter of the pairs phase at 30,000 sequences (bench/mining_scale.py). They live in a narrow table
+of their own (:class:`MiningNeighbours`), joined here.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import NamedTuple
 
 from django.db import connection
 
-from alignment.mining.models import MiningJob, MiningSequence
+from alignment.mining.models import MiningJob, MiningNeighbours, MiningSequence
 
 
 class SequenceRow(NamedTuple):
@@ -31,11 +32,11 @@ class SequenceRow(NamedTuple):
 
 
 def _select(job: MiningJob, condition: str, params: list) -> list[SequenceRow]:
-    table = MiningSequence._meta.db_table
+    table, neighbours = MiningSequence._meta.db_table, MiningNeighbours._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f'SELECT index, document_id, start, "end", text, neighbour_ids, neighbour_scores, knn_mean FROM {table} '
-            f"WHERE job_id = %s AND {condition} ORDER BY index",
+            f'SELECT s.index, s.document_id, s.start, s."end", s.text, n.ids, n.scores, n.knn_mean FROM {table} AS s '
+            f"LEFT JOIN {neighbours} AS n ON n.sequence_id = s.id WHERE s.job_id = %s AND {condition} ORDER BY s.index",
             [job.pk, *params],
         )
         return [SequenceRow(*row) for row in cursor.fetchall()]
@@ -43,7 +44,7 @@ def _select(job: MiningJob, condition: str, params: list) -> list[SequenceRow]:
 
 def batch_rows(job: MiningJob, begin: int, end: int) -> tuple[list[SequenceRow], dict[int, SequenceRow]]:
     """The sequences [begin, end) in index order, and every sequence among their neighbours by index."""
-    rows = _select(job, "index >= %s AND index < %s", [begin, end])
+    rows = _select(job, "s.index >= %s AND s.index < %s", [begin, end])
     wanted = sorted({j for row in rows for j in row.neighbour_ids or ()})
-    others = _select(job, "index = ANY(%s::integer[])", [wanted]) if wanted else []
+    others = _select(job, "s.index = ANY(%s::integer[])", [wanted]) if wanted else []
     return rows, {row.index: row for row in others}

@@ -18,18 +18,18 @@ also holds the job's vectors in its index).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, fields
 
 import numpy as np
 import psycopg
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from pgvector import SparseVector
 from psycopg.types.json import Jsonb
 
 from alignment.copying import copy_binary
-from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
+from alignment.mining.models import MinedPair, MiningJob, MiningNeighbours, MiningSequence, MiningShard
 from alignment.mining.muss_rows import SequenceRow, batch_rows
 from alignment.mining.search_backend import hybrid_settings, nearest_sequences, search_prepare
 from alignment.models import Document, Sentence
@@ -194,17 +194,29 @@ def neighbours_batch(job: MiningJob, begin: int, end: int) -> int:
     config = muss_config(job.config)
     rows = list(MiningSequence.objects.filter(job=job, index__gte=begin, index__lt=end).only("pk", "index").order_by("index"))
     found = nearest_sequences(job, rows, config.k)
-    means = [float(np.mean([cos for _, cos in nearest])) if nearest else 0.0 for nearest in found]
-    ids = ["{" + ",".join(str(int(index)) for index, _ in nearest) + "}" for nearest in found]  # array literals: unnest
-    scores = ["{" + ",".join(repr(float(score)) for _, score in nearest) + "}" for nearest in found]  # cannot take 2-D rows
-    with connection.cursor() as cursor:  # one UPDATE from arrays: building bulk_update's CASE per row was most of a batch
-        cursor.execute(
-            f"UPDATE {MiningSequence._meta.db_table} AS s SET neighbour_ids = v.ids::int4[], neighbour_scores = v.scores::float8[], "
-            "knn_mean = v.knn_mean FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[]) AS v(id, ids, scores, knn_mean) "
-            "WHERE s.id = v.id",
-            [[row.pk for row in rows], ids, scores, means],
-        )
+    neighbours_store(
+        (row.pk, [int(i) for i, _ in nearest], [float(s) for _, s in nearest], float(np.mean([s for _, s in nearest])) if nearest else 0.0)
+        for row, nearest in zip(rows, found)
+    )
     return len(rows)
+
+
+NEIGHBOUR_COLUMNS = ("sequence_id", "ids", "scores", "knn_mean")
+NEIGHBOUR_TYPES = ("int8", "int4[]", "float8[]", "float8")
+
+
+def neighbours_store(rows: Iterable[tuple[int, list[int], list[float], float]]) -> None:
+    """A batch's neighbours, (sequence id, indices, scores, mean score) each, into their narrow table by binary COPY: an
+    UPDATE of the sequence rows rewrote them whole (docs/benchmarks.md). The batch commits with its shard's position, so
+    a resumed shard never stores it twice; should a second worker on the same shard have stored it first (a requeued
+    stalled task), the key refuses the COPY and the batch replaces the rows there (the same search's answer)."""
+    rows = list(rows)
+    try:
+        with transaction.atomic():  # a savepoint: the fallback below runs in the batch's transaction
+            copy_binary(MiningNeighbours, NEIGHBOUR_COLUMNS, NEIGHBOUR_TYPES, rows)
+    except (IntegrityError, psycopg.IntegrityError):  # the COPY runs on psycopg's own cursor: its error is psycopg's
+        MiningNeighbours.objects.filter(sequence_id__in=[row[0] for row in rows]).delete()
+        copy_binary(MiningNeighbours, NEIGHBOUR_COLUMNS, NEIGHBOUR_TYPES, rows)
 
 
 def _as_sequence(row: SequenceRow) -> Sequence:

@@ -1,17 +1,19 @@
 """A MUSS job's bulk writes (binary COPY of sequences and mined pairs) are idempotent: a prepare stopped halfway and run
-again stores each sequence once with the same vector, a pairs batch stored twice keeps one row per pair, and the job
+again stores each sequence once with the same vector, a pairs batch stored twice keeps one row per pair, the neighbours go to a narrow table of their own (the
+sequence rows are not rewritten) and a second copy of a batch replaces them, and the job
 finds what ``mine_muss`` finds on the same documents."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.db import connection
 
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.mining import muss_service
 from alignment.mining import service as mining
-from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
+from alignment.mining.models import MinedPair, MiningJob, MiningNeighbours, MiningSequence, MiningShard
 from alignment.models import Document, Sentence
 from alignment.services import corpus_get_or_create
 from models_ml.mining.knn import top_k
@@ -72,6 +74,23 @@ def test_a_pairs_batch_stored_twice_keeps_one_row_per_pair_and_the_job_finds_wha
     assert found == _exact_pairs(job)
 
 
+def test_the_neighbours_go_to_their_own_table_leave_the_sequence_rows_unwritten_and_survive_a_second_copy(owner, db, monkeypatch) -> None:
+    job = _job(owner, monkeypatch)
+    mining.mining_job_prepare(job_id=job.pk, encode=encode)
+    total = MiningSequence.objects.filter(job=job).count()
+    with connection.cursor() as cursor:  # a row's xmin changes when an UPDATE rewrites it
+        cursor.execute("SELECT index, xmin::text FROM alignment_miningsequence WHERE job_id = %s ORDER BY index", [job.pk])
+        versions = cursor.fetchall()
+        muss_service.neighbours_batch(job, 0, total)
+        cursor.execute("SELECT index, xmin::text FROM alignment_miningsequence WHERE job_id = %s ORDER BY index", [job.pk])
+        assert cursor.fetchall() == versions
+    stored = {row.sequence.index: (row.ids, row.scores, row.knn_mean) for row in MiningNeighbours.objects.select_related("sequence")}
+    assert len(stored) == total and all(len(ids) == 3 and mean == pytest.approx(np.mean(s)) for ids, s, mean in stored.values())
+    muss_service.neighbours_batch(job, 1, 4)  # a requeued stalled shard's batch: the key refuses the COPY, the rows are replaced
+    again = {row.sequence.index: (row.ids, row.scores, row.knn_mean) for row in MiningNeighbours.objects.select_related("sequence")}
+    assert again == stored
+
+
 def test_past_the_in_memory_limit_the_ivf_index_with_every_cell_probed_finds_the_exact_searchs_pairs(
     owner, db, monkeypatch, settings, client
 ) -> None:
@@ -95,8 +114,8 @@ def test_past_the_in_memory_limit_the_ivf_index_with_every_cell_probed_finds_the
     rows = list(MiningSequence.objects.filter(job=job).order_by("index"))  # the neighbours are the exact search's, exact cosines
     vectors = np.stack([np.asarray(row.vector, dtype=np.float32) for row in rows])
     truth = top_k(vectors, vectors, muss_service.muss_config(job.config).k, exclude_self=True)
-    assert [row.neighbour_ids for row in rows] == truth.indices.tolist()
-    assert np.allclose([row.neighbour_scores for row in rows], truth.scores, atol=1e-6)
+    assert [[i for i, _ in row.neighbours] for row in rows] == truth.indices.tolist()
+    assert np.allclose([[s for _, s in row.neighbours] for row in rows], truth.scores, atol=1e-6)
     client.force_login(owner)
     assert "Index: IVF-SQ8, 2 cells, nprobe 2" in client.get(f"/mining/{job.pk}/").content.decode()
 

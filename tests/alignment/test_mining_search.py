@@ -60,7 +60,7 @@ def test_a_job_larger_than_the_faiss_limit_is_searched_by_the_ivf_index_not_held
     settings.MINING_IVF_CELLS = 1
     job = _muss_job(owner, run_worker, settings, "faiss", shard_sequences=3)
     assert MiningSequence.objects.filter(job=job).count() > 3
-    assert not MiningSequence.objects.filter(job=job, neighbour_ids__isnull=True).exists()
+    assert not MiningSequence.objects.filter(job=job, neighbour_row__isnull=True).exists()
     job.refresh_from_db()
     assert job.search_index["kind"] == "ivf" and job.search_index["cells"] == 1
     with connection.cursor() as cursor:  # no HNSW index in PostgreSQL either

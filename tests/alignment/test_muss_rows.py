@@ -30,7 +30,8 @@ def orm_values(row: MiningSequence) -> tuple:
     ids, scores = (
         ([int(j) for j, _ in row.neighbours], [float(s) for _, s in row.neighbours]) if row.neighbours is not None else (None, None)
     )
-    return (row.index, row.document_id, row.start, row.end, row.text, ids, scores, row.knn_mean)
+    mean = row.neighbour_row.knn_mean if row.neighbours is not None else None
+    return (row.index, row.document_id, row.start, row.end, row.text, ids, scores, mean)
 
 
 def test_batch_rows_carry_the_orms_values_for_the_batch_and_its_neighbours(owner, db) -> None:
