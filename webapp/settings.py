@@ -8,6 +8,7 @@ management commands, tests) talks to the same real engine.
 
 from __future__ import annotations
 
+import re
 import secrets
 import sys
 from datetime import timedelta
@@ -347,6 +348,11 @@ MINING_FAISS_MAX_SEQUENCES = envint("MINING_FAISS_MAX_SEQUENCES", 2_000_000)
 # cells (0: about 4 sqrt(n)) and the cells each query looks into (bench/ivf_recall.py measured the default's recall@8).
 MINING_IVF_CELLS = envint("MINING_IVF_CELLS", 0)
 MINING_IVF_NPROBE = envint("MINING_IVF_NPROBE", 32)
+# The queue of a mining job's prepare task, which encodes a MUSS job's sequences; its shards (the search and the pairs)
+# stay on "mining". "embedding" sends the encoding to the hosts whose workers take that queue (GPU hosts, docs/deploying.md).
+MINING_PREPARE_QUEUE = envstr("MINING_PREPARE_QUEUE", "mining")
+if not re.fullmatch(r"[a-z0-9_-]{1,40}", MINING_PREPARE_QUEUE):
+    raise ImproperlyConfigured(f"MINING_PREPARE_QUEUE={MINING_PREPARE_QUEUE!r}: a queue name (a-z, 0-9, _ and -), e.g. mining or embedding")
 # Model versions trained from a project's labels are written here (one folder per version).
 MODEL_DIR = envpath("MODEL_DIR", STATE_DIR / "models")
 

@@ -96,7 +96,7 @@ def mining_job_create(
         )
         if not created and not job.mark_queued(cancel_requested=False):  # failed or cancelled: resumed; else the same job
             return job, False
-        enqueue_on_commit(PREPARE_TASK, job, job_id=job.pk)
+        enqueue_on_commit(PREPARE_TASK, job, options={"queue": settings.MINING_PREPARE_QUEUE}, job_id=job.pk)
     job.refresh_from_db()
     return job, created
 

@@ -20,12 +20,16 @@ from alignment.services import corpus_get_or_create
 from tests.alignment.test_mining import PARAPHRASES
 
 
-def _muss_job(owner, run_worker, settings, backend: str, shard_sequences: int) -> MiningJob:
-    settings.MINING_SEARCH_BACKEND = backend
-    corpus, _ = corpus_get_or_create(name="Paraphrases", language="en", owner=owner)
+def _import_paraphrases(corpus) -> None:
     if not corpus.documents.exists():
         files = [(f"{title}-adv.txt", text.encode()) for title, text in PARAPHRASES.items()]
         assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
+
+
+def _muss_job(owner, run_worker, settings, backend: str, shard_sequences: int) -> MiningJob:
+    settings.MINING_SEARCH_BACKEND = backend
+    corpus, _ = corpus_get_or_create(name="Paraphrases", language="en", owner=owner)
+    _import_paraphrases(corpus)
     job, _ = mining.mining_job_create(source_corpus=corpus, method="muss", config={"k": 4}, shard_sequences=shard_sequences)
     run_worker(["mining"])
     job.refresh_from_db()
