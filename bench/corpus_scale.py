@@ -41,15 +41,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from _django import REPO_ROOT, SHARED_DATA, bench_owner, database_url, setup_django
+from _django import REPO_ROOT, SHARED_DATA, bench_owner, setup_django
+from _workers import run_workers
 
 os.environ.setdefault("DEBUG", "0")  # DEBUG keeps a log of every SQL query; production does not
 PASSWORD = "scale-pass-123"
@@ -102,38 +100,6 @@ def _rate(count: float, seconds: float) -> float:
 def _row(stage: str, app: float, reference: float, unit: str, note: str = "") -> None:
     ratio = app / reference if reference else float("nan")
     print(f"{stage:<12} {app:>12,.1f} {reference:>14,.1f}  {unit:<13} {ratio:>6.2f}x  {note}", flush=True)
-
-
-def run_workers(queue: str, count: int, job, threads: int) -> tuple[float, list[float]]:
-    """``count`` worker processes on ``queue`` until ``job`` (a run row) has finished; (wall seconds, each one's peak RSS in MB).
-
-    The workers wait for work rather than stopping at an empty queue: a run's own task queues its shards, and a
-    second worker must not stop before they exist. Each may run every shard of the bench owner's run
-    (JOB_USER_CONCURRENCY = workers) on ``threads`` threads.
-    """
-    from django.conf import settings
-
-    env = {
-        **os.environ, "DATABASE_URL": database_url(), "ENCODER_CACHE_DIR": str(settings.ENCODER_CACHE_DIR), "LOG_LEVEL": "WARNING",
-        "JOB_USER_CONCURRENCY": str(count), "ENCODER_THREADS": str(threads),
-    }  # fmt: skip
-    started = time.perf_counter()
-    command = [sys.executable, "manage.py", "procrastinate", "worker", "--queues", queue, "--concurrency", "1"]
-    workers = [subprocess.Popen(command, env=env, cwd=REPO_ROOT) for _ in range(count)]
-    try:
-        while type(job).objects.filter(pk=job.pk, status__in=["queued", "running"]).exists():
-            if any(worker.poll() is not None for worker in workers):
-                raise SystemExit(f"a worker on {queue} stopped while the job ran")
-            time.sleep(0.5)
-    finally:
-        for worker in workers:
-            worker.send_signal(signal.SIGTERM)
-    wall = time.perf_counter() - started
-    peaks = []
-    for worker in workers:
-        _, _, usage = os.wait4(worker.pid, 0)
-        peaks.append(usage.ru_maxrss / 1024)
-    return wall, peaks
 
 
 def stage_import(owner, files: list[tuple[str, bytes]]):

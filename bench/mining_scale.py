@@ -1,6 +1,7 @@
 """A MUSS job in the app beside the in-memory pipeline it persists, on the same corpus, in one run (issue 36 §1).
 
     .venv/bin/python bench/mining_scale.py [--sequences 30000,300000] [--sentences 10] [--dim 384] [--retrieval dense]
+                                           [--workers 0] [--threads 0] [--reference-up-to 0]
 
 For each size it builds the synthetic corpus of ``bench/mining_memory.py`` (documents d and d + N/2 hold
 near-paraphrases; one sentence is one sequence; the stand-in encoder costs almost nothing, so only the pipeline is
@@ -14,6 +15,12 @@ in-memory  ``models_ml.mining.muss.mine_muss`` on the same documents with the sa
 
 It prints sequences/s of both, their ratio (the goal: the app at >= 0.5x), the pairs each found and how many they
 share, and the app's peak RSS (this process; PostgreSQL's own memory is not in it).
+
+``--workers N`` (N >= 1): the prepare runs here, its shards in N ``procrastinate worker`` processes on the ``mining``
+queue (each builds its own index from PostgreSQL, as on N hosts), of ``--threads`` threads each; the peak RSS is the
+largest worker's. Run it with 1 and then 2 for the scale-out figure (on 2 cores, ``--threads 1``: each worker stands
+for a one-core host). ``--threads`` (0: one per core) is also the in-memory side's. ``--reference-up-to N``: sizes
+above N sequences run the app's job alone (the 1,000,000-sequence line: time per phase and peak memory).
 """
 
 from __future__ import annotations
@@ -30,11 +37,13 @@ setup_django()
 import numpy as np
 from django.conf import settings
 
+from alignment.mining import service as mining
 from alignment.mining.models import MinedPair as StoredPair
 from alignment.mining.muss_service import muss_config
 from alignment.models import Document, Sentence
 from bench._django import bench_owner
 from bench._memory import PeakRss
+from bench._workers import run_workers
 from bench.mining_memory import run_job, setup_muss, topic_encoder
 from models_ml.mining.muss import access_attributes, mine_muss
 from models_ml.mining.types import MiningDocument
@@ -66,6 +75,23 @@ def in_memory(corpus, config, encode, threads: int) -> tuple[float, set]:
     return time.perf_counter() - started, found
 
 
+def run_job_in_workers(job, encode, workers: int, threads: int) -> tuple[float, float, float, dict[str, float], float]:
+    """The prepare here, the shards in ``workers`` worker processes; as ``run_job`` plus the largest worker's peak (MiB)."""
+    started = time.perf_counter()
+    mining.mining_job_prepare(job_id=job.pk, encode=encode)  # queues the neighbours shards, in JOB_USER_CONCURRENCY lanes
+    prepared = time.perf_counter()
+    neighbours_done = []
+
+    def poll() -> None:
+        if not neighbours_done and not job.shards.filter(phase="neighbours").exclude(status="succeeded").exists():
+            neighbours_done.append(time.perf_counter())
+
+    _, peaks = run_workers("mining", workers, job, threads, poll)
+    finished = time.perf_counter()
+    split = neighbours_done[0] if neighbours_done else finished
+    return started, prepared, finished, {"neighbours": split - prepared, "pairs": finished - split}, max(peaks)
+
+
 def stored_pairs(job) -> set:
     rows = StoredPair.objects.filter(job=job).values_list(
         "source_document_id", "source_sentences", "target_document_id", "target_sentences"
@@ -79,8 +105,13 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=10, help="sentences per document")
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--retrieval", choices=["dense", "hybrid"], default="dense")
+    parser.add_argument("--workers", type=int, default=0, help="0: the job in this process; N: its shards in N worker processes")
+    parser.add_argument("--threads", type=int, default=0, help="threads of each worker and of the in-memory side (0: one per core)")
+    parser.add_argument("--reference-up-to", type=int, default=0, help="sizes above this run the app alone (0: none skipped)")
     args = parser.parse_args()
-    settings.MINING_SEARCH_BACKEND = "faiss"
+    settings.MINING_SEARCH_BACKEND = os.environ["MINING_SEARCH_BACKEND"] = "faiss"  # here and in the worker processes
+    settings.ENCODER_THREADS = args.threads
+    settings.JOB_USER_CONCURRENCY = max(1, args.workers)  # the shards spread over as many lanes as workers
     threads = int(settings.ENCODER_THREADS) or (os.cpu_count() or 1)  # as search_backend.job_index gives its index
     owner = bench_owner()
     access_attributes("A warm-up pair.", "A pair to warm up.", "en")
@@ -94,18 +125,24 @@ def main() -> None:
         job = setup_muss(documents, args.sentences, owner, corpora, args.retrieval)
         encode = topic_encoder(args.dim)
         with PeakRss() as memory:
-            started, prepared, finished, phases = run_job(job, encode)
+            if args.workers:
+                started, prepared, finished, phases, workers_peak = run_job_in_workers(job, encode, args.workers, args.threads)
+            else:
+                started, prepared, finished, phases = run_job(job, encode)
+        peak = max(memory.peak / 2**20, workers_peak) if args.workers else memory.peak / 2**20
         job.refresh_from_db()
         assert job.status == "succeeded", job.error
         app_seconds = finished - started
-        config = muss_config(job.config)
-        memory_seconds, memory_found = in_memory(corpora[documents], config, topic_encoder(args.dim), threads)
         app_found = stored_pairs(job)
+        if args.reference_up_to and size > args.reference_up_to:
+            memory_seconds, memory_found = float("nan"), set()
+        else:
+            memory_seconds, memory_found = in_memory(corpora[documents], muss_config(job.config), topic_encoder(args.dim), threads)
         shown = ", ".join(f"{name} {seconds:.1f}" for name, seconds in [("prepare", prepared - started), *sorted(phases.items())])
         print(
             f"{size:>10,} | {app_seconds:>7.1f} {size / app_seconds:>7.0f} | {memory_seconds:>8.1f} {size / memory_seconds:>7.0f} | "
             f"{memory_seconds / app_seconds:>5.2f} | {len(app_found):>9,} {len(memory_found):>7,} {len(app_found & memory_found):>7,} | "
-            f"{shown}; peak RSS {memory.peak / 2**20:.0f} MiB",
+            f"{shown}; peak RSS {peak:.0f} MiB",
             flush=True,
         )
 
