@@ -25,9 +25,11 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import time
 import tracemalloc
 import zlib
+from pathlib import Path
 
 from _django import setup_django
 
@@ -175,8 +177,39 @@ WORDS = [
 ]
 
 
-def make_muss_corpus(name: str, documents: int, sentences: int, owner) -> object:
-    """Documents d and d + N/2 share topics sentence by sentence; texts are short so one sentence is one sequence."""
+def demo_text(seed: int, variant: int) -> str:
+    """A sentence of real English, 160-270 characters (two never fit one MUSS sequence of 300, so one sentence is one
+    sequence as with WORDS): halves of demo-corpus sentences picked by ``seed``, joined; ``variant`` 1 is its paraphrase
+    in the other document of a pair."""
+    if not DEMO_SENTENCES:
+        for path in sorted((Path(__file__).resolve().parents[1] / "alignment" / "demo_corpus").glob("*.txt")):
+            DEMO_SENTENCES.extend(s.split() for s in re.split(r"(?<=[.!?])\s+", path.read_text(encoding="utf-8")) if len(s.split()) >= 8)
+    rng = random.Random(seed)
+    words: list[str] = []
+    while len(" ".join(words)) < 160:
+        first, second = rng.choice(DEMO_SENTENCES), rng.choice(DEMO_SENTENCES)
+        words += first[: len(first) // 2] + second[len(second) // 2 :]
+    while len(" ".join(words)) > 270:
+        words.pop()
+    if variant:  # a paraphrase, not a near-copy (MUSS drops those below 0.2 normalised edit distance): a third of its words
+        other = rng.choice(DEMO_SENTENCES)  # replaced by another sentence's
+        words = [other[i % len(other)] if i % 3 == 1 else word for i, word in enumerate(words)]
+    return " ".join(words)
+
+
+DEMO_SENTENCES: list[list[str]] = []
+
+
+def make_muss_corpus(name: str, documents: int, sentences: int, owner, text: str = "words") -> object:
+    """Documents d and d + N/2 share topics sentence by sentence; texts are short so one sentence is one sequence.
+    ``text``: "words", 30 words drawn from WORDS' 74; "demo", real English recombined from the demo corpus, the two
+    documents of a pair holding near-paraphrases (realistic character n-grams for hybrid retrieval)."""
+
+    def sentence(d: int, s: int) -> str:
+        if text == "demo":
+            return demo_text((d % half) * sentences + s, int(d >= half))
+        return " ".join(random.Random(d * sentences + s).choices(WORDS, k=30)) + "."
+
     corpus, _ = corpus_get_or_create(name=name, language="en", owner=owner)
     half = max(documents // 2, 1)
     for start in range(0, documents, 500):
@@ -196,7 +229,7 @@ def make_muss_corpus(name: str, documents: int, sentences: int, owner) -> object
                     index_in_paragraph=s,
                     char_start=0,
                     char_end=1,
-                    text=f"t{(d % half) * sentences + s}x " + " ".join(random.Random(d * sentences + s).choices(WORDS, k=30)) + ".",
+                    text=f"t{(d % half) * sentences + s}x " + sentence(d, s),
                 )
                 for d, (doc, par) in enumerate(zip(docs, paragraphs), start=start)
                 for s in range(sentences)
@@ -204,10 +237,10 @@ def make_muss_corpus(name: str, documents: int, sentences: int, owner) -> object
     return corpus
 
 
-def setup_muss(size: int, sentences: int, owner, corpora: dict[int, object], retrieval: str = "dense") -> object:
+def setup_muss(size: int, sentences: int, owner, corpora: dict[int, object], retrieval: str = "dense", text: str = "words") -> object:
     """A new MUSS job on the size's corpus (made once: a second search backend mines the same corpus anew)."""
     if size not in corpora:
-        corpora[size] = make_muss_corpus(f"muss{size}", size, sentences, owner)
+        corpora[size] = make_muss_corpus(f"muss{size}" + ("" if text == "words" else f"-{text}"), size, sentences, owner, text)
     config = {"encoder": "bench-topic", "retrieval": retrieval}
     job = mining.mining_job_create(source_corpus=corpora[size], target_corpus=None, method="muss", config=config)[0]
     if job.status != "queued":  # mined before with the previous backend

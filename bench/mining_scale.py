@@ -20,7 +20,10 @@ share, and the app's peak RSS (this process; PostgreSQL's own memory is not in i
 queue (each builds its own index from PostgreSQL, as on N hosts), of ``--threads`` threads each; the peak RSS is the
 largest worker's. Run it with 1 and then 2 for the scale-out figure (on 2 cores, ``--threads 1``: each worker stands
 for a one-core host). ``--threads`` (0: one per core) is also the in-memory side's. ``--reference-up-to N``: sizes
-above N sequences run the app's job alone (the 1,000,000-sequence line: time per phase and peak memory).
+above N sequences run the app's job alone (the 1,000,000-sequence line: time per phase and peak memory). ``--index
+ivf``: every job is searched by the IVF-SQ8 index (MINING_FAISS_MAX_SEQUENCES = 1), the in-memory side by the same.
+``--text demo``: sentences of real English recombined from the demo corpus instead of 30 words drawn from 74 (run
+``--retrieval dense`` and ``hybrid`` on it for the hybrid job's pace against the dense one's).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import numpy as np
 from django.conf import settings
 
 from alignment.mining import service as mining
+from alignment.mining.ivf_search import CHUNK as IVF_CHUNK
 from alignment.mining.models import MinedPair as StoredPair
 from alignment.mining.muss_service import muss_config
 from alignment.models import Document, Sentence
@@ -45,6 +49,7 @@ from bench._django import bench_owner
 from bench._memory import PeakRss
 from bench._workers import run_workers
 from bench.mining_memory import run_job, setup_muss, topic_encoder
+from models_ml.mining.ivf_index import IvfIndex
 from models_ml.mining.muss import access_attributes, mine_muss
 from models_ml.mining.types import MiningDocument
 from models_ml.mining.vector_index import FaissIndex
@@ -60,7 +65,22 @@ def faiss_search(threads: int):
     return search
 
 
-def in_memory(corpus, config, encode, threads: int) -> tuple[float, set]:
+def ivf_search(threads: int):
+    """``search`` for mine_muss: the IVF-SQ8 index a job builds past MINING_FAISS_MAX_SEQUENCES (alignment/mining/
+    ivf_search.py: the same cells, nprobe and training sample, candidates re-ranked by the exact cosine)."""
+
+    def search(vectors: np.ndarray, k: int):
+        n, cells = len(vectors), int(settings.MINING_IVF_CELLS) or None
+        every = max(1, n // IvfIndex.sample_size(n, cells))
+        index = IvfIndex(vectors[::every], n, cells=cells, nprobe=int(settings.MINING_IVF_NPROBE), threads=threads)
+        for begin in range(0, n, IVF_CHUNK):
+            index.add(vectors[begin : begin + IVF_CHUNK], np.arange(begin, min(begin + IVF_CHUNK, n)))
+        return index.search(vectors, k, lambda wanted: vectors[wanted], exclude=np.arange(n))
+
+    return search
+
+
+def in_memory(corpus, config, encode, threads: int, search) -> tuple[float, set]:
     """Seconds and pairs of mine_muss over the corpus's documents (read before the clock starts)."""
     documents = []
     for doc in Document.objects.filter(corpus=corpus).order_by("pk").values_list("pk", flat=True):
@@ -70,7 +90,7 @@ def in_memory(corpus, config, encode, threads: int) -> tuple[float, set]:
     started = time.perf_counter()
     found = {
         (int(p.source_doc), tuple(p.source), int(p.target_doc), tuple(p.target))
-        for p in mine_muss(documents, encode=encode, config=config, search=faiss_search(threads))
+        for p in mine_muss(documents, encode=encode, config=config, search=search(threads))
     }
     return time.perf_counter() - started, found
 
@@ -107,22 +127,27 @@ def main() -> None:
     parser.add_argument("--retrieval", choices=["dense", "hybrid"], default="dense")
     parser.add_argument("--workers", type=int, default=0, help="0: the job in this process; N: its shards in N worker processes")
     parser.add_argument("--threads", type=int, default=0, help="threads of each worker and of the in-memory side (0: one per core)")
+    parser.add_argument("--text", choices=["words", "demo"], default="words", help="demo: real English (realistic n-grams)")
+    parser.add_argument("--index", choices=["hnsw", "ivf"], default="hnsw", help="ivf: every job past MINING_FAISS_MAX_SEQUENCES")
     parser.add_argument("--reference-up-to", type=int, default=0, help="sizes above this run the app alone (0: none skipped)")
     args = parser.parse_args()
     settings.MINING_SEARCH_BACKEND = os.environ["MINING_SEARCH_BACKEND"] = "faiss"  # here and in the worker processes
+    if args.index == "ivf":  # here and in the worker processes
+        settings.MINING_FAISS_MAX_SEQUENCES = int(os.environ.setdefault("MINING_FAISS_MAX_SEQUENCES", "1"))
     settings.ENCODER_THREADS = args.threads
     settings.JOB_USER_CONCURRENCY = max(1, args.workers)  # the shards spread over as many lanes as workers
     threads = int(settings.ENCODER_THREADS) or (os.cpu_count() or 1)  # as search_backend.job_index gives its index
     owner = bench_owner()
     access_attributes("A warm-up pair.", "A pair to warm up.", "en")
-    print(f"MUSS, {args.retrieval}, faiss search for both (efSearch {settings.MINING_EF_SEARCH}, {threads} threads), stand-in encoder")
+    shown = f"IVF-SQ8, nprobe {settings.MINING_IVF_NPROBE}" if args.index == "ivf" else f"efSearch {settings.MINING_EF_SEARCH}"
+    print(f"MUSS, {args.retrieval}, faiss search for both ({shown}, {threads} threads), stand-in encoder")
     print(
         f"{'sequences':>10} | {'app s':>7} {'seq/s':>7} | {'memory s':>8} {'seq/s':>7} | {'ratio':>5} | {'pairs app':>9} {'memory':>7} {'shared':>7} | phases (app)"
     )
     corpora: dict[int, object] = {}
     for size in (int(n) for n in args.sequences.split(",")):
         documents = size // args.sentences
-        job = setup_muss(documents, args.sentences, owner, corpora, args.retrieval)
+        job = setup_muss(documents, args.sentences, owner, corpora, args.retrieval, args.text)
         encode = topic_encoder(args.dim)
         with PeakRss() as memory:
             if args.workers:
@@ -137,7 +162,8 @@ def main() -> None:
         if args.reference_up_to and size > args.reference_up_to:
             memory_seconds, memory_found = float("nan"), set()
         else:
-            memory_seconds, memory_found = in_memory(corpora[documents], muss_config(job.config), topic_encoder(args.dim), threads)
+            search = ivf_search if args.index == "ivf" else faiss_search
+            memory_seconds, memory_found = in_memory(corpora[documents], muss_config(job.config), topic_encoder(args.dim), threads, search)
         shown = ", ".join(f"{name} {seconds:.1f}" for name, seconds in [("prepare", prepared - started), *sorted(phases.items())])
         print(
             f"{size:>10,} | {app_seconds:>7.1f} {size / app_seconds:>7.0f} | {memory_seconds:>8.1f} {size / memory_seconds:>7.0f} | "
