@@ -1,7 +1,7 @@
-"""A MUSS job's bulk writes (binary COPY of sequences and mined pairs) are idempotent: a prepare stopped halfway and run
-again stores each sequence once with the same vector, a pairs batch stored twice keeps one row per pair, the neighbours go to a narrow table of their own (the
-sequence rows are not rewritten) and a second copy of a batch replaces them, and the job
-finds what ``mine_muss`` finds on the same documents."""
+"""A MUSS job's bulk writes (binary COPY of sequences, neighbours and mined pairs) are idempotent: a prepare stopped
+halfway and run again stores each sequence once with the same vector, the neighbours go to a narrow table of their own
+(the sequence rows are not rewritten) and a second copy of a batch replaces them, a pairs batch stored twice keeps one
+row per pair, and the job finds what ``mine_muss`` finds on the same documents."""
 
 from __future__ import annotations
 
