@@ -91,11 +91,13 @@ def test_faiss_backend_without_faiss_installed_fails_the_system_check(settings, 
     call_command("check", "alignment")
 
 
-def test_an_unknown_search_backend_stops_the_settings_with_the_choices() -> None:
-    env = {**os.environ, "MINING_SEARCH_BACKEND": "annoy", "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}
-    result = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"], env={**env, "DJANGO_SETTINGS_MODULE": "webapp.settings"},
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+def settings_refusal(name: str, value: str) -> str:
+    """The settings loaded in a new process with ``name=value``: the error they stop with (it fails if they load)."""
+    env = {**os.environ, name: value, "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none", "DJANGO_SETTINGS_MODULE": "webapp.settings"}
+    result = subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
-    assert "MINING_SEARCH_BACKEND='annoy': choose pgvector or faiss" in result.stderr
+    return result.stderr
+
+
+def test_an_unknown_search_backend_stops_the_settings_with_the_choices() -> None:
+    assert "MINING_SEARCH_BACKEND='annoy': choose pgvector or faiss" in settings_refusal("MINING_SEARCH_BACKEND", "annoy")
