@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models_ml.mining.hybrid_index import HybridIndex, exact_hybrid
+from models_ml.mining.hybrid_index import HybridIndex, _pruned_postings, exact_hybrid
 from models_ml.mining.retrieval import LEXICAL_DIMENSIONS, LexicalVectoriser, document_frequency
 
 SENTENCES = [
@@ -74,3 +74,17 @@ def test_document_frequency_summed_over_batches_gives_the_fitted_idf_and_survive
         LexicalVectoriser.from_document_frequency(frequency, 1)
     with pytest.raises(ValueError, match=f"need \\({LEXICAL_DIMENSIONS},\\)"):
         LexicalVectoriser.from_document_frequency(frequency[:10], len(SENTENCES))
+
+
+def test_pruned_inverted_lists_keep_each_3_gram_s_heaviest_rows_and_still_find_the_twin() -> None:
+    dense, lexical, ids = _views(1)
+    inverted = lexical.T.tocsr()  # (D, n)
+    pruned = _pruned_postings(lexical, 2)
+    assert np.diff(pruned.indptr).max() == 2 < np.diff(inverted.indptr).max()  # " di" and others are in more rows
+    gram = int(np.argmax(np.diff(inverted.indptr)))  # the most common 3-gram: its two heaviest rows stay
+    weights = inverted[gram].toarray().ravel()
+    assert set(pruned[gram].indices.tolist()) == set(np.argsort(-weights, kind="stable")[:2].tolist())
+    index = HybridIndex(dense, lexical, ids, dense_weight=0.3, depth=1, probe=4, postings=2)
+    assert index.search_ids(ids[[0, 2]], 1).indices[:, 0].tolist() == [ids[1], ids[3]]  # a twin's rare 3-grams have short lists
+    with pytest.raises(ValueError, match="postings >= 1"):
+        HybridIndex(dense, lexical, ids, dense_weight=0.3, postings=0)
