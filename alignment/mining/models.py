@@ -69,7 +69,9 @@ class MiningJob(Job):
     config = models.JSONField(help_text="The method's settings (LHAConfig / MussConfig fields) and the encoder.")
     config_hash = models.CharField(max_length=64, help_text="Same corpora, method and settings: the same job, never a duplicate.")
     search_index = models.JSONField(
-        default=dict, blank=True, help_text="MUSS past MINING_FAISS_MAX_SEQUENCES: the IVF index's settings (cells, nprobe, PCA, sample)."
+        default=dict,
+        blank=True,
+        help_text="MUSS: the IVF index's settings (cells, nprobe, PCA, sample), or the stored HNSW index's (kind, M, size).",
     )
     cancel_requested = models.BooleanField(default=False)
     shards_total = models.PositiveIntegerField(default=0)
@@ -169,6 +171,19 @@ class MiningNeighbours(models.Model):
     ids = ArrayField(models.IntegerField(), help_text="The k nearest sequences' indices, best first, self excluded.")
     scores = ArrayField(models.FloatField(), help_text="Their scores, in the same order (the job's retrieval's).")
     knn_mean = models.FloatField(help_text="Mean score to the k neighbours (the margin's denominator).")
+
+
+class MiningIndexPart(models.Model):
+    """MUSS: one part of a job's faiss HNSW index as faiss writes it, built once by the prepare and read by every
+    worker in place of building its own (each worker building it was half its neighbours phase: docs/benchmarks.md,
+    "One job on two worker processes"). Parts of at most 32 MB, stored uncompressed; deleted when the job succeeds."""
+
+    job = models.ForeignKey(MiningJob, on_delete=models.CASCADE, related_name="index_parts")
+    part = models.PositiveIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "part"], name="one_index_part_per_number")]
 
 
 class MinedPair(models.Model):

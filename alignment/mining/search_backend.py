@@ -5,12 +5,13 @@
 pgvector  the default: one query per batch of sequences inside PostgreSQL, an HNSW search per
           sequence on the job's partial index (``hnsw.ef_search`` = ``MINING_EF_SEARCH``, iterative
           scans on).
-faiss     the job's vectors are read from PostgreSQL once per worker process into an in-memory
-          faiss index (``models_ml.mining.vector_index``: exact up to 20,000 sequences, HNSW above),
-          and a batch of sequences is one search call. PostgreSQL stays the source of truth: the
-          index is a cache a worker rebuilds after a restart. Memory: the job's vectors, about
-          1.6 KB per sequence at 384 dimensions, once per worker process; a job with more than
-          ``MINING_FAISS_MAX_SEQUENCES`` sequences is searched by pgvector.
+faiss     an in-memory faiss index per worker process (``models_ml.mining.vector_index``: exact up
+          to 20,000 sequences, HNSW above), and a batch of sequences is one search call. The prepare
+          builds the HNSW index once and stores it in PostgreSQL (``alignment.mining.index_store``);
+          a worker reads it instead of building its own. PostgreSQL stays the source of truth of the
+          vectors. Memory: the job's vectors, about 1.6 KB per sequence at 384 dimensions, once per
+          worker process; a dense job with more than ``MINING_FAISS_MAX_SEQUENCES`` sequences is
+          searched by the MUSS paper's IVF index (``alignment.mining.ivf_search``), a hybrid one by pgvector.
 
 Both give the same result shape, ``[[index, cosine], ...]`` best first with the sequence itself
 left out, so the pairs phase cannot tell them apart.
@@ -27,6 +28,7 @@ from django.core import checks
 from django.db import connection
 from scipy import sparse
 
+from alignment.mining.index_store import index_load, index_store, index_stored
 from alignment.mining.ivf_search import ivf_nearest
 from alignment.mining.models import MiningJob, MiningSequence
 from alignment.mining.vectors import stored_rows
@@ -90,7 +92,10 @@ def search_prepare(job: MiningJob, sequences: int) -> None:
     The faiss backend builds no index in PostgreSQL (its workers build theirs in memory), so the
     prepare step skips the build and the neighbours phase's row updates insert nothing into an HNSW graph.
     """
-    if uses_faiss(sequences) or uses_ivf(job, sequences):
+    if uses_faiss(sequences):
+        _faiss_prepare(job, sequences)
+        return
+    if uses_ivf(job, sequences):
         return
     dimensions = len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first() or [])
     if dimensions:
@@ -100,6 +105,27 @@ def search_prepare(job: MiningJob, sequences: int) -> None:
             f"mining_sequence_lexical_hnsw_{int(job.pk)}", MiningSequence._meta.db_table, LEXICAL_DIMENSIONS, "job_id", job.pk,
             column="lexical", kind="sparsevec", ops="sparsevec_ip_ops",
         )  # fmt: skip
+
+
+def _faiss_prepare(job: MiningJob, count: int) -> None:
+    """The job's faiss index (HNSW from 20,000 sequences), built once here with every thread the host gives and stored
+    for the workers (unless it is stored already: a resumed prepare builds nothing); this process keeps it for shards
+    it runs itself."""
+    global _cached
+    if index_stored(job, count):
+        return
+    ids, vectors, _ = _stored_views(job, count, False)
+    index = FaissIndex(vectors, ids, **_search_settings())
+    del vectors  # the index holds its own copy
+    index_store(job, index, count)
+    if job.retrieval != MiningJob.Retrieval.HYBRID:
+        with _lock:
+            _cached = ((int(job.pk), count), index)
+
+
+def _search_settings() -> dict:
+    threads = int(settings.ENCODER_THREADS) or (os.cpu_count() or 1)
+    return {"ef_search": int(settings.MINING_EF_SEARCH), "threads": threads}
 
 
 def partial_hnsw_index(
@@ -197,14 +223,17 @@ def job_index(job: MiningJob) -> FaissIndex | HybridIndex:
         if _cached is not None and _cached[0] == key:
             return _cached[1]
         _cached = None  # free the previous job's index before reading this one's vectors
-        hybrid = job.retrieval == MiningJob.Retrieval.HYBRID
-        ids, vectors, lexical = _stored_views(job, count, hybrid)
-        threads = int(settings.ENCODER_THREADS) or (os.cpu_count() or 1)
-        settings_ = {"ef_search": int(settings.MINING_EF_SEARCH), "threads": threads}
-        if hybrid:
-            index = HybridIndex(vectors, lexical, ids, dense_weight=float(job.config["dense_weight"]), depth=HYBRID_DEPTH, **settings_)
+        settings_ = _search_settings()
+        stored = index_load(job, count, **settings_)  # the prepare's, where it built one: no build here
+        if job.retrieval == MiningJob.Retrieval.HYBRID:
+            ids, vectors, lexical = _stored_views(job, count, True)
+            weight = float(job.config["dense_weight"])
+            index = HybridIndex(vectors, lexical, ids, dense_weight=weight, depth=HYBRID_DEPTH, dense_index=stored, **settings_)
         else:
-            index = FaissIndex(vectors, ids, **settings_)
+            if stored is None:
+                ids, vectors, _ = _stored_views(job, count, False)
+                stored = FaissIndex(vectors, ids, **settings_)
+            index = stored
         _cached = (key, index)
         return index
 

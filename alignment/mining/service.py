@@ -31,6 +31,7 @@ from alignment.errors import ServiceError
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
+from alignment.mining.index_store import index_forget
 from alignment.mining.lha_service import (
     hybrid_document_neighbours,
     hybrid_sentence_vectors,
@@ -342,6 +343,7 @@ def _finish(job_id: int) -> None:
         job = MiningJob.objects.select_for_update().get(pk=job_id)
         if job.status == MiningJob.Status.RUNNING and job.shards_done >= job.shards_total:
             job.mark_succeeded(pairs_found=MinedPair.objects.filter(job=job).count())
+            index_forget(job)
 
 
 def document_neighbours(*, job: MiningJob, document_id: int, encoder: Encoder, k: int, theta_d: float) -> list[tuple[int, float]]:

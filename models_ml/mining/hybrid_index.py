@@ -72,6 +72,7 @@ class HybridIndex:
     def __init__(
         self, dense: np.ndarray, lexical: sparse.csr_matrix, ids: np.ndarray, *, dense_weight: float, depth: int = 32,
         probe: int = DEFAULT_PROBE, postings: int = DEFAULT_POSTINGS, ef_search: int = 100, threads: int = 1,
+        dense_index: FaissIndex | None = None,
     ) -> None:  # fmt: skip
         self.dense, self.lexical, self.ids = _checked(dense, lexical, ids)
         if not 0.0 <= dense_weight <= 1.0 or min(depth, probe, postings) < 1:
@@ -81,7 +82,9 @@ class HybridIndex:
         self.weight, self.depth, self.probe = np.float32(dense_weight), depth, probe
         self.size = len(self.ids)
         self._postings = _pruned_postings(self.lexical, postings)  # (D, n): the inverted lists, one row per 3-gram
-        self._dense_index = FaissIndex(self.dense, self.ids, ef_search=ef_search, threads=threads) if faiss_available() else None
+        if dense_index is None and faiss_available():  # built here unless one over the same rows is given (a stored one)
+            dense_index = FaissIndex(self.dense, self.ids, ef_search=ef_search, threads=threads)
+        self._dense_index = dense_index
 
     def search_ids(self, ids: np.ndarray, k: int) -> Neighbours:
         if k < 1:

@@ -78,6 +78,26 @@ class FaissIndex:
         self._ids = ids
         self.size = vectors.shape[0]
 
+    def write(self, path: str) -> None:
+        """The index in faiss's own format to ``path`` (the ids are the caller's to keep: :meth:`read` takes them)."""
+        _faiss().write_index(self._index, str(path))
+
+    @classmethod
+    def read(cls, path: str, ids: np.ndarray, *, ef_search: int = 100, threads: int = 1) -> FaissIndex:
+        """An index :meth:`write` wrote, under the ``ids`` it was built with: no build, the graph as it was."""
+        faiss = _faiss()
+        faiss.omp_set_num_threads(threads)
+        index = faiss.read_index(str(path))
+        ids = np.asarray(ids, dtype=np.int64)
+        if index.ntotal != len(ids) or np.any(np.diff(ids) <= 0):
+            raise ValueError(f"the stored index holds {index.ntotal} vectors; need as many unique increasing ids, got {len(ids)}")
+        self = cls.__new__(cls)
+        self._index, self._ids, self.size = index, ids, len(ids)
+        self.exact = not hasattr(index, "hnsw")
+        if not self.exact:
+            index.hnsw.efSearch = ef_search
+        return self
+
     def search_ids(self, ids: np.ndarray, k: int) -> Neighbours:
         """The k nearest ids of vectors already in the index, each leaving itself out (no vectors to pass in)."""
         ids = np.asarray(ids, dtype=np.int64)

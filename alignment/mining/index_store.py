@@ -1,0 +1,81 @@
+"""A MUSS job's faiss index, built once by the prepare and kept in PostgreSQL for every worker.
+
+Why: a worker that builds the job's index for itself spends about half its neighbours phase on the build, and with N
+workers on N hosts the build runs N times (``bench/mining_scale.py --workers``: 1.44x on two workers, not 1.7x).
+PostgreSQL is all the workers share, so the prepare builds the index once (with every thread its host has), writes it
+in faiss's own format in parts of at most :data:`PART_BYTES` (:class:`MiningIndexPart`), and records it on the job
+(``search_index``: kind ``hnsw``, the sequences it holds). A worker reads the parts back through a temporary file in
+place of building: its memory is the index plus one part. A prepare run again (resumed after a crash) finds the index
+stored for the same sequences and builds nothing. The parts go when the job succeeds.
+
+The exact index below :data:`models_ml.mining.vector_index.EXACT_BELOW` sequences costs nothing to build but is stored
+the same way (it is the vectors, in the form the worker searches). The IVF index past ``MINING_FAISS_MAX_SEQUENCES``
+is not stored: each worker trains its own (a k-means on a sample and one pass of adds).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from django.db import connection, transaction
+
+from alignment.mining.models import MiningIndexPart, MiningJob, MiningSequence
+from models_ml.mining.vector_index import HNSW_M, FaissIndex
+
+PART_BYTES = 32 * 2**20  # one row of MiningIndexPart: bounds what a write or a read holds besides the index
+
+
+def index_stored(job: MiningJob, count: int) -> bool:
+    """Whether the job's index over its first ``count`` sequences is stored (read fresh: another process wrote it)."""
+    stored = MiningJob.objects.filter(pk=job.pk).values_list("search_index", flat=True).first() or {}
+    return stored.get("kind") in ("hnsw", "exact") and stored.get("sequences") == count and int(stored.get("parts", 0)) > 0
+
+
+def index_store(job: MiningJob, index: FaissIndex, count: int) -> None:
+    """Write ``index`` (over the job's first ``count`` sequences) as the job's stored index, replacing any other, in
+    one transaction: a crash leaves the old parts or the new ones, never half of them."""
+    table = MiningIndexPart._meta.db_table
+    with tempfile.TemporaryDirectory(prefix="mining-index-") as folder:
+        path = Path(folder) / "index.faiss"
+        index.write(str(path))
+        size = path.stat().st_size
+        with transaction.atomic(), path.open("rb") as file, connection.cursor() as cursor:
+            MiningIndexPart.objects.filter(job=job).delete()
+            part = 0
+            while chunk := file.read(PART_BYTES):
+                cursor.execute(f"INSERT INTO {table} (job_id, part, data) VALUES (%s, %s, %s)", [job.pk, part, chunk])
+                part += 1
+            kind = {"kind": "exact"} if index.exact else {"kind": "hnsw", "m": HNSW_M}
+            described = {**kind, "sequences": count, "parts": part, "megabytes": round(size / 2**20, 1)}
+            MiningJob.objects.filter(pk=job.pk).update(search_index=described)
+
+
+def index_load(job: MiningJob, count: int, *, ef_search: int, threads: int) -> FaissIndex | None:
+    """The job's stored index over its first ``count`` sequences, or None where none is stored for them."""
+    if not index_stored(job, count):
+        return None
+    parts = int(MiningJob.objects.values_list("search_index", flat=True).get(pk=job.pk)["parts"])
+    indices = MiningSequence.objects.filter(job=job).order_by("index").values_list("index", flat=True)[:count]
+    ids = np.fromiter(indices.iterator(chunk_size=100_000), dtype=np.int64, count=count)
+    table = MiningIndexPart._meta.db_table
+    with tempfile.TemporaryDirectory(prefix="mining-index-") as folder:
+        path = Path(folder) / "index.faiss"
+        with path.open("wb") as file, connection.cursor() as cursor:
+            for part in range(parts):  # one part in memory at a time
+                cursor.execute(f"SELECT data FROM {table} WHERE job_id = %s AND part = %s", [job.pk, part])
+                row = cursor.fetchone()
+                if row is None:
+                    return None  # deleted meanwhile (the job succeeded): the caller builds
+                file.write(row[0])
+        return FaissIndex.read(str(path), ids, ef_search=ef_search, threads=threads)
+
+
+def index_forget(job: MiningJob) -> None:
+    """Drop the job's stored index (it succeeded: no shard will read it again); the job keeps its description."""
+    with transaction.atomic():
+        MiningIndexPart.objects.filter(job=job).delete()
+        described = MiningJob.objects.values_list("search_index", flat=True).get(pk=job.pk) or {}
+        if described.get("kind") in ("hnsw", "exact"):
+            MiningJob.objects.filter(pk=job.pk).update(search_index={**described, "parts": 0})
