@@ -13,6 +13,7 @@ in Python per row; :func:`vector_cursor` moves them as binary instead (reading a
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Sequence
 
 import psycopg
@@ -63,3 +64,31 @@ def copy_binary(model: type[models.Model], columns: Sequence[str], types: Sequen
             copy.write_row(row)
             count += 1
     return count
+
+
+class PackedSparseRow:
+    """One row of a sparse matrix in pgvector's binary ``sparsevec`` format, for :func:`copy_binary` (whose sparsevec
+    dumper calls ``to_binary``). Packed from the matrix's arrays at once: ``SparseVector(matrix[row])`` sliced the
+    matrix row by row, 11 of a 30,000-sequence hybrid prepare's 40 s."""
+
+    __slots__ = ("_binary",)
+
+    def __init__(self, binary: bytes) -> None:
+        self._binary = binary
+
+    def to_binary(self) -> bytes:
+        return self._binary
+
+
+def packed_sparse_rows(matrix) -> list[PackedSparseRow]:
+    """Each row of a scipy sparse matrix (n, D) packed as a sparsevec of D dimensions: int32 D, non-zeros, 0, then the
+    0-based columns (int32) and values (float32), big-endian; explicit zeros dropped (a sparsevec holds none)."""
+    matrix = matrix.tocsr(copy=True)
+    matrix.eliminate_zeros()
+    matrix.sort_indices()
+    columns, values, bounds = matrix.indices.astype(">i4"), matrix.data.astype(">f4"), matrix.indptr.tolist()
+    dimensions = int(matrix.shape[1])
+    return [
+        PackedSparseRow(struct.pack(">iii", dimensions, stop - start, 0) + columns[start:stop].tobytes() + values[start:stop].tobytes())
+        for start, stop in zip(bounds[:-1], bounds[1:])
+    ]

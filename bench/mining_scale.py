@@ -17,7 +17,7 @@ It prints sequences/s of both, their ratio (the goal: the app at >= 0.5x), the p
 share, and the app's peak RSS (this process; PostgreSQL's own memory is not in it).
 
 ``--workers N`` (N >= 1): the prepare runs here, its shards in N ``procrastinate worker`` processes on the ``mining``
-queue (each builds its own index from PostgreSQL, as on N hosts), of ``--threads`` threads each; the peak RSS is the
+queue (each reads the index the prepare built and stored in PostgreSQL, as on N hosts), of ``--threads`` threads each; the peak RSS is the
 largest worker's. Run it with 1 and then 2 for the scale-out figure (on 2 cores, ``--threads 1``: each worker stands
 for a one-core host). ``--threads`` (0: one per core) is also the in-memory side's. ``--reference-up-to N``: sizes
 above N sequences run the app's job alone (the 1,000,000-sequence line: time per phase and peak memory). ``--index

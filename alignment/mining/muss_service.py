@@ -25,10 +25,9 @@ import numpy as np
 import psycopg
 from django.db import IntegrityError, transaction
 from django.db.models import F
-from pgvector import SparseVector
 from psycopg.types.json import Jsonb
 
-from alignment.copying import copy_binary
+from alignment.copying import copy_binary, packed_sparse_rows
 from alignment.mining.models import MinedPair, MiningJob, MiningNeighbours, MiningSequence, MiningShard
 from alignment.mining.muss_rows import SequenceRow, batch_rows
 from alignment.mining.search_backend import hybrid_settings, nearest_sequences, search_prepare
@@ -99,7 +98,7 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
     def flush() -> None:
         texts = [s.text for _, s in batch]
         vectors = encode(texts)  # (b, d) unit rows
-        lexical = [None] * len(batch) if vectoriser is None else _sparse_rows(vectoriser.transform(texts))
+        lexical = [None] * len(batch) if vectoriser is None else packed_sparse_rows(vectoriser.transform(texts))
         _sequences_store(job, batch, vectors, lexical)
         batch.clear()
         job.heartbeat()
@@ -166,11 +165,6 @@ def _lexical_vectoriser(job: MiningJob, config: MussConfig) -> LexicalVectoriser
     job.lexical_idf = vectoriser.to_bytes()
     MiningJob.objects.filter(pk=job.pk).update(lexical_idf=job.lexical_idf)
     return vectoriser
-
-
-def _sparse_rows(matrix) -> list[SparseVector]:
-    """csr rows as pgvector sparse vectors (their dimensions are LEXICAL_DIMENSIONS)."""
-    return [SparseVector(matrix[row]) for row in range(matrix.shape[0])]
 
 
 def pairs_shards_create(job: MiningJob) -> list[int]:

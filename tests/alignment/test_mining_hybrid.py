@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from django.db import connection
 from django.urls import reverse
+from pgvector import SparseVector
 
+from alignment.copying import packed_sparse_rows
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.mining import search_backend
@@ -167,3 +169,12 @@ def test_the_mining_pages_never_read_a_jobs_idf(owner, run_worker, settings, cli
         assert client.get(reverse("alignment:mining_job", args=[job.pk])).status_code == 200
         assert client.get(reverse("alignment:mining_start", args=[job.source_corpus_id])).status_code == 200
     assert not [query["sql"] for query in queries.captured_queries if "lexical_idf" in query["sql"]]
+
+
+def test_lexical_rows_packed_for_copy_are_pgvector_s_own_binary_sparsevecs() -> None:
+    sentences = ["Der Gemeinderat hat den Haushalt beschlossen.", "Im Hafen liegen viele kleine Boote.", " "]  # " ": no 3-gram
+    lexical = LexicalVectoriser.fit(sentences).transform(sentences)
+    lexical.data[0] = 0.0  # an explicit zero, which a sparsevec cannot hold
+    packed = packed_sparse_rows(lexical)
+    assert [row.to_binary() for row in packed] == [SparseVector(lexical[row]).to_binary() for row in range(lexical.shape[0])]
+    assert packed[-1].to_binary() == SparseVector({}, LEXICAL_DIMENSIONS).to_binary()
