@@ -19,8 +19,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 
+from alignment.copying import copy_binary, vector_cursor
 from alignment.mining.models import MiningIndexPart, MiningJob, MiningSequence
 from models_ml.mining.vector_index import HNSW_M, FaissIndex
 
@@ -36,17 +37,16 @@ def index_stored(job: MiningJob, count: int) -> bool:
 def index_store(job: MiningJob, index: FaissIndex, count: int) -> None:
     """Write ``index`` (over the job's first ``count`` sequences) as the job's stored index, replacing any other, in
     one transaction: a crash leaves the old parts or the new ones, never half of them."""
-    table = MiningIndexPart._meta.db_table
     with tempfile.TemporaryDirectory(prefix="mining-index-") as folder:
         path = Path(folder) / "index.faiss"
         index.write(str(path))
         size = path.stat().st_size
-        with transaction.atomic(), path.open("rb") as file, connection.cursor() as cursor:
+        with transaction.atomic(), path.open("rb") as file:
             MiningIndexPart.objects.filter(job=job).delete()
-            part = 0
-            while chunk := file.read(PART_BYTES):
-                cursor.execute(f"INSERT INTO {table} (job_id, part, data) VALUES (%s, %s, %s)", [job.pk, part, chunk])
-                part += 1
+            chunks = iter(lambda: file.read(PART_BYTES), b"")  # one part in memory at a time
+            part = copy_binary(MiningIndexPart, ("job_id", "part", "data"), ("int8", "int4", "bytea"), (
+                (job.pk, number, chunk) for number, chunk in enumerate(chunks)
+            ))  # fmt: skip
             kind = {"kind": "exact"} if index.exact else {"kind": "hnsw", "m": HNSW_M}
             described = {**kind, "sequences": count, "parts": part, "megabytes": round(size / 2**20, 1)}
             MiningJob.objects.filter(pk=job.pk).update(search_index=described)
@@ -62,9 +62,9 @@ def index_load(job: MiningJob, count: int, *, ef_search: int, threads: int) -> F
     table = MiningIndexPart._meta.db_table
     with tempfile.TemporaryDirectory(prefix="mining-index-") as folder:
         path = Path(folder) / "index.faiss"
-        with path.open("wb") as file, connection.cursor() as cursor:
-            for part in range(parts):  # one part in memory at a time
-                cursor.execute(f"SELECT data FROM {table} WHERE job_id = %s AND part = %s", [job.pk, part])
+        with path.open("wb") as file, vector_cursor() as cursor:
+            for part in range(parts):  # one part in memory at a time, as bytes (binary: not hex text)
+                cursor.execute(f"SELECT data FROM {table} WHERE job_id = %s AND part = %s", [job.pk, part], binary=True)
                 row = cursor.fetchone()
                 if row is None:
                     return None  # deleted meanwhile (the job succeeded): the caller builds
