@@ -89,8 +89,8 @@ def uses_ivf(job: MiningJob, sequences: int) -> bool:
 def search_prepare(job: MiningJob, sequences: int) -> None:
     """After the vectors are stored: pgvector's partial HNSW index over the job's rows (idempotent).
 
-    The faiss backend builds no index in PostgreSQL (its workers build theirs in memory), so the
-    prepare step skips the build and the neighbours phase's row updates insert nothing into an HNSW graph.
+    The faiss backend builds no index in PostgreSQL: the prepare builds the in-memory index once and stores it for
+    the workers (:func:`_faiss_prepare`), and the IVF path past ``MINING_FAISS_MAX_SEQUENCES`` is trained by each worker.
     """
     if uses_faiss(sequences):
         _faiss_prepare(job, sequences)
