@@ -28,10 +28,23 @@ from models_ml.mining.vector_index import HNSW_M, FaissIndex
 PART_BYTES = 32 * 2**20  # one row of MiningIndexPart: bounds what a write or a read holds besides the index
 
 
+STORED_KINDS = ("hnsw", "exact")  # the ``search_index`` kinds this module writes (the IVF path writes "ivf")
+
+
+def _description(job: MiningJob) -> dict:
+    """The job's ``search_index`` as stored now (read fresh: another process may have written it)."""
+    return MiningJob.objects.filter(pk=job.pk).values_list("search_index", flat=True).first() or {}
+
+
+def _stored_parts(job: MiningJob, count: int) -> int:
+    """How many parts hold the job's index over its first ``count`` sequences; 0 where none is stored for them."""
+    described = _description(job)
+    return int(described.get("parts", 0)) if described.get("kind") in STORED_KINDS and described.get("sequences") == count else 0
+
+
 def index_stored(job: MiningJob, count: int) -> bool:
-    """Whether the job's index over its first ``count`` sequences is stored (read fresh: another process wrote it)."""
-    stored = MiningJob.objects.filter(pk=job.pk).values_list("search_index", flat=True).first() or {}
-    return stored.get("kind") in ("hnsw", "exact") and stored.get("sequences") == count and int(stored.get("parts", 0)) > 0
+    """Whether the job's index over its first ``count`` sequences is stored."""
+    return _stored_parts(job, count) > 0
 
 
 def index_store(job: MiningJob, index: FaissIndex, count: int) -> None:
@@ -54,9 +67,9 @@ def index_store(job: MiningJob, index: FaissIndex, count: int) -> None:
 
 def index_load(job: MiningJob, count: int, *, ef_search: int, threads: int) -> FaissIndex | None:
     """The job's stored index over its first ``count`` sequences, or None where none is stored for them."""
-    if not index_stored(job, count):
+    parts = _stored_parts(job, count)
+    if not parts:
         return None
-    parts = int(MiningJob.objects.values_list("search_index", flat=True).get(pk=job.pk)["parts"])
     indices = MiningSequence.objects.filter(job=job).order_by("index").values_list("index", flat=True)[:count]
     ids = np.fromiter(indices.iterator(chunk_size=100_000), dtype=np.int64, count=count)
     table = MiningIndexPart._meta.db_table
@@ -76,6 +89,6 @@ def index_forget(job: MiningJob) -> None:
     """Drop the job's stored index (it succeeded: no shard will read it again); the job keeps its description."""
     with transaction.atomic():
         MiningIndexPart.objects.filter(job=job).delete()
-        described = MiningJob.objects.values_list("search_index", flat=True).get(pk=job.pk) or {}
-        if described.get("kind") in ("hnsw", "exact"):
+        described = _description(job)
+        if described.get("kind") in STORED_KINDS:
             MiningJob.objects.filter(pk=job.pk).update(search_index={**described, "parts": 0})

@@ -114,13 +114,17 @@ def _faiss_prepare(job: MiningJob, count: int) -> None:
     global _cached
     if index_stored(job, count):
         return
-    ids, vectors, _ = _stored_views(job, count, False)
-    index = FaissIndex(vectors, ids, **_search_settings())
-    del vectors  # the index holds its own copy
+    index = _built_index(job, count, _search_settings())
     index_store(job, index, count)
     if job.retrieval != MiningJob.Retrieval.HYBRID:
         with _lock:
             _cached = ((int(job.pk), count), index)
+
+
+def _built_index(job: MiningJob, count: int, settings_: dict) -> FaissIndex:
+    """A faiss index over the job's first ``count`` stored vectors, built here (the vectors are freed once it holds them)."""
+    ids, vectors, _ = _stored_views(job, count, False)
+    return FaissIndex(vectors, ids, **settings_)
 
 
 def _search_settings() -> dict:
@@ -230,10 +234,7 @@ def job_index(job: MiningJob) -> FaissIndex | HybridIndex:
             weight = float(job.config["dense_weight"])
             index = HybridIndex(vectors, lexical, ids, dense_weight=weight, depth=HYBRID_DEPTH, dense_index=stored, **settings_)
         else:
-            if stored is None:
-                ids, vectors, _ = _stored_views(job, count, False)
-                stored = FaissIndex(vectors, ids, **settings_)
-            index = stored
+            index = stored or _built_index(job, count, settings_)
         _cached = (key, index)
         return index
 
