@@ -26,7 +26,7 @@ import numpy as np
 from scipy import sparse
 
 from models_ml.mining.knn import Neighbours, normalise, top_k_blocks
-from models_ml.similarity.measures import char_trigrams, validate_sentences
+from models_ml.similarity.measures import validate_sentences
 
 __all__ = [
     "DEFAULT_FUSION",
@@ -146,12 +146,48 @@ def document_frequency(sentences: Sequence[str]) -> np.ndarray:
 
 
 def _hashed_counts(sentences: list[str]) -> sparse.csr_matrix:
-    from sklearn.feature_extraction.text import HashingVectorizer  # imported here: scikit-learn costs a process 1.8 s to start
-
-    hashing = HashingVectorizer(analyzer=char_trigrams, n_features=LEXICAL_DIMENSIONS, alternate_sign=False, norm=None, dtype=np.float32)
-    counts = hashing.transform(sentences).tocsr()  # (n, D), one entry per distinct hashed 3-gram
-    counts.sum_duplicates()
+    """(n, D) float32 counts of each sentence's hashed character 3-grams (``measures.char_trigrams``), in canonical order:
+    the same matrix as scikit-learn's ``HashingVectorizer(analyzer=char_trigrams, alternate_sign=False, norm=None)``
+    (tested), built in numpy. Each 3-gram becomes one integer of its three code points; only a batch's distinct
+    3-grams are hashed, through a cache. The per-3-gram Python of scikit-learn's path was most of a hybrid job's
+    lexical preparation (6 s per 30,000 sentences of 220 characters; docs/benchmarks.md "Mining at scale")."""
+    padded = [f" {text} " if text else "" for text in (" ".join(sentence.lower().split()) for sentence in sentences)]
+    lengths = np.fromiter(map(len, padded), dtype=np.int64, count=len(padded))  # (n,) characters, 0 or >= 3
+    grams = np.maximum(lengths - 2, 0)  # (n,) 3-grams per sentence
+    if not grams.sum():
+        return sparse.csr_matrix((len(padded), LEXICAL_DIMENSIONS), dtype=np.float32)
+    points = np.frombuffer("".join(padded).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)  # (characters,)
+    ends = np.cumsum(lengths)  # (n,)
+    starts = np.repeat(ends - lengths, grams) + (np.arange(grams.sum()) - np.repeat(np.cumsum(grams) - grams, grams))  # (g,)
+    keys = points[starts] << np.uint64(42) | points[starts + 1] << np.uint64(21) | points[starts + 2]  # (g,) code points < 2^21
+    distinct, inverse = np.unique(keys, return_inverse=True)  # (u,), (g,)
+    columns = np.fromiter(map(_trigram_column, distinct.tolist()), dtype=np.int32, count=len(distinct))  # (u,)
+    indptr = np.concatenate([[0], np.cumsum(grams)])
+    counts = sparse.csr_matrix(
+        (np.ones(len(keys), dtype=np.float32), columns[inverse.ravel()], indptr), shape=(len(padded), LEXICAL_DIMENSIONS)
+    )
+    counts.sum_duplicates()  # sorts each row's columns and adds a 3-gram's repeats (and hash collisions)
     return counts
+
+
+_COLUMNS: dict[int, int] = {}  # 3-gram key -> hashed column; a language has ~10^4-10^5 distinct 3-grams
+_COLUMNS_MAX = 2**18  # bounds the cache (~30 MB); past it, it starts again
+
+
+def _trigram_column(key: int) -> int:
+    """The column scikit-learn's HashingVectorizer gives the 3-gram of three 21-bit code points packed in ``key``:
+    |murmurhash3_32(utf-8 bytes, seed 0)| mod D (its abs(-2^31) case is 0 mod D here too)."""
+    column = _COLUMNS.get(key)
+    if column is None:
+        from sklearn.utils import murmurhash3_32  # imported here: scikit-learn costs a process 1.8 s to start
+
+        mask = (1 << 21) - 1
+        gram = chr(key >> 42) + chr(key >> 21 & mask) + chr(key & mask)
+        column = abs(int(murmurhash3_32(gram, seed=0))) % LEXICAL_DIMENSIONS
+        if len(_COLUMNS) >= _COLUMNS_MAX:
+            _COLUMNS.clear()
+        _COLUMNS[key] = column
+    return column
 
 
 def _keep_heaviest(matrix: sparse.csr_matrix, limit: int) -> sparse.csr_matrix:

@@ -11,6 +11,7 @@ from models_ml.mining.retrieval import (
     MAX_LEXICAL_NONZEROS,
     LexicalVectoriser,
     RetrievalConfig,
+    _hashed_counts,
     _keep_heaviest,
     reciprocal_rank_fusion,
     retrieve,
@@ -40,6 +41,29 @@ def test_lexical_vectors_fit_a_sparsevec_index_and_have_unit_length() -> None:
     assert vectors.shape == (3, LEXICAL_DIMENSIONS)
     assert nonzeros[1] == MAX_LEXICAL_NONZEROS and 0 < nonzeros[0] < MAX_LEXICAL_NONZEROS and nonzeros[2] == 0
     np.testing.assert_allclose(norms, [1.0, 1.0, 0.0], atol=1e-5)
+
+
+def test_hashed_counts_equal_scikit_learns_hashing_vectoriser_on_any_text() -> None:
+    """Stored IDFs and sparsevecs were made by scikit-learn's hashing: the numpy path must give the same columns and
+    counts, whatever the script, case rules (İ lowers to two code points), astral characters, blanks or repeats."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    from models_ml.similarity.measures import char_trigrams
+
+    sentences = GERMAN + [
+        "", "   ", "\t\n", "a", "ab", "İstanbul ŞEHİR", "emoji 😀😀 and ǅ", "aaaaaaaaaa", "“quoted”—dash", long_sentence(),
+        "Περίληψη του κειμένου", "日本語の文です。",
+    ]  # fmt: skip
+    hashing = HashingVectorizer(analyzer=char_trigrams, n_features=LEXICAL_DIMENSIONS, alternate_sign=False, norm=None, dtype=np.float32)
+    expected = hashing.transform(sentences).tocsr()
+    expected.sum_duplicates()
+    counts = _hashed_counts(sentences)
+    assert counts.shape == expected.shape and counts.dtype == np.float32 and counts.has_canonical_format
+    assert np.array_equal(counts.indptr, expected.indptr)
+    assert np.array_equal(counts.indices, expected.indices)
+    assert np.array_equal(counts.data, expected.data)
+    assert counts[sentences.index("aaaaaaaaaa")].sum() == 10  # " aa", "aaa" x 8, "aa ": repeats counted
+    assert _hashed_counts(["", " "]).nnz == 0
 
 
 def test_cutting_a_row_keeps_its_heaviest_entries_and_the_lower_column_on_ties() -> None:
