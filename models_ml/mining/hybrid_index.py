@@ -23,6 +23,8 @@ pair by pair, 2.5 s; with lists of 1,024 too, 1.3 s, the paraphrase partner firs
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from scipy import sparse
 
@@ -34,7 +36,7 @@ __all__ = ["HybridIndex", "exact_hybrid"]
 
 DEFAULT_PROBE = 32  # heaviest 3-grams per query for lexical candidates (a 150-character sentence has ~150)
 DEFAULT_POSTINGS = 1024  # rows kept in each 3-gram's inverted list, where it weighs the most
-PAIR_CHUNK = 256  # queries scored together: bounds the candidate steps' arrays to a chunk's
+PAIR_CHUNK = 256  # queries scored together (one thread's unit): bounds the candidate steps' arrays to a chunk's
 
 
 def _checked(dense: np.ndarray, lexical: sparse.csr_matrix, ids: np.ndarray) -> tuple[np.ndarray, sparse.csr_matrix, np.ndarray]:
@@ -66,7 +68,8 @@ class HybridIndex:
     """The rows (dense unit vectors, lexical unit sparse rows) of one collection under increasing ``ids``.
 
     :meth:`search_ids` gives rows already in the index their k best other rows by the fused score, best
-    first, ties to the lower id; -1 / -inf where fewer exist. ``depth``: candidates per view per query.
+    first, ties to the lower id; -1 / -inf where fewer exist. ``depth``: candidates per view per query; ``threads``:
+    the dense index's, and how many chunks of queries are scored at once.
     """
 
     def __init__(
@@ -79,7 +82,7 @@ class HybridIndex:
             raise ValueError(
                 f"need 0 <= dense_weight <= 1 and depth, probe, postings >= 1, got {dense_weight}, {depth}, {probe}, {postings}"
             )
-        self.weight, self.depth, self.probe = np.float32(dense_weight), depth, probe
+        self.weight, self.depth, self.probe, self.threads = np.float32(dense_weight), depth, probe, max(1, threads)
         self.size = len(self.ids)
         self._postings = _pruned_postings(self.lexical, postings)  # (D, n): the inverted lists, one row per 3-gram
         if dense_index is None and faiss_available():  # built here unless one over the same rows is given (a stored one)
@@ -94,20 +97,27 @@ class HybridIndex:
         if np.any(rows >= self.size) or np.any(self.ids[np.minimum(rows, self.size - 1)] != ids):
             raise ValueError(f"ids not in the index: {sorted(set(ids.tolist()) - set(self.ids.tolist()))[:10]}")
         depth = min(max(self.depth, k), self.size)
-        candidates = np.concatenate([self._dense_candidates(rows, depth), self._lexical_candidates(rows, depth)], axis=1)  # (q, 2 depth)
-        return self._fused_best(rows, candidates, k)
+        dense = self._dense_candidates(rows, depth)  # (q, depth): faiss, on its own threads
+
+        def chunk_best(part: slice) -> Neighbours:
+            candidates = np.concatenate([dense[part], self._lexical_candidates(rows[part], depth)], axis=1)  # (chunk, 2 depth)
+            return self._fused_best(rows[part], candidates, k)
+
+        parts = [slice(start, start + PAIR_CHUNK) for start in range(0, len(rows), PAIR_CHUNK)]
+        if self.threads > 1 and len(parts) > 1:  # scipy's sparse products and numpy's gathers let go of the GIL
+            with ThreadPoolExecutor(min(self.threads, len(parts))) as pool:
+                found = list(pool.map(chunk_best, parts))
+        else:
+            found = [chunk_best(part) for part in parts]
+        return Neighbours(np.concatenate([f.indices for f in found]), np.concatenate([f.scores for f in found]))
 
     def _fused_best(self, rows: np.ndarray, candidates: np.ndarray, k: int) -> Neighbours:
         """Each query's k best candidates (rows, -1 for none) by the exact fused score, computed for its own candidates
-        only (a (q, c) pairwise product, not every query against the batch's union of candidates)."""
+        only (a (q, c) pairwise product, not every query against the batch's union of candidates); q <= PAIR_CHUNK."""
         candidates = np.sort(np.where(candidates == rows[:, None], -1, candidates), axis=1)  # (q, c): itself out, repeats adjacent
         valid = candidates >= 0
         valid[:, 1:] &= candidates[:, 1:] != candidates[:, :-1]  # a row both views proposed counts once
-        fused = np.full(candidates.shape, -np.inf, dtype=np.float32)  # (q, c)
-        for start in range(0, len(rows), PAIR_CHUNK):  # bounds the (chunk x c) gathers below
-            part = slice(start, start + PAIR_CHUNK)
-            scores = self._pair_scores(rows[part], np.maximum(candidates[part], 0))  # (chunk, c)
-            fused[part] = np.where(valid[part], scores, -np.inf)
+        fused = np.where(valid, self._pair_scores(rows, np.maximum(candidates, 0)), -np.inf)  # (q, c)
         last = np.iinfo(np.int64).max
         order = np.lexsort((np.where(valid, candidates, last), -fused), axis=1)[:, :k]  # best first, the lower row on ties
         scores = np.take_along_axis(fused, order, axis=1)  # (q, <= k)
@@ -135,19 +145,17 @@ class HybridIndex:
 
     def _lexical_candidates(self, rows: np.ndarray, depth: int) -> np.ndarray:
         """(q, depth) rows by the lexical cosine of each query's ``probe`` heaviest 3-grams over the pruned lists, -1
-        where none. The product stays sparse: its size is at most q x probe x postings, whatever n."""
+        where none. The product stays sparse: its size is at most q x probe x postings, whatever n; q <= PAIR_CHUNK."""
         found = np.full((len(rows), depth), -1, dtype=np.int64)  # (q, depth)
-        for start in range(0, len(rows), PAIR_CHUNK):
-            part = rows[start : start + PAIR_CHUNK]
-            partial = (_keep_heaviest(self.lexical[part], self.probe) @ self._postings).tocsr()  # (chunk, n) sparse
-            for offset, row in enumerate(part):
-                begin, end = partial.indptr[offset], partial.indptr[offset + 1]
-                columns, scores = partial.indices[begin:end], partial.data[begin:end]
-                columns, scores = columns[columns != row], scores[columns != row]
-                if len(columns) > depth:
-                    best = np.argpartition(-scores, depth - 1)[:depth]
-                    columns = columns[best]
-                found[start + offset, : len(columns)] = columns
+        partial = (_keep_heaviest(self.lexical[rows], self.probe) @ self._postings).tocsr()  # (q, n) sparse
+        for offset, row in enumerate(rows):
+            begin, end = partial.indptr[offset], partial.indptr[offset + 1]
+            columns, scores = partial.indices[begin:end], partial.data[begin:end]
+            columns, scores = columns[columns != row], scores[columns != row]
+            if len(columns) > depth:
+                best = np.argpartition(-scores, depth - 1)[:depth]
+                columns = columns[best]
+            found[offset, : len(columns)] = columns
         return found
 
 

@@ -88,3 +88,17 @@ def test_pruned_inverted_lists_keep_each_3_gram_s_heaviest_rows_and_still_find_t
     assert index.search_ids(ids[[0, 2]], 1).indices[:, 0].tolist() == [ids[1], ids[3]]  # a twin's rare 3-grams have short lists
     with pytest.raises(ValueError, match="postings >= 1"):
         HybridIndex(dense, lexical, ids, dense_weight=0.3, postings=0)
+
+
+def test_chunks_scored_on_several_threads_give_what_one_thread_gives_in_the_queries_order(monkeypatch) -> None:
+    """More queries than one chunk: each chunk is scored on its own thread and the results come back in order."""
+    from models_ml.mining import hybrid_index
+
+    monkeypatch.setattr(hybrid_index, "PAIR_CHUNK", 3)  # 10 queries: four chunks
+    dense, lexical, ids = _views(2)
+    one = HybridIndex(dense, lexical, ids, dense_weight=0.3, depth=4, threads=1).search_ids(ids[::-1], 3)
+    several = HybridIndex(dense, lexical, ids, dense_weight=0.3, depth=4, threads=3).search_ids(ids[::-1], 3)
+    exact = exact_hybrid(dense, lexical, ids, 3, dense_weight=0.3)
+    assert several.indices.tolist() == one.indices.tolist()
+    assert several.scores.tolist() == one.scores.tolist()
+    assert several.indices[:, 0].tolist() == exact.indices[::-1, 0].tolist()  # each query's own best, in its place
