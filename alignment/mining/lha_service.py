@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, fields
 from itertools import groupby
 from operator import itemgetter
@@ -86,9 +86,10 @@ def _document_sentences(corpora: list[int]) -> Iterator[tuple[int, list[str]]]:
         yield document_id, [text for _, text in group]
 
 
-def lexical_documents_ensure(job: MiningJob) -> int:
+def lexical_documents_ensure(job: MiningJob, check: Callable[[], None]) -> int:
     """Hybrid prepare: the job's IDF (fitted once, on the first prepare, over both corpora's documents) and every
-    document's lexical vector, then the job's sparsevec HNSW index. Idempotent; returns how many vectors were added."""
+    document's lexical vector, then the job's sparsevec HNSW index. Idempotent; returns how many vectors were added.
+    ``check``: called after each batch of documents (the prepare's cancel check raises from it)."""
     corpora = sorted({job.source_corpus_id, job.target_corpus_id})
     if job.lexical_idf is None:
         vectoriser = document_vectoriser(sentences for _, sentences in _document_sentences(corpora))
@@ -102,6 +103,7 @@ def lexical_documents_ensure(job: MiningJob) -> int:
         batch.append(document_id)
         if len(batch) >= BATCH_DOCUMENTS:
             added, batch = added + _store_lexical(job, vectoriser, batch), []
+            check()
     added += _store_lexical(job, vectoriser, batch) if batch else 0
     partial_hnsw_index(
         f"mining_document_lexical_hnsw_{int(job.pk)}", MiningDocumentVector._meta.db_table, LEXICAL_DIMENSIONS, "job_id", job.pk,
@@ -122,7 +124,6 @@ def _store_lexical(job: MiningJob, vectoriser: LexicalVectoriser, document_ids: 
             [MiningDocumentVector(job=job, document_id=d, lexical=SparseVector(rows[i])) for i, d in enumerate(document_ids)],
             ignore_conflicts=True,
         )
-    job.heartbeat()
     return len(document_ids)
 
 

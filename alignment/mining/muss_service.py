@@ -28,6 +28,7 @@ from django.db.models import F
 from psycopg.types.json import Jsonb
 
 from alignment.copying import copy_binary, packed_sparse_rows
+from alignment.mining.cancelling import CancelCheck
 from alignment.mining.models import MinedPair, MiningJob, MiningNeighbours, MiningSequence, MiningShard
 from alignment.mining.muss_rows import SequenceRow, batch_rows
 from alignment.mining.search_backend import hybrid_settings, nearest_sequences, search_prepare
@@ -90,8 +91,10 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
     sequences already stored (same order, so the same indices).
     """
     config = muss_config(job.config)
+    check = CancelCheck(job)  # raises PrepareCancelled between batches once the job's cancel is asked for
+    check()
     done = MiningSequence.objects.filter(job=job).count()
-    vectoriser = _lexical_vectoriser(job, config) if job.retrieval == MiningJob.Retrieval.HYBRID else None
+    vectoriser = _lexical_vectoriser(job, config, check) if job.retrieval == MiningJob.Retrieval.HYBRID else None
     total = 0
     batch: list[tuple[int, Sequence]] = []
 
@@ -101,7 +104,7 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
         lexical = [None] * len(batch) if vectoriser is None else packed_sparse_rows(vectoriser.transform(texts))
         _sequences_store(job, batch, vectors, lexical)
         batch.clear()
-        job.heartbeat()
+        check()
 
     for sequence in _stream_sequences(job, config):
         if total >= done:
@@ -111,7 +114,7 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
         total += 1
     if batch:
         flush()
-    search_prepare(job, total)
+    search_prepare(job, total, check)
     size = int(job.config["shard_sequences"])
     for index, start in enumerate(range(0, total, size)):
         MiningShard.objects.get_or_create(
@@ -145,7 +148,7 @@ def _sequences_store(job: MiningJob, batch: list[tuple[int, Sequence]], vectors:
     copy_binary(MiningSequence, SEQUENCE_COLUMNS, SEQUENCE_TYPES, rows)
 
 
-def _lexical_vectoriser(job: MiningJob, config: MussConfig) -> LexicalVectoriser:
+def _lexical_vectoriser(job: MiningJob, config: MussConfig, check: Callable[[], None]) -> LexicalVectoriser:
     """The job's one IDF version: fitted on all its sequences on the first prepare (one streamed pass) and stored,
     so a resumed prepare and every shard weigh 3-grams the same way."""
     if job.lexical_idf is not None:
@@ -157,7 +160,7 @@ def _lexical_vectoriser(job: MiningJob, config: MussConfig) -> LexicalVectoriser
         if len(texts) >= 1000:
             frequency += document_frequency(texts)
             count, texts = count + len(texts), []
-            job.heartbeat()
+            check()
     if texts:
         frequency += document_frequency(texts)
         count += len(texts)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 
 import numpy as np
 from django.conf import settings
@@ -86,14 +87,15 @@ def uses_ivf(job: MiningJob, sequences: int) -> bool:
     )
 
 
-def search_prepare(job: MiningJob, sequences: int) -> None:
+def search_prepare(job: MiningJob, sequences: int, check: Callable[[], None] | None = None) -> None:
     """After the vectors are stored: pgvector's partial HNSW index over the job's rows (idempotent).
 
     The faiss backend builds no index in PostgreSQL: the prepare builds the in-memory index once and stores it for
     the workers (:func:`_faiss_prepare`), and the IVF path past ``MINING_FAISS_MAX_SEQUENCES`` is trained by each worker.
+    ``check``: called between chunks of the faiss build (the prepare's cancel check raises from it).
     """
     if uses_faiss(sequences):
-        _faiss_prepare(job, sequences)
+        _faiss_prepare(job, sequences, check)
         return
     if uses_ivf(job, sequences):
         return
@@ -107,24 +109,24 @@ def search_prepare(job: MiningJob, sequences: int) -> None:
         )  # fmt: skip
 
 
-def _faiss_prepare(job: MiningJob, count: int) -> None:
+def _faiss_prepare(job: MiningJob, count: int, check: Callable[[], None] | None) -> None:
     """The job's faiss index (HNSW from 20,000 sequences), built once here with every thread the host gives and stored
     for the workers (unless it is stored already: a resumed prepare builds nothing); this process keeps it for shards
     it runs itself."""
     global _cached
     if index_stored(job, count):
         return
-    index = _built_index(job, count, _search_settings())
+    index = _built_index(job, count, _search_settings(), check)
     index_store(job, index, count)
     if job.retrieval != MiningJob.Retrieval.HYBRID:
         with _lock:
             _cached = ((int(job.pk), count), index)
 
 
-def _built_index(job: MiningJob, count: int, settings_: dict) -> FaissIndex:
+def _built_index(job: MiningJob, count: int, settings_: dict, check: Callable[[], None] | None = None) -> FaissIndex:
     """A faiss index over the job's first ``count`` stored vectors, built here (the vectors are freed once it holds them)."""
     ids, vectors, _ = _stored_views(job, count, False)
-    return FaissIndex(vectors, ids, **settings_)
+    return FaissIndex(vectors, ids, between_chunks=check, **settings_)
 
 
 def _search_settings() -> dict:

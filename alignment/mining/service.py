@@ -31,6 +31,7 @@ from alignment.errors import ServiceError
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
+from alignment.mining.cancelling import CancelCheck, PrepareCancelled
 from alignment.mining.index_store import index_forget
 from alignment.mining.lha_service import (
     hybrid_document_neighbours,
@@ -168,8 +169,9 @@ def _source_document_ids(job: MiningJob) -> list[int]:
     return list(Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True))
 
 
-def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder) -> int:
-    """Store the mean sentence vector of every document of ``corpus`` that has none; returns how many were added."""
+def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder, check: Callable[[], None] = lambda: None) -> int:
+    """Store the mean sentence vector of every document of ``corpus`` that has none; returns how many were added.
+    ``check``: called after each document (a prepare's cancel check raises from it)."""
     missing_vectors = Sentence.objects.filter(document__corpus=corpus).exclude(embeddings__encoder=encoder).count()
     if missing_vectors:
         raise ValueError(
@@ -186,6 +188,7 @@ def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder) -> int:
             document_id=document_id, encoder=encoder, defaults={"vector": (mean / norm if norm > 0 else mean).tolist()}
         )
         added += 1
+        check()
     _document_index_ensure(encoder)
     return added
 
@@ -204,60 +207,54 @@ def _sentence_vectors(document_id: int, encoder: Encoder) -> np.ndarray:
 def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray] | None = None) -> MiningJob:
     """LHA: document vectors of both corpora, then one shard per ``shard_documents`` source documents.
     MUSS: sequences and their vectors (``encode``), then the neighbours shards. Idempotent: found "running"
-    (its worker died, or shards are running) it resumes, or fails after JOB_MAX_ATTEMPTS (Job.pickup)."""
+    (its worker died, or shards are running) it resumes, or fails after JOB_MAX_ATTEMPTS (Job.pickup). A cancel stops
+    it between batches (``alignment.mining.cancelling``); what it stored stays for the job's resumption."""
     job = MiningJob.objects.select_related("source_corpus", "target_corpus").get(pk=job_id)
     if job.pickup() in (Pickup.SKIP, Pickup.GAVE_UP):
         return job
     try:
         corpora_ready_for_mining(corpora=[job.source_corpus, job.target_corpus], encoder_name=None)
+        if job.method == MiningJob.Method.MUSS and encode is None:
+            raise ValueError("MUSS needs an encoder to embed its sequences")
+        pending = muss_prepare(job, encode) if job.method == MiningJob.Method.MUSS else _lha_prepare(job)
+    except PrepareCancelled:
+        job.mark_cancelled()
+        return MiningJob.objects.get(pk=job_id)
     except ValueError as error:
         _fail(job_id, str(error))
         return MiningJob.objects.get(pk=job_id)
-    if job.method == MiningJob.Method.MUSS:
-        try:
-            if encode is None:
-                raise ValueError("MUSS needs an encoder to embed its sequences")
-            pending = muss_prepare(job, encode)
-        except ValueError as error:
-            _fail(job_id, str(error))
-            return MiningJob.objects.get(pk=job_id)
-        except Exception as exc:  # a crash: the job says so; creating it again resumes where it stopped
-            _fail(job_id, f"prepare: {type(exc).__name__}: {exc}")
-            raise
-        _enqueue_all(pending)
-        if not pending:
-            _finish(job_id)
-        return MiningJob.objects.get(pk=job_id)
-    try:
-        encoder = Encoder.objects.filter(name=job.config["encoder"]).first()
-        if encoder is None:
-            raise ValueError(f"no vectors from encoder {job.config['encoder']!r}: run the embedding job of both corpora first")
-        for corpus in {job.source_corpus, job.target_corpus}:
-            document_vectors_ensure(corpus=corpus, encoder=encoder)
-            job.heartbeat()
-        if job.retrieval == MiningJob.Retrieval.HYBRID:
-            lexical_documents_ensure(job)
-        total = len(_source_document_ids(job))
-        size = int(job.config["shard_documents"])
-        with transaction.atomic():
-            for index, start in enumerate(range(0, total, size)):
-                MiningShard.objects.get_or_create(
-                    job=job, index=index, defaults={"start": start, "end": min(start + size, total), "position": start}
-                )
-            shards = MiningShard.objects.filter(job=job)
-            MiningJob.objects.filter(pk=job_id).update(
-                shards_total=shards.count(), documents_total=total, shards_done=shards.filter(status=MiningShard.Status.SUCCEEDED).count()
-            )
-            pending = list(shards.exclude(status=MiningShard.Status.SUCCEEDED).values_list("pk", flat=True))
-            _enqueue_all(pending)
-        if not pending:
-            _finish(job_id)
-    except ValueError as error:
-        _fail(job_id, str(error))
     except Exception as exc:  # a crash: the job says so; creating it again resumes where it stopped
         _fail(job_id, f"prepare: {type(exc).__name__}: {exc}")
         raise
+    _enqueue_all(pending)
+    if not pending:
+        _finish(job_id)
     return MiningJob.objects.get(pk=job_id)
+
+
+def _lha_prepare(job: MiningJob) -> list[int]:
+    """Both corpora's document vectors (and a hybrid job's lexical ones), then the shards; returns those still to run."""
+    check = CancelCheck(job)
+    check()
+    encoder = Encoder.objects.filter(name=job.config["encoder"]).first()
+    if encoder is None:
+        raise ValueError(f"no vectors from encoder {job.config['encoder']!r}: run the embedding job of both corpora first")
+    for corpus in {job.source_corpus, job.target_corpus}:
+        document_vectors_ensure(corpus=corpus, encoder=encoder, check=check)
+    if job.retrieval == MiningJob.Retrieval.HYBRID:
+        lexical_documents_ensure(job, check)
+    total = len(_source_document_ids(job))
+    size = int(job.config["shard_documents"])
+    with transaction.atomic():
+        for index, start in enumerate(range(0, total, size)):
+            MiningShard.objects.get_or_create(
+                job=job, index=index, defaults={"start": start, "end": min(start + size, total), "position": start}
+            )
+        shards = MiningShard.objects.filter(job=job)
+        MiningJob.objects.filter(pk=job.pk).update(
+            shards_total=shards.count(), documents_total=total, shards_done=shards.filter(status=MiningShard.Status.SUCCEEDED).count()
+        )
+        return list(shards.exclude(status=MiningShard.Status.SUCCEEDED).values_list("pk", flat=True))
 
 
 def mining_shard_execute(*, shard_id: int) -> MiningShard:

@@ -14,6 +14,8 @@ an optional dependency: without it, :class:`FaissIndex` raises one clear error.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from models_ml.mining.knn import Neighbours
@@ -21,6 +23,7 @@ from models_ml.mining.knn import Neighbours
 __all__ = ["FaissIndex", "FaissMissing", "faiss_available"]
 
 EXACT_BELOW = 20_000  # flat search of 100 queries over 20,000 x 384 is ~1 ms a query on one core; beyond, HNSW
+ADD_CHUNK = 20_000  # vectors added between two calls of ``between_chunks`` (seconds of HNSW build on one thread)
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
 
@@ -50,12 +53,15 @@ class FaissIndex:
 
     ``ids`` are the caller's keys (a MUSS sequence's index in its job), returned in
     :class:`Neighbours.indices` in place of faiss's row numbers; -1 where fewer than k exist.
-    ``threads``: faiss's OpenMP threads for this process (a worker that shares the machine: 1).
+    ``threads``: faiss's OpenMP threads for this process (a worker that shares the machine: 1). The vectors go in by
+    chunks of :data:`ADD_CHUNK`, whatever the caller, so every index over the same vectors is the same graph;
+    ``between_chunks`` is called after each but the last (a caller's cancel check raises from it and stops the build).
     """
 
     def __init__(
-        self, vectors: np.ndarray, ids: np.ndarray, *, ef_search: int = 100, exact_below: int = EXACT_BELOW, threads: int = 1
-    ) -> None:
+        self, vectors: np.ndarray, ids: np.ndarray, *, ef_search: int = 100, exact_below: int = EXACT_BELOW, threads: int = 1,
+        between_chunks: Callable[[], None] | None = None,
+    ) -> None:  # fmt: skip
         faiss = _faiss()
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         ids = np.asarray(ids, dtype=np.int64)
@@ -74,7 +80,10 @@ class FaissIndex:
             self._index = faiss.IndexHNSWFlat(dimensions, HNSW_M, faiss.METRIC_INNER_PRODUCT)
             self._index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
             self._index.hnsw.efSearch = ef_search
-        self._index.add(vectors)
+        for start in range(0, len(vectors), ADD_CHUNK):
+            if start and between_chunks is not None:
+                between_chunks()
+            self._index.add(vectors[start : start + ADD_CHUNK])
         self._ids = ids
         self.size = vectors.shape[0]
 

@@ -86,3 +86,24 @@ def test_search_by_ids_of_stored_vectors_equals_searching_with_the_vectors() -> 
 def test_ids_must_be_unique_and_increasing() -> None:
     with pytest.raises(ValueError, match="unique and increasing"):
         FaissIndex(_vectors(3), np.array([0, 2, 1]))
+
+
+def test_the_vectors_go_in_by_chunks_with_the_callers_check_between_them_and_a_raising_check_stops_the_build(monkeypatch) -> None:
+    from models_ml.mining import vector_index
+
+    monkeypatch.setattr(vector_index, "ADD_CHUNK", 40)
+    keys, ids = _vectors(100), np.arange(100)
+    between = []
+    index = FaissIndex(keys, ids, exact_below=10, between_chunks=lambda: between.append(1))  # HNSW, three chunks
+    assert len(between) == 2 and not index.exact  # after the first and second chunks, not after the last
+    found = index.search(keys[:5], 1, exclude=ids[:5])
+    assert np.array_equal(found.indices[:, 0], top_k(keys[:5], keys, 1, exclude_self=True).indices[:, 0])
+
+    class Stop(Exception):
+        pass
+
+    def stop() -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        FaissIndex(keys, ids, between_chunks=stop)
