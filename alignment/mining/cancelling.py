@@ -1,16 +1,24 @@
-"""A mining job's prepare stops within seconds of a cancel, between batches and between chunks of an index build.
+"""A mining job's prepare stops within seconds of a cancel: between batches, chunks of an index build, and inside
+the one long statement it runs (pgvector's CREATE INDEX over the job's vectors).
 
 The shards check the job's ``cancel_requested`` between batches (``service.mining_shard_execute``); the prepare ran
 to its end whatever the user asked (at a million sequences, minutes of encoding and an index build). It now calls a
 :class:`CancelCheck` after every batch it stores, every document it reads for the lexical IDF or document vectors,
-and every chunk of vectors the faiss index takes (``models_ml.mining.vector_index.ADD_CHUNK``); once the cancel is
-asked for, the check raises :class:`PrepareCancelled` and ``mining_job_prepare`` marks the job cancelled. Everything
-stored so far stays: a job queued again resumes its prepare after the last stored batch.
+and every chunk of vectors the faiss index takes (``models_ml.mining.vector_index.ADD_CHUNK``), and runs its
+``CREATE INDEX`` statements under :meth:`CancelCheck.statement`, whose helper thread asks PostgreSQL to cancel the
+statement once the flag is set. Once the cancel is asked for, the check raises :class:`PrepareCancelled` and
+``mining_job_prepare`` marks the job cancelled. Everything stored so far stays: a job queued again resumes its
+prepare after the last stored batch.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import DatabaseError, connection, connections
 
 from alignment.mining.models import MiningJob
 
@@ -23,17 +31,58 @@ class PrepareCancelled(Exception):
 
 class CancelCheck:
     """Called between steps: raises :class:`PrepareCancelled` once the job's cancel is asked for (the flag is read at
-    most every :data:`CHECK_EVERY` seconds, the first call always), and beats the job's heartbeat meanwhile."""
+    most every :data:`CHECK_EVERY` seconds, the first call always), and beats the job's heartbeat meanwhile.
+    ``CancelCheck(None)`` (:data:`NEVER`) never raises: for callers that are not a job's prepare."""
 
-    def __init__(self, job: MiningJob) -> None:
+    def __init__(self, job: MiningJob | None) -> None:
         self.job = job
         self._checked_at = -float("inf")
 
+    def _requested(self) -> bool:
+        return self.job is not None and MiningJob.objects.filter(pk=self.job.pk, cancel_requested=True).exists()
+
     def __call__(self) -> None:
         now = time.monotonic()
-        if now - self._checked_at < CHECK_EVERY:
+        if self.job is None or now - self._checked_at < CHECK_EVERY:
             return
         self._checked_at = now
-        if MiningJob.objects.filter(pk=self.job.pk, cancel_requested=True).exists():
+        if self._requested():
             raise PrepareCancelled(f"mining job {self.job.pk} was cancelled during its prepare")
         self.job.heartbeat()
+
+    @contextmanager
+    def statement(self) -> Iterator[None]:
+        """Run the block's statements (on this thread's connection) under a helper thread that reads the flag every
+        :data:`CHECK_EVERY` seconds on a connection of its own and, once it is set, cancels the statement running;
+        the block then raises :class:`PrepareCancelled`. Outside a transaction: a cancelled statement aborts one."""
+        if self.job is None:
+            yield
+            return
+        connection.ensure_connection()
+        raw, done, fired = connection.connection, threading.Event(), threading.Event()
+
+        def watch() -> None:
+            try:
+                while not done.wait(max(CHECK_EVERY, 0.05)):
+                    if self._requested():
+                        fired.set()
+                        raw.cancel()  # psycopg's cancel request: PostgreSQL stops the statement in flight, if any
+                        return
+            finally:
+                connections.close_all()  # this thread's own connection
+
+        watcher = threading.Thread(target=watch, name=f"mining-{self.job.pk}-cancel", daemon=True)
+        watcher.start()
+        try:
+            yield
+        except DatabaseError as error:
+            if fired.is_set():
+                raise PrepareCancelled(f"mining job {self.job.pk} was cancelled during its prepare") from error
+            raise
+        finally:
+            done.set()
+            watcher.join()
+        self()  # the flag may have been set as the statement ended: stop here, not at the next batch
+
+
+NEVER = CancelCheck(None)

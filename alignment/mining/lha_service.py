@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, fields
 from itertools import groupby
 from operator import itemgetter
@@ -23,6 +23,7 @@ import numpy as np
 from django.db import connection, transaction
 from pgvector import SparseVector
 
+from alignment.mining.cancelling import CancelCheck
 from alignment.mining.models import DocumentEmbedding, MiningDocumentVector, MiningJob
 from alignment.mining.search_backend import HYBRID_DEPTH, hnsw_search_settings, hybrid_settings, partial_hnsw_index
 from alignment.models import Document, Encoder, Sentence
@@ -86,10 +87,10 @@ def _document_sentences(corpora: list[int]) -> Iterator[tuple[int, list[str]]]:
         yield document_id, [text for _, text in group]
 
 
-def lexical_documents_ensure(job: MiningJob, check: Callable[[], None]) -> int:
+def lexical_documents_ensure(job: MiningJob, check: CancelCheck) -> int:
     """Hybrid prepare: the job's IDF (fitted once, on the first prepare, over both corpora's documents) and every
     document's lexical vector, then the job's sparsevec HNSW index. Idempotent; returns how many vectors were added.
-    ``check``: called after each batch of documents (the prepare's cancel check raises from it)."""
+    ``check``: the prepare's cancel check, after each batch of documents and during the index build."""
     corpora = sorted({job.source_corpus_id, job.target_corpus_id})
     if job.lexical_idf is None:
         vectoriser = document_vectoriser(sentences for _, sentences in _document_sentences(corpora))
@@ -107,7 +108,7 @@ def lexical_documents_ensure(job: MiningJob, check: Callable[[], None]) -> int:
     added += _store_lexical(job, vectoriser, batch) if batch else 0
     partial_hnsw_index(
         f"mining_document_lexical_hnsw_{int(job.pk)}", MiningDocumentVector._meta.db_table, LEXICAL_DIMENSIONS, "job_id", job.pk,
-        column="lexical", kind="sparsevec", ops="sparsevec_ip_ops",
+        column="lexical", kind="sparsevec", ops="sparsevec_ip_ops", check=check,
     )  # fmt: skip
     return added
 

@@ -148,7 +148,7 @@ def _sequences_store(job: MiningJob, batch: list[tuple[int, Sequence]], vectors:
     copy_binary(MiningSequence, SEQUENCE_COLUMNS, SEQUENCE_TYPES, rows)
 
 
-def _lexical_vectoriser(job: MiningJob, config: MussConfig, check: Callable[[], None]) -> LexicalVectoriser:
+def _lexical_vectoriser(job: MiningJob, config: MussConfig, check: CancelCheck) -> LexicalVectoriser:
     """The job's one IDF version: fitted on all its sequences on the first prepare (one streamed pass) and stored,
     so a resumed prepare and every shard weigh 3-grams the same way."""
     if job.lexical_idf is not None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
 
 import numpy as np
 from django.conf import settings
@@ -29,6 +28,7 @@ from django.core import checks
 from django.db import connection
 from scipy import sparse
 
+from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.index_store import index_load, index_store, index_stored
 from alignment.mining.ivf_search import ivf_nearest
 from alignment.mining.models import MiningJob, MiningSequence
@@ -87,12 +87,12 @@ def uses_ivf(job: MiningJob, sequences: int) -> bool:
     )
 
 
-def search_prepare(job: MiningJob, sequences: int, check: Callable[[], None] | None = None) -> None:
+def search_prepare(job: MiningJob, sequences: int, check: CancelCheck = NEVER) -> None:
     """After the vectors are stored: pgvector's partial HNSW index over the job's rows (idempotent).
 
     The faiss backend builds no index in PostgreSQL: the prepare builds the in-memory index once and stores it for
     the workers (:func:`_faiss_prepare`), and the IVF path past ``MINING_FAISS_MAX_SEQUENCES`` is trained by each worker.
-    ``check``: called between chunks of the faiss build (the prepare's cancel check raises from it).
+    ``check``: the prepare's cancel check, between chunks of the faiss build and during pgvector's CREATE INDEX.
     """
     if uses_faiss(sequences):
         _faiss_prepare(job, sequences, check)
@@ -101,15 +101,16 @@ def search_prepare(job: MiningJob, sequences: int, check: Callable[[], None] | N
         return
     dimensions = len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first() or [])
     if dimensions:
-        partial_hnsw_index(f"mining_sequence_hnsw_{int(job.pk)}", MiningSequence._meta.db_table, dimensions, "job_id", job.pk)
+        table = MiningSequence._meta.db_table
+        partial_hnsw_index(f"mining_sequence_hnsw_{int(job.pk)}", table, dimensions, "job_id", job.pk, check=check)
     if job.retrieval == MiningJob.Retrieval.HYBRID:
         partial_hnsw_index(
             f"mining_sequence_lexical_hnsw_{int(job.pk)}", MiningSequence._meta.db_table, LEXICAL_DIMENSIONS, "job_id", job.pk,
-            column="lexical", kind="sparsevec", ops="sparsevec_ip_ops",
+            column="lexical", kind="sparsevec", ops="sparsevec_ip_ops", check=check,
         )  # fmt: skip
 
 
-def _faiss_prepare(job: MiningJob, count: int, check: Callable[[], None] | None) -> None:
+def _faiss_prepare(job: MiningJob, count: int, check: CancelCheck) -> None:
     """The job's faiss index (HNSW from 20,000 sequences), built once here with every thread the host gives and stored
     for the workers (unless it is stored already: a resumed prepare builds nothing); this process keeps it for shards
     it runs itself."""
@@ -123,7 +124,7 @@ def _faiss_prepare(job: MiningJob, count: int, check: Callable[[], None] | None)
             _cached = ((int(job.pk), count), index)
 
 
-def _built_index(job: MiningJob, count: int, settings_: dict, check: Callable[[], None] | None = None) -> FaissIndex:
+def _built_index(job: MiningJob, count: int, settings_: dict, check: CancelCheck = NEVER) -> FaissIndex:
     """A faiss index over the job's first ``count`` stored vectors, built here (the vectors are freed once it holds them)."""
     ids, vectors, _ = _stored_views(job, count, False)
     return FaissIndex(vectors, ids, between_chunks=check, **settings_)
@@ -136,11 +137,12 @@ def _search_settings() -> dict:
 
 def partial_hnsw_index(
     name: str, table: str, dimensions: int, owner_column: str, owner: int, *, column: str = "vector", kind: str = "vector",
-    ops: str = "vector_cosine_ops",
+    ops: str = "vector_cosine_ops", check: CancelCheck = NEVER,
 ) -> None:  # fmt: skip
     """``CREATE INDEX IF NOT EXISTS`` an HNSW index over the rows of one owner (a job, an encoder): dense cosine by default,
-    or the lexical ``sparsevec`` column by inner product (its rows are unit vectors, so that is their cosine)."""
-    with connection.cursor() as cursor:
+    or the lexical ``sparsevec`` column by inner product (its rows are unit vectors, so that is their cosine). ``check``:
+    a prepare's cancel check, which stops the statement (minutes at a million rows) once the job's cancel is asked for."""
+    with check.statement(), connection.cursor() as cursor:
         if connection.in_atomic_block:  # inside a transaction: fire the deferred FK checks first, or PostgreSQL refuses
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(

@@ -31,7 +31,7 @@ from alignment.errors import ServiceError
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
-from alignment.mining.cancelling import CancelCheck, PrepareCancelled
+from alignment.mining.cancelling import NEVER, CancelCheck, PrepareCancelled
 from alignment.mining.index_store import index_forget
 from alignment.mining.lha_service import (
     hybrid_document_neighbours,
@@ -169,9 +169,9 @@ def _source_document_ids(job: MiningJob) -> list[int]:
     return list(Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True))
 
 
-def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder, check: Callable[[], None] = lambda: None) -> int:
+def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder, check: CancelCheck = NEVER) -> int:
     """Store the mean sentence vector of every document of ``corpus`` that has none; returns how many were added.
-    ``check``: called after each document (a prepare's cancel check raises from it)."""
+    ``check``: a prepare's cancel check, after each document and during the index build."""
     missing_vectors = Sentence.objects.filter(document__corpus=corpus).exclude(embeddings__encoder=encoder).count()
     if missing_vectors:
         raise ValueError(
@@ -189,13 +189,13 @@ def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder, check: Callable
         )
         added += 1
         check()
-    _document_index_ensure(encoder)
+    _document_index_ensure(encoder, check)
     return added
 
 
-def _document_index_ensure(encoder: Encoder) -> None:
+def _document_index_ensure(encoder: Encoder, check: CancelCheck) -> None:
     name = f"document_embedding_hnsw_{int(encoder.pk)}"
-    partial_hnsw_index(name, DocumentEmbedding._meta.db_table, int(encoder.dimensions), "encoder_id", encoder.pk)
+    partial_hnsw_index(name, DocumentEmbedding._meta.db_table, int(encoder.dimensions), "encoder_id", encoder.pk, check=check)
 
 
 def _sentence_vectors(document_id: int, encoder: Encoder) -> np.ndarray:

@@ -3,10 +3,15 @@ build), keeps what it stored, and a job started again resumes after it."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
+from django.db import connection, connections
 
 from alignment.mining import cancelling, search_backend
 from alignment.mining import service as mining
+from alignment.mining.cancelling import PrepareCancelled
 from alignment.mining.models import DocumentEmbedding, MiningIndexPart, MiningJob, MiningSequence, MiningShard
 from alignment.models import Document
 from models_ml.mining import vector_index
@@ -93,3 +98,56 @@ def test_an_lha_prepare_cancelled_after_a_document_keeps_its_vector_and_resumes(
     job.refresh_from_db()
     assert job.status == MiningJob.Status.RUNNING and MiningShard.objects.filter(job=job).count() == 2
     assert DocumentEmbedding.objects.count() == Document.objects.filter(corpus__in=[source, target]).count()
+
+
+def _cancel_from_another_connection(job: MiningJob, after: float) -> threading.Thread:
+    """The user's cancel, committed ``after`` seconds from now by another thread (as the web process would)."""
+
+    def cancel() -> None:
+        time.sleep(after)
+        try:
+            MiningJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=cancel)
+    thread.start()
+    return thread
+
+
+def test_a_long_statement_under_the_check_is_stopped_within_seconds_and_the_connection_still_works(
+    owner, transactional_db, monkeypatch
+) -> None:
+    monkeypatch.setattr(cancelling, "CHECK_EVERY", 0.1)
+    job = _job(owner, monkeypatch)
+    canceller = _cancel_from_another_connection(job, 0.5)
+    started = time.monotonic()
+    with pytest.raises(PrepareCancelled), cancelling.CancelCheck(job).statement(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_sleep(60)")  # a CREATE INDEX over a million rows, for the test's purpose
+    canceller.join()
+    assert time.monotonic() - started < 5
+    assert MiningJob.objects.get(pk=job.pk).cancel_requested  # the connection answers again
+    with cancelling.NEVER.statement(), connection.cursor() as cursor:  # no job: no helper, nothing cancelled
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
+
+
+def test_the_prepare_runs_pgvector_s_index_build_under_its_check(owner, transactional_db, monkeypatch, settings) -> None:
+    settings.MINING_SEARCH_BACKEND = "pgvector"
+    monkeypatch.setattr(cancelling, "CHECK_EVERY", 0.1)
+    job = _job(owner, monkeypatch)
+    built = []
+
+    def slow_build(name, table, dimensions, owner_column, owner_id, *, check, **kwargs) -> None:
+        built.append(name)
+        canceller = _cancel_from_another_connection(job, 0.3)
+        with check.statement(), connection.cursor() as cursor:  # the prepare's own check, as the real build runs
+            cursor.execute("SELECT pg_sleep(60)")
+        canceller.join()
+
+    monkeypatch.setattr(search_backend, "partial_hnsw_index", slow_build)
+    started = time.monotonic()
+    mining.mining_job_prepare(job_id=job.pk, encode=encode)
+    job.refresh_from_db()
+    assert built == [f"mining_sequence_hnsw_{job.pk}"] and time.monotonic() - started < 10
+    assert job.status == MiningJob.Status.CANCELLED and not MiningShard.objects.filter(job=job).exists()
