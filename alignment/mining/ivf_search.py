@@ -1,11 +1,13 @@
-"""A MUSS job's neighbours past ``MINING_FAISS_MAX_SEQUENCES``: the MUSS paper's IVF-SQ8 index, built once per worker.
+"""A MUSS job's neighbours past ``MINING_FAISS_MAX_SEQUENCES``: the MUSS paper's IVF-SQ8 index, built once per job.
 
-The index (:class:`models_ml.mining.ivf_index.IvfIndex`) is trained on every ``n / sample``-th stored vector, then
+The job's prepare builds the index once and stores it in PostgreSQL (``alignment.mining.index_store``), as it does
+the HNSW index; a worker reads it instead of training its own (a worker that finds none, or its parts gone, builds
+it). The index (:class:`models_ml.mining.ivf_index.IvfIndex`) is trained on every ``n / sample``-th stored vector, then
 filled from a binary COPY of all of them a chunk at a time, so a worker holds one byte a dimension of the job's
 vectors and one chunk, never the float32 collection. A batch of queries reads its own vectors from PostgreSQL (the
 source of truth), and its candidates' vectors to re-rank them by the exact cosine. The index's settings (cells,
 nprobe, PCA, training sample) are recorded on the job (``search_index``) and shown on its page. Training is
-deterministic (faiss's k-means seed, the same sample), so every worker builds the same index.
+deterministic (faiss's k-means seed, the same sample), so an index built again is the same index.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import threading
 import numpy as np
 from django.conf import settings
 
+from alignment.mining.cancelling import NEVER, CancelCheck
+from alignment.mining.index_store import index_store, index_stored, ivf_load
 from alignment.mining.models import MiningJob, MiningSequence
 from alignment.mining.vectors import stored_rows, vectors_of
 from models_ml.mining.ivf_index import IvfIndex
@@ -25,32 +29,54 @@ _lock = threading.Lock()
 _cached: tuple[tuple[int, int], IvfIndex] | None = None
 
 
+def ivf_prepare(job: MiningJob, count: int, check: CancelCheck) -> None:
+    """The prepare's part: the job's IVF index over its ``count`` sequences, built once (``check`` between chunks) and
+    stored for the workers, unless it is stored already (a resumed prepare builds nothing); kept for shards run here."""
+    global _cached
+    if index_stored(job, count):
+        return
+    index = _built(job, count, check)
+    index_store(job, index, count, {"kind": "ivf", **index.settings.as_dict()})
+    with _lock:
+        _cached = ((int(job.pk), count), index)
+
+
 def job_ivf_index(job: MiningJob, count: int) -> IvfIndex:
-    """The job's IVF index over its ``count`` stored sequences, built on first use in this process and kept."""
+    """The job's IVF index over its ``count`` stored sequences: the stored one, read on first use in this process and
+    kept (built here where none is stored, and recorded on the job)."""
     global _cached
     key = (int(job.pk), count)
     with _lock:
         if _cached is not None and _cached[0] == key:
             return _cached[1]
         _cached = None
-        cells = int(settings.MINING_IVF_CELLS) or None
-        every = max(1, count // IvfIndex.sample_size(count, cells))
-        sample = np.stack([row[1].to_numpy() for row in stored_rows(job, every=every)])
-        threads = int(settings.ENCODER_THREADS) or (os.cpu_count() or 1)
-        index = IvfIndex(sample, count, cells=cells, nprobe=int(settings.MINING_IVF_NPROBE), threads=threads)
-        del sample
-        ids, vectors = [], []
-        for row in stored_rows(job):
-            ids.append(row[0])
-            vectors.append(row[1].to_numpy())
-            if len(ids) >= CHUNK:
-                index.add(np.stack(vectors), np.array(ids))
-                ids, vectors = [], []
-        if ids:
-            index.add(np.stack(vectors), np.array(ids))
-        MiningJob.objects.filter(pk=job.pk).update(search_index={"kind": "ivf", **index.settings.as_dict()})
+        index = ivf_load(job, count, threads=_threads())
+        if index is None:
+            index = _built(job, count, NEVER)
+            MiningJob.objects.filter(pk=job.pk).update(search_index={"kind": "ivf", **index.settings.as_dict()})
         _cached = (key, index)
         return index
+
+
+def _threads() -> int:
+    return int(settings.ENCODER_THREADS) or (os.cpu_count() or 1)
+
+
+def _built(job: MiningJob, count: int, check: CancelCheck) -> IvfIndex:
+    """Trained on every ``n / sample``-th stored vector, then filled from a binary COPY a chunk at a time (the job's
+    first ``count`` sequences: their indices are 0 .. count - 1)."""
+    cells = int(settings.MINING_IVF_CELLS) or None
+    every = max(1, count // IvfIndex.sample_size(count, cells))
+    sample = np.stack([row[1].to_numpy() for row in stored_rows(job, every=every)])
+    index = IvfIndex(sample, count, cells=cells, nprobe=int(settings.MINING_IVF_NPROBE), threads=_threads())
+    del sample
+    for begin in range(0, count, CHUNK):  # a COPY a chunk, so the check can ask the database between two
+        rows = list(stored_rows(job, begin=begin, end=begin + CHUNK))
+        if rows:
+            index.add(np.stack([row[1].to_numpy() for row in rows]), np.array([row[0] for row in rows]))
+        del rows
+        check()
+    return index
 
 
 def ivf_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> list[list[list[float]]]:

@@ -29,8 +29,8 @@ from django.db import connection
 from scipy import sparse
 
 from alignment.mining.cancelling import NEVER, CancelCheck
-from alignment.mining.index_store import index_load, index_store, index_stored
-from alignment.mining.ivf_search import ivf_nearest
+from alignment.mining.index_store import faiss_kind, index_load, index_store, index_stored
+from alignment.mining.ivf_search import ivf_nearest, ivf_prepare
 from alignment.mining.models import MiningJob, MiningSequence
 from alignment.mining.vectors import stored_rows
 from models_ml.mining.hybrid_index import HybridIndex
@@ -91,13 +91,14 @@ def search_prepare(job: MiningJob, sequences: int, check: CancelCheck = NEVER) -
     """After the vectors are stored: pgvector's partial HNSW index over the job's rows (idempotent).
 
     The faiss backend builds no index in PostgreSQL: the prepare builds the in-memory index once and stores it for
-    the workers (:func:`_faiss_prepare`), and the IVF path past ``MINING_FAISS_MAX_SEQUENCES`` is trained by each worker.
+    the workers (:func:`_faiss_prepare`; past ``MINING_FAISS_MAX_SEQUENCES``, the IVF index: ``ivf_search.ivf_prepare``).
     ``check``: the prepare's cancel check, between chunks of the faiss build and during pgvector's CREATE INDEX.
     """
     if uses_faiss(sequences):
         _faiss_prepare(job, sequences, check)
         return
     if uses_ivf(job, sequences):
+        ivf_prepare(job, sequences, check)
         return
     dimensions = len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first() or [])
     if dimensions:
@@ -118,7 +119,7 @@ def _faiss_prepare(job: MiningJob, count: int, check: CancelCheck) -> None:
     if index_stored(job, count):
         return
     index = _built_index(job, count, _search_settings(), check)
-    index_store(job, index, count)
+    index_store(job, index, count, faiss_kind(index))
     if job.retrieval != MiningJob.Retrieval.HYBRID:
         with _lock:
             _cached = ((int(job.pk), count), index)

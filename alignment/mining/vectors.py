@@ -14,13 +14,15 @@ from alignment.copying import vector_cursor
 from alignment.mining.models import MiningJob, MiningSequence
 
 
-def stored_rows(job: MiningJob, hybrid: bool = False, *, every: int = 1) -> Iterator[tuple]:
+def stored_rows(job: MiningJob, hybrid: bool = False, *, every: int = 1, begin: int = 0, end: int | None = None) -> Iterator[tuple]:
     """(index, pgvector Vector[, SparseVector]) of the job's sequences in index order, streamed (bounded memory);
-    ``every``: only each ``every``-th sequence (a training sample)."""
+    ``every``: only each ``every``-th sequence (a training sample); ``begin``, ``end``: only indices in [begin, end).
+    The connection runs nothing else until the stream ends."""
     table = MiningSequence._meta.db_table
     columns, types = ("index, vector, lexical", ["int4", "vector", "sparsevec"]) if hybrid else ("index, vector", ["int4", "vector"])
-    sample = f" AND index % {int(every)} = 0" if every > 1 else ""
-    query = f"COPY (SELECT {columns} FROM {table} WHERE job_id = {int(job.pk)}{sample} ORDER BY index) TO STDOUT (FORMAT BINARY)"
+    where = f"job_id = {int(job.pk)}" + (f" AND index % {int(every)} = 0" if every > 1 else "")
+    where += (f" AND index >= {int(begin)}" if begin else "") + (f" AND index < {int(end)}" if end is not None else "")
+    query = f"COPY (SELECT {columns} FROM {table} WHERE {where} ORDER BY index) TO STDOUT (FORMAT BINARY)"
     with vector_cursor() as cursor, cursor.copy(query) as copy:
         copy.set_types(types)
         yield from copy.rows()

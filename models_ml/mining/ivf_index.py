@@ -81,6 +81,24 @@ class IvfIndex:
         inner.nprobe = min(nprobe, cells)
         self.settings = IvfSettings(cells=cells, nprobe=inner.nprobe, pca=pca, trained_on=len(sample))
 
+    def write(self, path: str) -> None:
+        """The trained, filled index in faiss's own format (its ids inside) to ``path``; :meth:`read` takes it back."""
+        _faiss().write_index(self._index, str(path))
+
+    @classmethod
+    def read(cls, path: str, settings: IvfSettings, *, threads: int = 1) -> IvfIndex:
+        """An index :meth:`write` wrote, with the ``settings`` it was built with: no training, no adds."""
+        faiss = _faiss()
+        faiss.omp_set_num_threads(threads)
+        self = cls.__new__(cls)
+        self._index = faiss.read_index(str(path))
+        self._inner = faiss.extract_index_ivf(self._index)  # under the PCA, where there is one
+        if self._inner.nlist != settings.cells:
+            raise ValueError(f"the stored index has {self._inner.nlist} cells; its settings say {settings.cells}")
+        self._inner.nprobe = settings.nprobe
+        self.settings = settings
+        return self
+
     @staticmethod
     def sample_size(total: int, cells: int | None = None) -> int:
         """How many vectors to train on for a collection of ``total``."""

@@ -101,13 +101,17 @@ def test_past_the_in_memory_limit_the_ivf_index_with_every_cell_probed_finds_the
     _run_shards(job)
     job.refresh_from_db()
     assert job.status == "succeeded", job.error
+    sequences = job.documents_total // 2
     assert job.search_index == {
         "kind": "ivf",
         "cells": 2,
         "nprobe": 2,
         "pca": 0,
         "quantiser": "SQ8",
-        "trained_on": job.documents_total // 2,
+        "trained_on": sequences,
+        "sequences": sequences,  # built and stored by the prepare; its parts dropped when the job succeeded
+        "parts": 0,
+        "megabytes": job.search_index["megabytes"],
     }
     found = set(MinedPair.objects.filter(job=job).values_list("source_document_id", "source_key", "target_document_id", "target_key"))
     assert found == _exact_pairs(job) and found

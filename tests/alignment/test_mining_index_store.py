@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from alignment.mining import search_backend
+from alignment.mining import ivf_search, search_backend
 from alignment.mining import service as mining
 from alignment.mining.models import MiningIndexPart, MiningJob, MiningSequence
 from alignment.services import corpus_get_or_create
@@ -17,6 +17,10 @@ from tests.alignment.test_mining_search import _import_paraphrases
 
 @pytest.fixture
 def prepared(owner, run_worker, settings) -> MiningJob:
+    return _prepared(owner, run_worker, settings)
+
+
+def _prepared(owner, run_worker, settings) -> MiningJob:
     """A MUSS job whose prepare ran (on its own queue, as on another host) and whose shards wait on ``mining``."""
     settings.MINING_SEARCH_BACKEND = "faiss"
     settings.MINING_PREPARE_QUEUE = "embedding"
@@ -98,3 +102,35 @@ def test_an_hnsw_index_written_and_read_back_searches_as_built_and_refuses_other
     assert found.indices.tolist() == expected.indices.tolist() and np.array_equal(found.scores, expected.scores)
     with pytest.raises(ValueError, match="holds 300 vectors; need as many unique increasing ids, got 299"):
         FaissIndex.read(str(tmp_path / "index.faiss"), ids[:299])
+
+
+def test_past_the_faiss_limit_the_prepare_stores_the_ivf_index_and_no_worker_trains_one(owner, run_worker, settings, monkeypatch) -> None:
+    settings.MINING_FAISS_MAX_SEQUENCES, settings.MINING_IVF_CELLS, settings.MINING_IVF_NPROBE = 3, 2, 2  # every cell probed
+    trained: list[int] = []
+
+    class Counted(ivf_search.IvfIndex):
+        def __init__(self, sample, total, **settings_) -> None:
+            trained.append(total)
+            super().__init__(sample, total, **settings_)
+
+    monkeypatch.setattr(ivf_search, "IvfIndex", Counted)
+    job = _prepared(owner, run_worker, settings)
+    count = MiningSequence.objects.filter(job=job).count()
+    assert trained == [count] and job.search_index["kind"] == "ivf" and job.search_index["parts"] == 1
+    assert job.search_index["sequences"] == count and job.search_index["cells"] == 2
+    stored = _part_versions(job)
+    search_backend.search_prepare(job, count)  # a resumed prepare: nothing trained, nothing rewritten
+    assert trained == [count] and _part_versions(job) == stored
+
+    monkeypatch.setattr(ivf_search, "_cached", None)  # a worker that never saw the prepare
+    run_worker(["mining"])
+    job.refresh_from_db()
+    assert job.status == MiningJob.Status.SUCCEEDED, job.error
+    assert trained == [count]  # the workers read the stored index
+    rows = list(MiningSequence.objects.filter(job=job).order_by("index"))
+    vectors = np.stack([np.asarray(row.vector, dtype=np.float32) for row in rows])
+    cosines = vectors @ vectors.T
+    np.fill_diagonal(cosines, -np.inf)
+    for row in rows:  # every cell probed: the exact search's neighbours
+        assert [index for index, _ in row.neighbours] == np.argsort(-cosines[row.index], kind="stable")[:4].tolist()
+    assert not MiningIndexPart.objects.filter(job=job).exists() and job.search_index["parts"] == 0
