@@ -21,7 +21,7 @@ from django.conf import settings
 from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.index_store import index_store, index_stored, ivf_load
 from alignment.mining.models import MiningJob, MiningSequence
-from alignment.mining.vectors import stored_rows, vectors_of
+from alignment.mining.vectors import stored_rows, vector_chunks, vectors_of
 from models_ml.mining.ivf_index import IvfIndex
 
 CHUNK = 20_000  # vectors added to the index at a time (30 MB at 384 dimensions)
@@ -63,18 +63,14 @@ def _threads() -> int:
 
 
 def _built(job: MiningJob, count: int, check: CancelCheck) -> IvfIndex:
-    """Trained on every ``n / sample``-th stored vector, then filled from a binary COPY a chunk at a time (the job's
-    first ``count`` sequences: their indices are 0 .. count - 1)."""
+    """Trained on every ``n / sample``-th stored vector, then filled from a binary COPY a chunk at a time."""
     cells = int(settings.MINING_IVF_CELLS) or None
     every = max(1, count // IvfIndex.sample_size(count, cells))
     sample = np.stack([row[1].to_numpy() for row in stored_rows(job, every=every)])
     index = IvfIndex(sample, count, cells=cells, nprobe=int(settings.MINING_IVF_NPROBE), threads=_threads())
     del sample
-    for begin in range(0, count, CHUNK):  # a COPY a chunk, so the check can ask the database between two
-        rows = list(stored_rows(job, begin=begin, end=begin + CHUNK))
-        if rows:
-            index.add(np.stack([row[1].to_numpy() for row in rows]), np.array([row[0] for row in rows]))
-        del rows
+    for ids, vectors in vector_chunks(job, count, CHUNK):  # a COPY a chunk: the check asks the database between two
+        index.add(vectors, ids)
         check()
     return index
 

@@ -32,7 +32,7 @@ from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.index_store import faiss_kind, index_load, index_store, index_stored
 from alignment.mining.ivf_search import ivf_nearest, ivf_prepare
 from alignment.mining.models import MiningJob, MiningSequence
-from alignment.mining.vectors import stored_rows
+from alignment.mining.vectors import stored_rows, vector_chunks
 from models_ml.mining.hybrid_index import HybridIndex
 from models_ml.mining.retrieval import LEXICAL_DIMENSIONS
 from models_ml.mining.vector_index import FaissIndex, faiss_available
@@ -41,6 +41,7 @@ _lock = threading.Lock()
 _cached: tuple[tuple[int, int], FaissIndex | HybridIndex] | None = None  # ((job pk, sequences), index): one job per worker process
 
 
+VECTOR_CHUNK = 20_000  # stored vectors read at a time to build an index (30 MB at 384 dimensions)
 HYBRID_DEPTH = 32  # hybrid: candidates each view proposes per sequence before the fused score ranks them
 
 
@@ -126,9 +127,11 @@ def _faiss_prepare(job: MiningJob, count: int, check: CancelCheck) -> None:
 
 
 def _built_index(job: MiningJob, count: int, settings_: dict, check: CancelCheck = NEVER) -> FaissIndex:
-    """A faiss index over the job's first ``count`` stored vectors, built here (the vectors are freed once it holds them)."""
-    ids, vectors, _ = _stored_views(job, count, False)
-    return FaissIndex(vectors, ids, between_chunks=check, **settings_)
+    """A faiss index over the job's first ``count`` stored vectors, built here from a binary COPY a chunk at a time: it
+    holds the index and a chunk, not the float collection beside the index's own copy of it (twice the vectors)."""
+    if count < 1:
+        raise ValueError(f"mining job {job.pk} has no sequence vectors to search")
+    return FaissIndex.from_chunks(vector_chunks(job, count, VECTOR_CHUNK), count, between_chunks=check, **settings_)
 
 
 def _search_settings() -> dict:
@@ -235,7 +238,7 @@ def job_index(job: MiningJob) -> FaissIndex | HybridIndex:
         settings_ = _search_settings()
         stored = index_load(job, count, **settings_)  # the prepare's, where it built one: no build here
         if job.retrieval == MiningJob.Retrieval.HYBRID:
-            ids, vectors, lexical = _stored_views(job, count, True)
+            ids, vectors, lexical = _stored_views(job, count)
             weight = float(job.config["dense_weight"])
             index = HybridIndex(vectors, lexical, ids, dense_weight=weight, depth=HYBRID_DEPTH, dense_index=stored, **settings_)
         else:
@@ -244,28 +247,26 @@ def job_index(job: MiningJob) -> FaissIndex | HybridIndex:
         return index
 
 
-def _stored_views(job: MiningJob, count: int, hybrid: bool) -> tuple[np.ndarray, np.ndarray, sparse.csr_matrix | None]:
-    """The job's sequence ids (n,), dense vectors (n, d) and, for a hybrid job, lexical rows (n, D), in index order."""
+def _stored_views(job: MiningJob, count: int) -> tuple[np.ndarray, np.ndarray, sparse.csr_matrix]:
+    """A hybrid job's sequence ids (n,), dense vectors (n, d) and lexical rows (n, D), in index order (the hybrid index
+    scores pairs with both, so it holds both)."""
     ids = np.empty(count, dtype=np.int64)
     vectors: np.ndarray | None = None
     columns, values, lengths = [], [], []
-    for position, row in enumerate(stored_rows(job, hybrid)):
+    for position, row in enumerate(stored_rows(job, True)):
         if position >= count:
             break  # rows stored after the count was taken (a prepare still running): the count's are the index
         vector = row[1].to_numpy()  # pgvector's Vector over the binary value: no parsing
         if vectors is None:
             vectors = np.empty((count, len(vector)), dtype=np.float32)
         ids[position], vectors[position] = row[0], vector
-        if hybrid:
-            if row[2] is None:
-                raise ValueError(f"mining job {job.pk}: sequence {row[0]} has no lexical vector; mine again to prepare it")
-            columns.append(np.asarray(row[2].indices(), dtype=np.int32))
-            values.append(np.asarray(row[2].values(), dtype=np.float32))
-            lengths.append(len(columns[-1]))
+        if row[2] is None:
+            raise ValueError(f"mining job {job.pk}: sequence {row[0]} has no lexical vector; mine again to prepare it")
+        columns.append(np.asarray(row[2].indices(), dtype=np.int32))
+        values.append(np.asarray(row[2].values(), dtype=np.float32))
+        lengths.append(len(columns[-1]))
     if vectors is None:
         raise ValueError(f"mining job {job.pk} has no sequence vectors to search")
-    if not hybrid:
-        return ids, vectors, None
     indptr = np.concatenate([[0], np.cumsum(lengths)])
     lexical = sparse.csr_matrix((np.concatenate(values), np.concatenate(columns), indptr), shape=(count, LEXICAL_DIMENSIONS))
     return ids, vectors, lexical

@@ -14,18 +14,33 @@ from alignment.copying import vector_cursor
 from alignment.mining.models import MiningJob, MiningSequence
 
 
-def stored_rows(job: MiningJob, hybrid: bool = False, *, every: int = 1, begin: int = 0, end: int | None = None) -> Iterator[tuple]:
+def stored_rows(job: MiningJob, hybrid: bool = False, *, every: int = 1, after: int = -1, limit: int | None = None) -> Iterator[tuple]:
     """(index, pgvector Vector[, SparseVector]) of the job's sequences in index order, streamed (bounded memory);
-    ``every``: only each ``every``-th sequence (a training sample); ``begin``, ``end``: only indices in [begin, end).
-    The connection runs nothing else until the stream ends."""
+    ``every``: only each ``every``-th sequence (a training sample); ``after``, ``limit``: the first ``limit`` with an
+    index above ``after``. The connection runs nothing else until the stream ends."""
     table = MiningSequence._meta.db_table
     columns, types = ("index, vector, lexical", ["int4", "vector", "sparsevec"]) if hybrid else ("index, vector", ["int4", "vector"])
-    where = f"job_id = {int(job.pk)}" + (f" AND index % {int(every)} = 0" if every > 1 else "")
-    where += (f" AND index >= {int(begin)}" if begin else "") + (f" AND index < {int(end)}" if end is not None else "")
-    query = f"COPY (SELECT {columns} FROM {table} WHERE {where} ORDER BY index) TO STDOUT (FORMAT BINARY)"
-    with vector_cursor() as cursor, cursor.copy(query) as copy:
+    where = (
+        f"job_id = {int(job.pk)}"
+        + (f" AND index % {int(every)} = 0" if every > 1 else "")
+        + (f" AND index > {int(after)}" if after >= 0 else "")
+    )
+    query = f"SELECT {columns} FROM {table} WHERE {where} ORDER BY index" + (f" LIMIT {int(limit)}" if limit is not None else "")
+    with vector_cursor() as cursor, cursor.copy(f"COPY ({query}) TO STDOUT (FORMAT BINARY)") as copy:
         copy.set_types(types)
         yield from copy.rows()
+
+
+def vector_chunks(job: MiningJob, count: int, size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The job's first ``count`` sequences in index order as (indices (c,), vectors (c, d)), ``size`` at a time, each
+    chunk read whole by its own COPY, so the caller may use the connection between two (a cancel check)."""
+    after, left = -1, count
+    while left > 0:
+        rows = list(stored_rows(job, after=after, limit=min(size, left)))
+        if not rows:
+            raise ValueError(f"mining job {job.pk} has {count - left} stored sequence vectors, not {count}; mine again to prepare them")
+        yield np.array([row[0] for row in rows], dtype=np.int64), np.stack([row[1].to_numpy() for row in rows])
+        after, left = rows[-1][0], left - len(rows)
 
 
 def vectors_of(job: MiningJob, indices: np.ndarray) -> np.ndarray:

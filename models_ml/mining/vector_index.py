@@ -14,7 +14,8 @@ an optional dependency: without it, :class:`FaissIndex` raises one clear error.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -62,30 +63,79 @@ class FaissIndex:
         self, vectors: np.ndarray, ids: np.ndarray, *, ef_search: int = 100, exact_below: int = EXACT_BELOW, threads: int = 1,
         between_chunks: Callable[[], None] | None = None,
     ) -> None:  # fmt: skip
-        faiss = _faiss()
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         ids = np.asarray(ids, dtype=np.int64)
         if vectors.ndim != 2 or vectors.shape[0] != ids.shape[0] or vectors.shape[0] == 0:
             raise ValueError(f"need vectors (n, d) with n >= 1 and one id each, got vectors {vectors.shape} and ids {ids.shape}")
         if np.any(np.diff(ids) <= 0):
             raise ValueError("ids must be unique and increasing")
+        self._start(vectors.shape[1], len(ids), ef_search, exact_below, threads)
+        self._fill(iter([vectors]), between_chunks)
+        self._keep_ids(ids)
+
+    @classmethod
+    def from_chunks(
+        cls, chunks: Iterable[tuple[np.ndarray, np.ndarray]], total: int, *, ef_search: int = 100, exact_below: int = EXACT_BELOW,
+        threads: int = 1, between_chunks: Callable[[], None] | None = None,
+    ) -> FaissIndex:  # fmt: skip
+        """The index ``FaissIndex(vectors, ids)`` would be over the chunks' ``(ids (c,), vectors (c, d))`` joined, ``total``
+        in all, without ever holding them joined: a caller that streams them from the database holds the index and a
+        chunk or two, not the collection and the index's copy of it as well."""
+        chunks = iter(chunks)
+        first = next(chunks, None)
+        if first is None or total < 1:
+            raise ValueError(f"need at least one chunk of vectors and total >= 1, got total {total}")
+        self = cls.__new__(cls)
+        self._start(np.asarray(first[1]).shape[1], total, ef_search, exact_below, threads)
+        ids: list[np.ndarray] = []
+
+        def vectors() -> Iterator[np.ndarray]:
+            for chunk_ids, chunk in itertools.chain([first], chunks):
+                chunk = np.ascontiguousarray(chunk, dtype=np.float32)
+                ids.append(np.asarray(chunk_ids, dtype=np.int64))
+                if chunk.ndim != 2 or len(chunk) != len(ids[-1]):
+                    raise ValueError(f"a chunk needs vectors (c, d) and one id each, got {chunk.shape} and {ids[-1].shape}")
+                yield chunk
+
+        self._fill(vectors(), between_chunks)
+        self._keep_ids(np.concatenate(ids))
+        if self.size != total:
+            raise ValueError(f"the chunks held {self.size} vectors, not the {total} announced")
+        return self
+
+    def _start(self, dimensions: int, total: int, ef_search: int, exact_below: int, threads: int) -> None:
+        faiss = _faiss()
         if ef_search < 1 or threads < 1:
             raise ValueError(f"ef_search and threads must be >= 1, got {ef_search} and {threads}")
         faiss.omp_set_num_threads(threads)
-        dimensions = vectors.shape[1]
-        self.exact = vectors.shape[0] < exact_below
+        self.exact = total < exact_below
         if self.exact:
             self._index = faiss.IndexFlatIP(dimensions)
         else:
             self._index = faiss.IndexHNSWFlat(dimensions, HNSW_M, faiss.METRIC_INNER_PRODUCT)
             self._index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
             self._index.hnsw.efSearch = ef_search
-        for start in range(0, len(vectors), ADD_CHUNK):
-            if start and between_chunks is not None:
-                between_chunks()
-            self._index.add(vectors[start : start + ADD_CHUNK])
+
+    def _fill(self, pieces: Iterator[np.ndarray], between_chunks: Callable[[], None] | None) -> None:
+        """Add the pieces' rows in slices of exactly ADD_CHUNK (the last one shorter), whatever the pieces' sizes."""
+        held: list[np.ndarray] = []
+        added = 0
+        for piece in itertools.chain(pieces, [None]):
+            if piece is not None:
+                held.append(piece)
+            while held and (piece is None or sum(map(len, held)) >= ADD_CHUNK):
+                joined = held[0] if len(held) == 1 else np.concatenate(held)  # (>= ADD_CHUNK or the rest, d)
+                if added and between_chunks is not None:
+                    between_chunks()
+                self._index.add(joined[:ADD_CHUNK])
+                added += min(len(joined), ADD_CHUNK)
+                held = [joined[ADD_CHUNK:]] if len(joined) > ADD_CHUNK else []
+
+    def _keep_ids(self, ids: np.ndarray) -> None:
+        if np.any(np.diff(ids) <= 0):
+            raise ValueError("ids must be unique and increasing")
         self._ids = ids
-        self.size = vectors.shape[0]
+        self.size = int(self._index.ntotal)
 
     def write(self, path: str) -> None:
         """The index in faiss's own format to ``path`` (the ids are the caller's to keep: :meth:`read` takes them)."""

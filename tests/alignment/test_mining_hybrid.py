@@ -54,7 +54,7 @@ def _stored(job: MiningJob):
     rows = list(MiningSequence.objects.filter(job=job).order_by("index"))
     ids = np.array([row.index for row in rows])
     dense = np.array([row.vector for row in rows], dtype=np.float32)
-    lexical = search_backend._stored_views(job, len(rows), hybrid=True)[2]
+    lexical = search_backend._stored_views(job, len(rows))[2]
     return rows, ids, dense, lexical
 
 

@@ -38,9 +38,9 @@ def builds(monkeypatch) -> list[int]:
     built: list[int] = []
 
     class Counted(FaissIndex):
-        def __init__(self, vectors, ids, **settings) -> None:
-            built.append(len(ids))
-            super().__init__(vectors, ids, **settings)
+        def _start(self, dimensions, total, *args) -> None:  # every build, from vectors or from chunks
+            built.append(total)
+            super()._start(dimensions, total, *args)
 
     monkeypatch.setattr(search_backend, "FaissIndex", Counted)
     monkeypatch.setattr(search_backend, "_cached", None)

@@ -60,14 +60,15 @@ def test_a_cancel_during_the_faiss_build_stops_it_between_chunks_and_stores_no_i
     chunks = []
 
     class CancelledWhileBuilt(FaissIndex):
-        def __init__(self, vectors, ids, between_chunks=None, **settings_) -> None:
+        @classmethod
+        def from_chunks(cls, chunks_, total, *, between_chunks=None, **settings_):
             mining.mining_job_cancel(job=job)  # asked once the vectors are stored, while the index is built
 
             def counted() -> None:
                 chunks.append(1)
                 between_chunks()
 
-            super().__init__(vectors, ids, between_chunks=counted, **settings_)
+            return super().from_chunks(chunks_, total, between_chunks=counted, **settings_)
 
     monkeypatch.setattr(search_backend, "FaissIndex", CancelledWhileBuilt)
     mining.mining_job_prepare(job_id=job.pk, encode=encode)

@@ -107,3 +107,31 @@ def test_the_vectors_go_in_by_chunks_with_the_callers_check_between_them_and_a_r
 
     with pytest.raises(Stop):
         FaissIndex(keys, ids, between_chunks=stop)
+
+
+def test_an_index_built_from_chunks_of_any_size_is_the_graph_built_from_the_whole_collection(monkeypatch) -> None:
+    """The prepare streams the stored vectors chunk by chunk instead of holding the collection beside the index."""
+    from models_ml.mining import vector_index
+
+    monkeypatch.setattr(vector_index, "ADD_CHUNK", 40)
+    keys, ids = _vectors(100, seed=3), np.arange(100) * 2 + 1
+    whole = FaissIndex(keys, ids, exact_below=10, ef_search=20)
+    bounds = [0, 25, 55, 100]  # chunks of 25, 30 and 45 vectors: added as 40, 40 and 20 all the same
+    between = []
+    chunked = FaissIndex.from_chunks(
+        ((ids[a:b], keys[a:b]) for a, b in zip(bounds, bounds[1:])), 100, exact_below=10, ef_search=20,
+        between_chunks=lambda: between.append(1),
+    )  # fmt: skip
+    assert not chunked.exact and chunked.size == 100 and len(between) == 2
+    import faiss
+
+    def graph(index: FaissIndex) -> tuple[list, list]:
+        return faiss.vector_to_array(index._index.hnsw.neighbors).tolist(), faiss.vector_to_array(index._index.hnsw.levels).tolist()
+
+    assert graph(chunked) == graph(whole)  # the same links, not only the same answers
+    expected, found = whole.search_ids(ids, 6), chunked.search_ids(ids, 6)
+    assert found.indices.tolist() == expected.indices.tolist() and np.array_equal(found.scores, expected.scores)
+    with pytest.raises(ValueError, match="held 100 vectors, not the 120 announced"):
+        FaissIndex.from_chunks([(ids, keys)], 120)
+    with pytest.raises(ValueError, match="unique and increasing"):
+        FaissIndex.from_chunks([(ids[50:], keys[50:]), (ids[:50], keys[:50])], 100)
