@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.cache import caches
+from django.db import connection
 from django.db.models import Count, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
@@ -24,6 +27,7 @@ from alignment.models import (
     SentenceEmbedding,
 )
 from alignment.paging import in_order
+from alignment.segmenting.models import SegmentEdit
 
 PAIR_ORDER = ("complex_document__external_id", "complex_document__level", "simple_document__level", "pk")  # lists of pairs, pages apart
 
@@ -146,18 +150,42 @@ def alignment_run_pairs(run: AlignmentRun) -> QuerySet[DocumentPair]:
     )
 
 
-def corpus_sentence_count(corpus: Corpus) -> int:
-    return Sentence.objects.filter(document__corpus=corpus).count()
+COUNTS_ACTIVE_SECONDS = 15  # while an embedding run of the corpus is queued or running, its counts are this old at most
 
 
-def corpus_embedding_counts(corpus: Corpus) -> list[dict]:
-    """Per encoder, how many of the corpus's sentences have a vector."""
-    return list(
+def corpus_counts(corpus: Corpus) -> tuple[int, list[dict]]:
+    """The corpus's sentences and, per encoder, how many have a vector (the corpus page's jobs panel, polled while a job
+    runs). Counted over every sentence: about a second at 560,000 (``bench/corpus_scale.py --pairs 10000``, the only
+    page over 300 ms there), so kept in the host's figures cache while the corpus stays as it is: its documents and the
+    newest sentence, vector and sentence edit anywhere, read by index lookups; while one of its embedding runs is
+    active, counted again at most every :data:`COUNTS_ACTIVE_SECONDS` instead of at every new vector."""
+    tables = {m.__name__: m._meta.db_table for m in (Document, Sentence, SentenceEmbedding, SegmentEdit, EmbeddingRun)}
+    active = (EmbeddingRun.Status.QUEUED, EmbeddingRun.Status.RUNNING)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT count(*) FROM {tables['Document']} WHERE corpus_id = %(c)s), (SELECT max(id) FROM {tables['Document']}"
+            f" WHERE corpus_id = %(c)s), (SELECT max(id) FROM {tables['Sentence']}), (SELECT max(id) FROM {tables['SentenceEmbedding']}),"
+            f" (SELECT max(id) FROM {tables['SegmentEdit']}), EXISTS (SELECT 1 FROM {tables['EmbeddingRun']} WHERE corpus_id = %(c)s"
+            " AND status = ANY(%(active)s))",
+            {"c": corpus.pk, "active": list(active)},
+        )
+        *state, running = cursor.fetchone()
+    if running:  # every stored batch adds vectors: a poll would count again each time
+        state[3] = f"active {int(time.time() // COUNTS_ACTIVE_SECONDS)}"
+    figures = caches["figures"]  # shared by the host's web processes (settings.CACHES)
+    key, version = f"corpus:{corpus.pk}:counts", repr(state)
+    entry = figures.get(key)
+    if entry is not None and entry["version"] == version:
+        return entry["value"]
+    sentences = Sentence.objects.filter(document__corpus=corpus).count()
+    vectors = list(
         SentenceEmbedding.objects.filter(sentence__document__corpus=corpus)
         .values("encoder__name")
         .annotate(vectors=Count("id"))
         .order_by("encoder__name")
     )
+    figures.set(key, {"version": version, "value": (sentences, vectors)}, 30 * 24 * 3600)
+    return sentences, vectors
 
 
 def corpus_needs_embedding(corpus: Corpus, encoder_name: str) -> bool:

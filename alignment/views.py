@@ -82,8 +82,7 @@ def _jobs_context(request: HttpRequest, corpus) -> dict:
         "runs": runs,
         "alignment_runs": alignment_runs,
         "jobs_active": any(run.is_active for run in [*runs, *alignment_runs]),
-        "sentence_count": selectors.corpus_sentence_count(corpus),
-        "embedding_counts": selectors.corpus_embedding_counts(corpus),
+        **dict(zip(("sentence_count", "embedding_counts"), selectors.corpus_counts(corpus))),
         "encoder_name": settings.ENCODER_MODEL,
         "may_control": selectors.user_may_run_jobs(request.user, corpus),
     }
