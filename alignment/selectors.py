@@ -173,7 +173,8 @@ def corpus_counts(corpus: Corpus) -> tuple[int, list[dict]]:
     if running:  # every stored batch adds vectors: a poll would count again each time
         state[3] = f"active {int(time.time() // COUNTS_ACTIVE_SECONDS)}"
     figures = caches["figures"]  # shared by the host's web processes (settings.CACHES)
-    key, version = f"corpus:{corpus.pk}:counts", repr(state)
+    # created_at too: the cache folder may be shared by databases whose corpora share a pk (parallel test workers)
+    key, version = f"corpus:{corpus.pk}:{corpus.created_at.timestamp()}:counts", repr(state)
     entry = figures.get(key)
     if entry is not None and entry["version"] == version:
         return entry["value"]
