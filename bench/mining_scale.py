@@ -41,9 +41,9 @@ import numpy as np
 from django.conf import settings
 
 from alignment.mining import service as mining
-from alignment.mining.ivf_search import CHUNK as IVF_CHUNK
 from alignment.mining.models import MinedPair as StoredPair
 from alignment.mining.muss_service import muss_config
+from alignment.mining.vectors import CHUNK as IVF_CHUNK
 from alignment.models import Document, Sentence
 from bench._django import bench_owner
 from bench._memory import PeakRss

@@ -24,7 +24,6 @@ from alignment.mining.models import MiningJob, MiningSequence
 from alignment.mining.vectors import stored_rows, vector_chunks, vectors_of
 from models_ml.mining.ivf_index import IvfIndex
 
-CHUNK = 20_000  # vectors added to the index at a time (30 MB at 384 dimensions)
 _lock = threading.Lock()
 _cached: tuple[tuple[int, int], IvfIndex] | None = None
 
@@ -50,7 +49,7 @@ def job_ivf_index(job: MiningJob, count: int) -> IvfIndex:
         if _cached is not None and _cached[0] == key:
             return _cached[1]
         _cached = None
-        index = ivf_load(job, count, threads=_threads())
+        index = ivf_load(job, count, threads=worker_threads())
         if index is None:
             index = _built(job, count, NEVER)
             MiningJob.objects.filter(pk=job.pk).update(search_index={"kind": "ivf", **index.settings.as_dict()})
@@ -58,7 +57,8 @@ def job_ivf_index(job: MiningJob, count: int) -> IvfIndex:
         return index
 
 
-def _threads() -> int:
+def worker_threads() -> int:
+    """The threads a worker's faiss work uses: ENCODER_THREADS, else one per core."""
     return int(settings.ENCODER_THREADS) or (os.cpu_count() or 1)
 
 
@@ -67,9 +67,9 @@ def _built(job: MiningJob, count: int, check: CancelCheck) -> IvfIndex:
     cells = int(settings.MINING_IVF_CELLS) or None
     every = max(1, count // IvfIndex.sample_size(count, cells))
     sample = np.stack([row[1].to_numpy() for row in stored_rows(job, every=every)])
-    index = IvfIndex(sample, count, cells=cells, nprobe=int(settings.MINING_IVF_NPROBE), threads=_threads())
+    index = IvfIndex(sample, count, cells=cells, nprobe=int(settings.MINING_IVF_NPROBE), threads=worker_threads())
     del sample
-    for ids, vectors in vector_chunks(job, count, CHUNK):  # a COPY a chunk: the check asks the database between two
+    for ids, vectors in vector_chunks(job, count):  # a COPY a chunk: the check asks the database between two
         index.add(vectors, ids)
         check()
     return index

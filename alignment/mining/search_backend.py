@@ -19,7 +19,6 @@ left out, so the pairs phase cannot tell them apart.
 
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np
@@ -30,7 +29,7 @@ from scipy import sparse
 
 from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.index_store import faiss_kind, index_load, index_store, index_stored
-from alignment.mining.ivf_search import ivf_nearest, ivf_prepare
+from alignment.mining.ivf_search import ivf_nearest, ivf_prepare, worker_threads
 from alignment.mining.models import MiningJob, MiningSequence
 from alignment.mining.vectors import stored_rows, vector_chunks
 from models_ml.mining.hybrid_index import HybridIndex
@@ -41,7 +40,6 @@ _lock = threading.Lock()
 _cached: tuple[tuple[int, int], FaissIndex | HybridIndex] | None = None  # ((job pk, sequences), index): one job per worker process
 
 
-VECTOR_CHUNK = 20_000  # stored vectors read at a time to build an index (30 MB at 384 dimensions)
 HYBRID_DEPTH = 32  # hybrid: candidates each view proposes per sequence before the fused score ranks them
 
 
@@ -131,12 +129,11 @@ def _built_index(job: MiningJob, count: int, settings_: dict, check: CancelCheck
     holds the index and a chunk, not the float collection beside the index's own copy of it (twice the vectors)."""
     if count < 1:
         raise ValueError(f"mining job {job.pk} has no sequence vectors to search")
-    return FaissIndex.from_chunks(vector_chunks(job, count, VECTOR_CHUNK), count, between_chunks=check, **settings_)
+    return FaissIndex.from_chunks(vector_chunks(job, count), count, between_chunks=check, **settings_)
 
 
 def _search_settings() -> dict:
-    threads = int(settings.ENCODER_THREADS) or (os.cpu_count() or 1)
-    return {"ef_search": int(settings.MINING_EF_SEARCH), "threads": threads}
+    return {"ef_search": int(settings.MINING_EF_SEARCH), "threads": worker_threads()}
 
 
 def partial_hnsw_index(
