@@ -23,8 +23,8 @@ from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_once_on_commit
 from alignment.jobs.models import Pickup, error_text
 from alignment.jobs.slices import TimeSlice
-from alignment.models import EmbeddingRun, EmbeddingShard, Encoder, Sentence
-from alignment.services import embed_missing, encoder_index_ensure, sentences_missing_embedding
+from alignment.models import EmbeddingRun, EmbeddingShard, Sentence
+from alignment.services import embed_missing, encoder_get_or_create, encoder_index_ensure, sentences_missing_embedding
 from models_ml.similarity.encoders import SentenceEncoder
 
 SHARD_TASK = "alignment.embed_shard"
@@ -72,7 +72,7 @@ def embedding_shard_execute(
         return shard
     try:
         encoder = load_encoder(run.encoder_name)
-        encoder_row = Encoder.objects.get(name=run.encoder_name)
+        encoder_row = encoder_get_or_create(name=run.encoder_name, dimensions=encoder.dimensions)  # the run's task loads none
         missing = sentences_missing_embedding(corpus=run.corpus, encoder=encoder_row).filter(pk__gt=shard.after_id)
         if shard.through_id is not None:
             missing = missing.filter(pk__lte=shard.through_id)

@@ -223,8 +223,10 @@ def embedding_run_retry(*, run: EmbeddingRun) -> EmbeddingRun:
     return run
 
 
-def sentences_missing_embedding(*, corpus: Corpus, encoder: Encoder):
-    """Sentences of ``corpus`` that have no vector from ``encoder``, in id order."""
+def sentences_missing_embedding(*, corpus: Corpus, encoder: Encoder | None):
+    """Sentences of ``corpus`` that have no vector from ``encoder`` (None: not registered yet, so every one), in id order."""
+    if encoder is None:
+        return Sentence.objects.filter(document__corpus=corpus).order_by("pk")
     has_vector = SentenceEmbedding.objects.filter(sentence=OuterRef("pk"), encoder=encoder)
     return Sentence.objects.filter(document__corpus=corpus).filter(~Exists(has_vector)).order_by("pk")
 
@@ -305,18 +307,21 @@ def embedding_run_execute(
     if pickup in (Pickup.SKIP, Pickup.GAVE_UP):
         return run
     try:
-        encoder = load_encoder(run.encoder_name)
-        encoder_row = encoder_get_or_create(name=run.encoder_name, dimensions=encoder.dimensions)
+        # Counted before the encoder loads (seconds, once per worker process): a run split into shards
+        # never encodes here, so its shards start while this worker would still be loading the model.
+        encoder_row = Encoder.objects.filter(name=run.encoder_name).first()  # None: nothing embedded by it yet
         total = Sentence.objects.filter(document__corpus=run.corpus).count()
-        stored = SentenceEmbedding.objects.filter(sentence__document__corpus=run.corpus, encoder=encoder_row).count()
+        stored = 0 if encoder_row is None else SentenceEmbedding.objects.filter(sentence__document__corpus=run.corpus, encoder=encoder_row).count()
         # A continuation keeps what its first slice found stored; a (re)start counts what is there now.
         already = {} if pickup is Pickup.CONTINUE else {"already_embedded": stored}
         run.heartbeat(total_sentences=total, embedded_sentences=stored, **already)
-        missing = sentences_missing_embedding(corpus=run.corpus, encoder=encoder_row)
-        if run.shards.exists() or missing.count() > settings.EMBEDDING_SHARD_SENTENCES:
+        if run.shards.exists() or total - stored > settings.EMBEDDING_SHARD_SENTENCES:
             from alignment.embedding_shards import embedding_shards_start
 
-            return embedding_shards_start(run, missing)
+            return embedding_shards_start(run, sentences_missing_embedding(corpus=run.corpus, encoder=encoder_row))
+        encoder = load_encoder(run.encoder_name)
+        encoder_row = encoder_get_or_create(name=run.encoder_name, dimensions=encoder.dimensions)
+        missing = sentences_missing_embedding(corpus=run.corpus, encoder=encoder_row)
         embed_missing(run, run, encoder, encoder_row, missing, batch_size, encode_batch_size, time_slice)
         encoder_index_ensure(encoder=encoder_row)
     except Exception as exc:

@@ -12,7 +12,7 @@ import alignment.aligning.measures
 from alignment import services
 from alignment.aligning.measures import app_encoder
 from alignment.embedding_shards import SHARD_TASK
-from alignment.models import EmbeddingRun, EmbeddingShard, SentenceEmbedding
+from alignment.models import EmbeddingRun, EmbeddingShard, Encoder, SentenceEmbedding
 from tests.alignment.test_embedding_job import FailingAfterBatches
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -72,3 +72,30 @@ def test_a_failed_shard_fails_the_run_and_a_retry_embeds_only_what_is_left(big_c
     assert not stored & set(recording.encoded), "the retry re-encoded sentences that were already stored"
     assert len(stored) + len(recording.encoded) == 40
     assert _statuses(run) == ["succeeded"] * 3, "the retry reused the shards"
+
+
+def test_the_runs_own_task_splits_into_shards_without_loading_the_encoder(big_corpus, run_worker, small_shards):
+    corpus = big_corpus(40)
+    run = services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
+
+    def no_load(name):
+        raise AssertionError("the run's task loaded the encoder")  # seconds per worker process, for nothing
+
+    run = services.embedding_run_execute(run_id=run.pk, load_encoder=no_load, batch_size=8)
+    assert run.status == EmbeddingRun.Status.RUNNING and run.total_sentences == 40 and run.embedded_sentences == 0
+    assert _statuses(run) == ["queued"] * 3
+    run_worker()  # the shards load it, register the encoder and embed every sentence
+    run.refresh_from_db()
+    assert run.status == EmbeddingRun.Status.SUCCEEDED, run.error
+    assert SentenceEmbedding.objects.filter(sentence__document__corpus=corpus).count() == 40
+
+
+def test_a_sharded_run_whose_encoder_gives_another_dimension_fails_naming_both(big_corpus, run_worker, small_shards):
+    corpus = big_corpus(40)
+    Encoder.objects.create(name=settings.ENCODER_MODEL, dimensions=7)  # registered by another model of that name
+    run = services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
+    run_worker()
+    run.refresh_from_db()
+    assert run.status == EmbeddingRun.Status.FAILED
+    assert "registered with 7 dimensions, the model gives 384" in run.error, run.error
+    assert not SentenceEmbedding.objects.filter(sentence__document__corpus=corpus).exists()
