@@ -13,13 +13,11 @@ prepare after the last stored batch.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.db import DatabaseError, connection, connections
-
+from alignment.jobs.statements import statement_stopped_when
 from alignment.mining.models import MiningJob
 
 CHECK_EVERY = 1.0  # seconds between two reads of the flag (a check after every batch of a fast prepare would cost a query each)
@@ -47,8 +45,11 @@ class CancelCheck:
             return
         self._checked_at = now
         if self._requested():
-            raise PrepareCancelled(f"mining job {self.job.pk} was cancelled during its prepare")
+            raise self._cancelled()
         self.job.heartbeat()
+
+    def _cancelled(self) -> PrepareCancelled:
+        return PrepareCancelled(f"mining job {self.job.pk} was cancelled during its prepare")
 
     @contextmanager
     def statement(self) -> Iterator[None]:
@@ -58,30 +59,8 @@ class CancelCheck:
         if self.job is None:
             yield
             return
-        connection.ensure_connection()
-        raw, done, fired = connection.connection, threading.Event(), threading.Event()
-
-        def watch() -> None:
-            try:
-                while not done.wait(max(CHECK_EVERY, 0.05)):
-                    if self._requested():
-                        fired.set()
-                        raw.cancel()  # psycopg's cancel request: PostgreSQL stops the statement in flight, if any
-                        return
-            finally:
-                connections.close_all()  # this thread's own connection
-
-        watcher = threading.Thread(target=watch, name=f"mining-{self.job.pk}-cancel", daemon=True)
-        watcher.start()
-        try:
+        with statement_stopped_when(self._requested, self._cancelled, every=CHECK_EVERY):
             yield
-        except DatabaseError as error:
-            if fired.is_set():
-                raise PrepareCancelled(f"mining job {self.job.pk} was cancelled during its prepare") from error
-            raise
-        finally:
-            done.set()
-            watcher.join()
         self()  # the flag may have been set as the statement ended: stop here, not at the next batch
 
 
