@@ -7,8 +7,9 @@ run running. Each shard embeds its range as an unsharded run does (services.embe
 committed with the run's progress, only sentences still without a vector, time slices), so a requeued
 or retried shard never embeds a sentence twice. The shard that finishes last builds the encoder's
 vector index and marks the run succeeded; a failed shard fails the run, and the others stop at their
-next batch; a retry queues the shards not done. Shards take their lane from the run's owner, as
-alignment shards do (alignment/aligning/shards.py).
+next batch, as they do once the run is cancelled (services.embedding_run_cancel); a retry queues the
+shards not done. Shards take their lane from the run's owner, as alignment shards do
+(alignment/aligning/shards.py).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_once_on_commit
 from alignment.jobs.models import Pickup, error_text
 from alignment.jobs.slices import TimeSlice
-from alignment.models import EmbeddingRun, EmbeddingShard, Sentence
-from alignment.services import embed_missing, encoder_get_or_create, encoder_index_ensure, sentences_missing_embedding
+from alignment.models import EmbeddingRun, EmbeddingShard, Encoder, Sentence
+from alignment.services import RunStopped, embed_missing, encoder_get_or_create, encoder_index_ensure, sentences_missing_embedding
 from models_ml.similarity.encoders import SentenceEncoder
 
 SHARD_TASK = "alignment.embed_shard"
@@ -50,7 +51,8 @@ def embedding_shards_start(run: EmbeddingRun, missing: QuerySet[Sentence]) -> Em
         for shard in open_shards:
             shard.mark_queued()  # a failed shard is queued again; a waiting one stays as it is
             enqueue_once_on_commit(SHARD_TASK, shard, shard_id=shard.pk)
-    if not open_shards:
+    if not open_shards:  # every shard embedded; the index build was cancelled (or lost): build it, then finish
+        encoder_index_ensure(encoder=Encoder.objects.get(name=run.encoder_name), run=run)
         run.mark_succeeded()
     return EmbeddingRun.objects.get(pk=run.pk)
 
@@ -77,6 +79,9 @@ def embedding_shard_execute(
         if shard.through_id is not None:
             missing = missing.filter(pk__lte=shard.through_id)
         embed_missing(run, shard, encoder, encoder_row, missing, batch_size, encode_batch_size, time_slice)
+    except RunStopped:  # the run was cancelled (or failed in another shard): stop after the batch in flight
+        shard.mark_cancelled()
+        return EmbeddingShard.objects.get(pk=shard_id)
     except Exception as exc:
         if not database_lost(exc):  # a lost database leaves the shard running: the task's retry resumes it
             shard.mark_failed(error_text(exc))
@@ -87,6 +92,9 @@ def embedding_shard_execute(
         EmbeddingRun.objects.select_for_update().get(pk=run.pk)  # the last two shards may finish together
         last = not EmbeddingShard.objects.filter(run=run).exclude(status=EmbeddingShard.Status.SUCCEEDED).exists()
     if last:
-        encoder_index_ensure(encoder=encoder_row)
+        try:
+            encoder_index_ensure(encoder=encoder_row, run=run)
+        except RunStopped:  # cancelled during the build: the vectors are all stored, a retry builds the index
+            return EmbeddingShard.objects.get(pk=shard_id)
         run.mark_succeeded()
     return EmbeddingShard.objects.get(pk=shard_id)

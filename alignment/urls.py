@@ -15,6 +15,7 @@ urlpatterns = [
     path("corpora/<int:corpus_id>/language/", views.corpus_language, name="corpus_language"),
     path("corpora/<int:corpus_id>/jobs/", views.corpus_jobs, name="corpus_jobs"),
     path("embedding-runs/<int:run_id>/retry/", views.embedding_run_retry, name="embedding_run_retry"),
+    path("embedding-runs/<int:run_id>/cancel/", views.embedding_run_cancel, name="embedding_run_cancel"),
     path("pairs/<int:pair_id>/", views.pair_detail, name="pair_detail"),
     path("pairs/<int:pair_id>/inspect/", inspect_views.pair_inspect, name="pair_inspect"),
     path("pairs/<int:pair_id>/align/", views.pair_align, name="pair_align"),

@@ -101,8 +101,18 @@ def corpus_embed(request: HttpRequest, corpus_id: int) -> HttpResponse:
 def embedding_run_retry(request: HttpRequest, run_id: int) -> HttpResponse:
     run = selectors.embedding_run_get_for_user(request.user, run_id)
     _corpus_for_jobs(request, run.corpus_id)
-    if run.status == EmbeddingRun.Status.FAILED:
+    if run.status in (EmbeddingRun.Status.FAILED, EmbeddingRun.Status.CANCELLED):
         services.embedding_run_retry(run=run)
+    if request.htmx:
+        return corpus_jobs(request, run.corpus_id)
+    return redirect("alignment:corpus_detail", corpus_id=run.corpus_id)
+
+
+@require_POST
+def embedding_run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.embedding_run_get_for_user(request.user, run_id)
+    _corpus_for_jobs(request, run.corpus_id)
+    services.embedding_run_cancel(run=run)  # a finished run stays as it is
     if request.htmx:
         return corpus_jobs(request, run.corpus_id)
     return redirect("alignment:corpus_detail", corpus_id=run.corpus_id)
