@@ -18,6 +18,8 @@ also holds the job's vectors in its index).
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, fields
 
@@ -32,7 +34,7 @@ from alignment.mining.cancelling import CancelCheck
 from alignment.mining.models import MinedPair, MiningJob, MiningNeighbours, MiningSequence, MiningShard
 from alignment.mining.muss_rows import SequenceRow, batch_rows
 from alignment.mining.search_backend import hybrid_settings, nearest_sequences, search_prepare
-from alignment.models import Document, Sentence
+from alignment.models import Sentence
 from models_ml.mining.muss import (
     MussConfig,
     Sequence,
@@ -78,10 +80,23 @@ def muss_stored_config(config: dict | None, encoder: str, shard_sequences: int, 
 
 
 def _stream_sequences(job: MiningJob, config: MussConfig) -> Iterator[Sequence]:
-    """The corpus's candidate sequences in ``candidate_sequences`` order, one document in memory at a time."""
-    for doc in Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True).iterator(chunk_size=500):
-        texts = list(Sentence.objects.filter(document_id=doc).order_by("index").values_list("text", flat=True))
+    """The corpus's candidate sequences in ``candidate_sequences`` order, one document in memory at a time.
+
+    One server-side cursor over every sentence in (document, index) order, read STREAM_CHUNK rows at a time, instead
+    of a query per document (100,000 of them at a million sequences: py-spy put 4.2 of a 25 s prepare there at 30,000).
+    """
+    rows = (
+        Sentence.objects.filter(document__corpus_id=job.source_corpus_id)
+        .order_by("document_id", "index")
+        .values_list("document_id", "text")
+        .iterator(chunk_size=STREAM_CHUNK)
+    )
+    for doc, sentences in itertools.groupby(rows, key=operator.itemgetter(0)):
+        texts = [text for _, text in sentences]
         yield from candidate_sequences([MiningDocument(str(doc), texts)], config)
+
+
+STREAM_CHUNK = 5_000  # sentence rows a fetch of the prepare's cursor holds
 
 
 def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:

@@ -17,7 +17,7 @@ from alignment.mining.models import MinedPair, MiningJob, MiningNeighbours, Mini
 from alignment.models import Document, Sentence
 from alignment.services import corpus_get_or_create
 from models_ml.mining.knn import top_k
-from models_ml.mining.muss import mine_muss
+from models_ml.mining.muss import candidate_sequences, mine_muss
 from models_ml.mining.types import MiningDocument
 from tests.alignment.test_muss_rows import TEXTS, encode
 
@@ -133,3 +133,19 @@ def _exact_pairs(job) -> set:
         (int(p.source_doc), f"{p.source[0]}-{p.source[-1] + 1}", int(p.target_doc), f"{p.target[0]}-{p.target[-1] + 1}")
         for p in mine_muss(documents, encode=encode, config=muss_service.muss_config(job.config))
     }
+
+
+def test_the_prepare_reads_the_corpus_sentences_in_one_query_in_document_order(
+    owner, db, monkeypatch, django_assert_max_num_queries
+) -> None:
+    job = _job(owner, monkeypatch)
+    config = muss_service.muss_config(job.config)
+    monkeypatch.setattr(muss_service, "STREAM_CHUNK", 3)  # fetches of 3 rows: groups span fetches
+    with django_assert_max_num_queries(1):  # was one query per document
+        streamed = list(muss_service._stream_sequences(job, config))
+    documents = [
+        MiningDocument(str(doc.pk), list(Sentence.objects.filter(document=doc).order_by("index").values_list("text", flat=True)))
+        for doc in Document.objects.filter(corpus=job.source_corpus).order_by("pk")
+    ]
+    assert len(documents) > 1
+    assert streamed == candidate_sequences(documents, config)
