@@ -84,6 +84,7 @@ RULES: dict[str, tuple[str, str]] = {
     "alignment:corpus_embed": ("corpus_write", "corpus_write"),
     "alignment:corpus_language": ("corpus_write", "corpus_write"),  # the owner and staff correct the detected language
     "alignment:embedding_run_retry": ("corpus_write", "corpus_write"),
+    "alignment:embedding_run_cancel": ("corpus_write", "corpus_write"),
     "alignment:pair_detail": ("corpus_read", "corpus_read"),
     "alignment:pair_inspect": ("corpus_read", "corpus_read"),
     "alignment:pair_align": ("corpus_write", "corpus_write"),
@@ -192,6 +193,7 @@ DEFAULT_BY_FIRST_PARAMETER = {
 # Which object fills a path parameter: (route name, parameter) first, then the parameter alone.
 PARAMETER_OBJECTS = {
     ("alignment:embedding_run_retry", "run_id"): "embedding_run",
+    ("alignment:embedding_run_cancel", "run_id"): "embedding_run",
     ("alignment:mining_job", "job_id"): "mining_job",
     ("alignment:mining_job_progress", "job_id"): "mining_job",
     ("alignment:mining_job_cancel", "job_id"): "mining_job",

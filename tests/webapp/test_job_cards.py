@@ -48,7 +48,7 @@ def _alignment_run_in_corpus_list(labelled) -> Shown:
 
 def _embedding_run_in_corpus_list(labelled) -> Shown:
     run = alignment_services.embedding_run_create(corpus=labelled.pair.corpus, encoder_name="all-MiniLM-L6-v2")
-    return Shown(run, reverse("alignment:corpus_jobs", args=[labelled.pair.corpus_id]), "embedding-run-", False, False, "Retry")
+    return Shown(run, reverse("alignment:corpus_jobs", args=[labelled.pair.corpus_id]), "embedding-run-", False, True, "Retry")
 
 
 def _mining_job_page(labelled) -> Shown:
