@@ -34,8 +34,13 @@
     answering = value;
     if (layout) layout.setAttribute("aria-busy", value ? "true" : "false");
   };
-  document.addEventListener("htmx:beforeRequest", (event) => { if (event.target.closest && event.target.closest("#queue-main")) answeringSet(true); });
-  document.addEventListener("htmx:afterRequest", () => answeringSet(false));
+  // Done once the next card has settled, not when the response arrives: htmx processes the new card's form (its
+  // hx-post) in the settle step, 20 ms after the swap, and a key pressed in between submitted the form natively (a
+  // full page load, its note at the top of the page beside the next card's own). A failed request swaps nothing.
+  const inQueue = (element) => Boolean(element && element.closest && element.closest("#queue-main"));
+  document.addEventListener("htmx:beforeRequest", (event) => { if (inQueue(event.target)) answeringSet(true); });
+  document.addEventListener("htmx:afterRequest", (event) => { if (event.detail.successful !== true) answeringSet(false); });
+  document.addEventListener("htmx:afterSettle", (event) => { if (inQueue(event.target)) answeringSet(false); });
   const busy = () => answering;
   answeringSet(false);
 
