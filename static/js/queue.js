@@ -10,9 +10,14 @@
   let shown = performance.now();
 
   const toggleHelp = (show) => { help.hidden = show === undefined ? !help.hidden : !show; };
+  // htmx binds a new card's form (its hx-post) in the settle step, 20 ms after the swap: a key pressed in between
+  // clicked an unbound form, a native submit (a whole page load, its note at the top of the page beside the next
+  // card's own). Binding it here first is harmless (htmx binds a node once) and keeps the key.
   const press = (action) => {
     const button = document.querySelector(`#queue-main button[data-action="${action}"]`);
-    if (button) button.click();
+    if (!button) return;
+    if (button.form && window.htmx) window.htmx.process(button.form);
+    button.click();
   };
   const ACTIONS = {
     aligned: () => press("aligned"),
@@ -34,13 +39,8 @@
     answering = value;
     if (layout) layout.setAttribute("aria-busy", value ? "true" : "false");
   };
-  // Done once the next card has settled, not when the response arrives: htmx processes the new card's form (its
-  // hx-post) in the settle step, 20 ms after the swap, and a key pressed in between submitted the form natively (a
-  // full page load, its note at the top of the page beside the next card's own). A failed request swaps nothing.
-  const inQueue = (element) => Boolean(element && element.closest && element.closest("#queue-main"));
-  document.addEventListener("htmx:beforeRequest", (event) => { if (inQueue(event.target)) answeringSet(true); });
-  document.addEventListener("htmx:afterRequest", (event) => { if (event.detail.successful !== true) answeringSet(false); });
-  document.addEventListener("htmx:afterSettle", (event) => { if (inQueue(event.target)) answeringSet(false); });
+  document.addEventListener("htmx:beforeRequest", (event) => { if (event.target.closest && event.target.closest("#queue-main")) answeringSet(true); });
+  document.addEventListener("htmx:afterRequest", () => answeringSet(false));
   const busy = () => answering;
   answeringSet(false);
 
