@@ -14,7 +14,7 @@ from django.urls import reverse
 import alignment.aligning.measures
 from alignment import services
 from alignment.models import EmbeddingRun, EmbeddingShard, Encoder, SentenceEmbedding
-from tests.alignment.test_embedding_job import FailingAfterBatches
+from tests.alignment.test_embedding_job import FailingAfterBatches, retry_recording
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -84,11 +84,7 @@ def test_a_running_run_stops_after_the_batch_in_flight_and_a_retry_embeds_only_t
     assert _stored(corpus) == 16  # the batch in flight is kept with the one before it, nothing after
     assert _index_state(Encoder.objects.get().index_name) is None, "a cancelled run built the index"
 
-    recording = FailingAfterBatches(fail_on=-1)
-    monkeypatch.setattr(alignment.aligning.measures, "load_sentence_encoder", lambda name, **kw: recording)
-    services.embedding_run_retry(run=run)
-    run_worker()
-    run.refresh_from_db()
+    recording = retry_recording(run, run_worker, monkeypatch)
     assert run.status == EmbeddingRun.Status.SUCCEEDED, run.error
     assert _stored(corpus) == 40 and len(recording.encoded) == 24
     assert _index_state(Encoder.objects.get().index_name)[0] is True

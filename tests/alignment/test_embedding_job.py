@@ -69,6 +69,16 @@ class FailingAfterBatches:
         return self.real.encode(sentences, batch_size=batch_size)
 
 
+def retry_recording(run, run_worker, monkeypatch) -> FailingAfterBatches:
+    """Retry ``run`` with a recording encoder, run the worker, and return the encoder (what the retry encoded)."""
+    recording = FailingAfterBatches(fail_on=-1)
+    monkeypatch.setattr(alignment.aligning.measures, "load_sentence_encoder", lambda name, **kw: recording)
+    services.embedding_run_retry(run=run)
+    run_worker()
+    run.refresh_from_db()
+    return recording
+
+
 def test_failed_job_keeps_finished_batches_and_retry_embeds_only_the_rest(big_corpus, run_worker, monkeypatch, settings):
     corpus = big_corpus(40)
     settings.EMBEDDING_BATCH_SIZE = 8

@@ -13,7 +13,7 @@ from alignment import services
 from alignment.aligning.measures import app_encoder
 from alignment.embedding_shards import SHARD_TASK
 from alignment.models import EmbeddingRun, EmbeddingShard, Encoder, SentenceEmbedding
-from tests.alignment.test_embedding_job import FailingAfterBatches
+from tests.alignment.test_embedding_job import FailingAfterBatches, retry_recording
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,11 +62,7 @@ def test_a_failed_shard_fails_the_run_and_a_retry_embeds_only_what_is_left(big_c
     stored = set(SentenceEmbedding.objects.filter(sentence__document__corpus=corpus).values_list("sentence__text", flat=True))
     assert stored == set(failing.encoded)
 
-    recording = FailingAfterBatches(fail_on=-1)
-    monkeypatch.setattr(alignment.aligning.measures, "load_sentence_encoder", lambda name, **kw: recording)
-    services.embedding_run_retry(run=run)
-    run_worker()
-    run.refresh_from_db()
+    recording = retry_recording(run, run_worker, monkeypatch)
     assert run.status == EmbeddingRun.Status.SUCCEEDED, run.error
     assert run.embedded_sentences == run.total_sentences == 40
     assert not stored & set(recording.encoded), "the retry re-encoded sentences that were already stored"
