@@ -16,13 +16,17 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import psycopg
 from django.db import connection, models
+from pgvector.psycopg.halfvec import register_halfvec_info
 from pgvector.psycopg.sparsevec import register_sparsevec_info
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
-_VECTOR_TYPES: dict[tuple, tuple[TypeInfo, TypeInfo]] = {}  # pgvector's vector and sparsevec types, by database: fetched once per process
+_VECTOR_TYPES: dict[
+    tuple, tuple[TypeInfo, TypeInfo, TypeInfo]
+] = {}  # pgvector's vector, halfvec and sparsevec types, by database: fetched once per process
 
 
 def copy_rows(model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
@@ -39,15 +43,17 @@ def copy_rows(model: type[models.Model], columns: Sequence[str], rows: Iterable[
 
 def vector_cursor() -> psycopg.Cursor:
     """A psycopg cursor on Django's connection (inside the caller's transaction) that sends (``%b``) and reads
-    (``binary=True``) pgvector's binary format; vectors come back as float32 NumPy arrays."""
+    (``binary=True``) pgvector's binary format; a vector comes back as pgvector's ``Vector``, a halfvec as its ``HalfVector``
+    (``to_numpy()``: float32, float16)."""
     connection.ensure_connection()
     raw = connection.connection
     key = (raw.info.host, raw.info.port, raw.info.dbname)
     if key not in _VECTOR_TYPES:
-        _VECTOR_TYPES[key] = (TypeInfo.fetch(raw, "vector"), TypeInfo.fetch(raw, "sparsevec"))
+        _VECTOR_TYPES[key] = (TypeInfo.fetch(raw, "vector"), TypeInfo.fetch(raw, "halfvec"), TypeInfo.fetch(raw, "sparsevec"))
     cursor = psycopg.Cursor(raw)  # server-side binding: Django's client-side cursor cannot send %b
-    vector, sparse = _VECTOR_TYPES[key]
+    vector, half, sparse = _VECTOR_TYPES[key]
     register_vector_info(cursor, vector)
+    register_halfvec_info(cursor, half)
     register_sparsevec_info(cursor, sparse)
     return cursor
 
@@ -66,10 +72,10 @@ def copy_binary(model: type[models.Model], columns: Sequence[str], types: Sequen
     return count
 
 
-class PackedSparseRow:
-    """One row of a sparse matrix in pgvector's binary ``sparsevec`` format, for :func:`copy_binary` (whose sparsevec
-    dumper calls ``to_binary``). Packed from the matrix's arrays at once: ``SparseVector(matrix[row])`` sliced the
-    matrix row by row, 11 of a 30,000-sequence hybrid prepare's 40 s."""
+class PackedRow:
+    """One row of a matrix already in pgvector's binary format (``halfvec``, ``sparsevec``), for :func:`copy_binary`,
+    whose pgvector dumpers call ``to_binary``. Packed from the matrix's arrays at once: ``SparseVector(matrix[row])``
+    sliced the matrix row by row, 11 of a 30,000-sequence hybrid prepare's 40 s."""
 
     __slots__ = ("_binary",)
 
@@ -80,7 +86,7 @@ class PackedSparseRow:
         return self._binary
 
 
-def packed_sparse_rows(matrix) -> list[PackedSparseRow]:
+def packed_sparse_rows(matrix) -> list[PackedRow]:
     """Each row of a scipy sparse matrix (n, D) packed as a sparsevec of D dimensions: int32 D, non-zeros, 0, then the
     0-based columns (int32) and values (float32), big-endian; explicit zeros dropped (a sparsevec holds none)."""
     matrix = matrix.tocsr(copy=True)
@@ -89,6 +95,18 @@ def packed_sparse_rows(matrix) -> list[PackedSparseRow]:
     columns, values, bounds = matrix.indices.astype(">i4"), matrix.data.astype(">f4"), matrix.indptr.tolist()
     dimensions = int(matrix.shape[1])
     return [
-        PackedSparseRow(struct.pack(">iii", dimensions, stop - start, 0) + columns[start:stop].tobytes() + values[start:stop].tobytes())
+        PackedRow(struct.pack(">iii", dimensions, stop - start, 0) + columns[start:stop].tobytes() + values[start:stop].tobytes())
         for start, stop in zip(bounds[:-1], bounds[1:])
     ]
+
+
+def packed_half_rows(vectors) -> list[PackedRow]:
+    """Each row of a dense matrix (n, d) packed as a ``halfvec``: uint16 d, 0, then d float16 values, big-endian, rounded
+    to the nearest half (as ``::halfvec`` rounds); a value past float16's range is refused, as PostgreSQL refuses it."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2:
+        raise ValueError(f"expected a matrix of vectors (n, d), got shape {matrix.shape}")
+    if not np.isfinite(matrix).all() or (np.abs(matrix) > np.finfo(np.float16).max).any():
+        raise ValueError("a vector holds a value that is not finite or past half precision's range (65,504)")
+    header = struct.pack(">HH", matrix.shape[1], 0)
+    return [PackedRow(header + row.tobytes()) for row in matrix.astype(">f2")]

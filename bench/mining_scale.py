@@ -14,7 +14,7 @@ in-memory  ``models_ml.mining.muss.mine_muss`` on the same documents with the sa
            the job's efSearch and threads), so a faster index is never mistaken for a faster pipeline.
 
 It prints sequences/s of both, their ratio (the goal: the app at >= 0.5x), the pairs each found and how many they
-share, and the app's peak RSS (this process; PostgreSQL's own memory is not in it).
+share, the app's peak RSS (this process; PostgreSQL's own memory is not in it) and the bytes a stored vector takes.
 
 ``--workers N`` (N >= 1): the prepare runs here, its shards in N ``procrastinate worker`` processes on the ``mining``
 queue (each reads the index the prepare built and stored in PostgreSQL, as on N hosts), of ``--threads`` threads each; the peak RSS is the
@@ -119,6 +119,15 @@ def stored_pairs(job) -> set:
     return {(source, tuple(s), target, tuple(t)) for source, s, target, t in rows.iterator(chunk_size=5000)}
 
 
+def vector_bytes(job) -> float:
+    """Bytes a stored sequence vector takes in its table (pgvector's value with its header; halfvec: 2 a dimension)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT avg(pg_column_size(vector)) FROM alignment_miningsequence WHERE job_id = %s", [job.pk])
+        return float(cursor.fetchone()[0] or 0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sequences", default="30000", help="comma-separated sizes in sequences (= sentences)")
@@ -165,6 +174,7 @@ def main() -> None:
             search = ivf_search if args.index == "ivf" else faiss_search
             memory_seconds, memory_found = in_memory(corpora[documents], muss_config(job.config), topic_encoder(args.dim), threads, search)
         shown = ", ".join(f"{name} {seconds:.1f}" for name, seconds in [("prepare", prepared - started), *sorted(phases.items())])
+        shown += f"; vectors {vector_bytes(job):.0f} B/sequence"
         print(
             f"{size:>10,} | {app_seconds:>7.1f} {size / app_seconds:>7.0f} | {memory_seconds:>8.1f} {size / memory_seconds:>7.0f} | "
             f"{memory_seconds / app_seconds:>5.2f} | {len(app_found):>9,} {len(memory_found):>7,} {len(app_found & memory_found):>7,} | "

@@ -21,7 +21,7 @@ from django.conf import settings
 from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.index_store import index_store, index_stored, ivf_load
 from alignment.mining.models import MiningJob, MiningSequence
-from alignment.mining.vectors import stored_rows, vector_chunks, vectors_of
+from alignment.mining.vectors import as_float32, stored_rows, vector_chunks, vectors_of
 from models_ml.mining.ivf_index import IvfIndex
 
 _lock = threading.Lock()
@@ -66,7 +66,7 @@ def _built(job: MiningJob, count: int, check: CancelCheck) -> IvfIndex:
     """Trained on every ``n / sample``-th stored vector, then filled from a binary COPY a chunk at a time."""
     cells = int(settings.MINING_IVF_CELLS) or None
     every = max(1, count // IvfIndex.sample_size(count, cells))
-    sample = np.stack([row[1].to_numpy() for row in stored_rows(job, every=every)])
+    sample = as_float32([row[1] for row in stored_rows(job, every=every)])
     index = IvfIndex(sample, count, cells=cells, nprobe=int(settings.MINING_IVF_NPROBE), threads=worker_threads())
     del sample
     for ids, vectors in vector_chunks(job, count):  # a COPY a chunk: the check asks the database between two

@@ -16,7 +16,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector
 from django.db import models
-from pgvector.django import SparseVectorField, VectorField
+from pgvector.django import HalfVectorField, SparseVectorField, VectorField
 
 from alignment.jobs.models import Job
 
@@ -144,7 +144,7 @@ class MiningSequence(models.Model):
     start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
     text = models.TextField()
-    vector = VectorField()
+    vector = HalfVectorField(help_text="The sequence's unit vector in half precision: the same pairs as float32, half the bytes.")
     lexical = SparseVectorField(null=True, help_text="Hybrid jobs: unit character 3-gram TF-IDF, hashed, <= 1,000 non-zeros.")
 
     class Meta:

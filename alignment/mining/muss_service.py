@@ -29,7 +29,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from psycopg.types.json import Jsonb
 
-from alignment.copying import copy_binary, packed_sparse_rows
+from alignment.copying import copy_binary, packed_half_rows, packed_sparse_rows
 from alignment.mining.cancelling import CancelCheck
 from alignment.mining.models import MinedPair, MiningJob, MiningNeighbours, MiningSequence, MiningShard
 from alignment.mining.muss_rows import SequenceRow, batch_rows
@@ -149,16 +149,15 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
 
 
 SEQUENCE_COLUMNS = ("job_id", "index", "document_id", "start", "end", "text", "vector", "lexical")
-SEQUENCE_TYPES = ("int8", "int4", "int8", "int4", "int4", "text", "vector", "sparsevec")
+SEQUENCE_TYPES = ("int8", "int4", "int8", "int4", "int4", "text", "halfvec", "sparsevec")
 
 
 def _sequences_store(job: MiningJob, batch: list[tuple[int, Sequence]], vectors: np.ndarray, lexical: list) -> None:
-    """One encoded batch as MiningSequence rows, by binary COPY (vectors in pgvector's binary format: formatting them
-    as text for INSERTs was most of prepare, docs/benchmarks.md "Mining at scale"). One statement: all rows or none,
-    so a resumed prepare, which starts after the rows stored (``done``), never writes one twice."""
+    """One encoded batch as MiningSequence rows, by binary COPY (vectors in pgvector's binary ``halfvec`` format:
+    formatting them as text for INSERTs was most of prepare, docs/benchmarks.md "Mining at scale"). One statement: all
+    rows or none, so a resumed prepare, which starts after the rows stored (``done``), never writes one twice."""
     rows = (
-        (job.pk, index, int(s.doc_id), s.start, s.end, s.text, np.asarray(v, dtype=np.float32), w)
-        for (index, s), v, w in zip(batch, vectors, lexical)
+        (job.pk, index, int(s.doc_id), s.start, s.end, s.text, v, w) for (index, s), v, w in zip(batch, packed_half_rows(vectors), lexical)
     )
     copy_binary(MiningSequence, SEQUENCE_COLUMNS, SEQUENCE_TYPES, rows)
 

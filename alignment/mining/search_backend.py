@@ -99,15 +99,32 @@ def search_prepare(job: MiningJob, sequences: int, check: CancelCheck = NEVER) -
     if uses_ivf(job, sequences):
         ivf_prepare(job, sequences, check)
         return
-    dimensions = len(MiningSequence.objects.filter(job=job).values_list("vector", flat=True).first() or [])
+    dimensions = _dimensions(job)
     if dimensions:
         table = MiningSequence._meta.db_table
-        partial_hnsw_index(f"mining_sequence_hnsw_{int(job.pk)}", table, dimensions, "job_id", job.pk, check=check)
+        partial_hnsw_index(
+            f"mining_sequence_hnsw_{int(job.pk)}",
+            table,
+            dimensions,
+            "job_id",
+            job.pk,
+            kind="halfvec",
+            ops="halfvec_cosine_ops",
+            check=check,
+        )
     if job.retrieval == MiningJob.Retrieval.HYBRID:
         partial_hnsw_index(
             f"mining_sequence_lexical_hnsw_{int(job.pk)}", MiningSequence._meta.db_table, LEXICAL_DIMENSIONS, "job_id", job.pk,
             column="lexical", kind="sparsevec", ops="sparsevec_ip_ops", check=check,
         )  # fmt: skip
+
+
+def _dimensions(job: MiningJob) -> int:
+    """The dimension of the job's stored sequence vectors (0 when it has none)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT vector_dims(vector) FROM {MiningSequence._meta.db_table} WHERE job_id = %s LIMIT 1", [job.pk])
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
 
 
 def _faiss_prepare(job: MiningJob, count: int, check: CancelCheck) -> None:
@@ -173,8 +190,7 @@ def _pgvector_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> lis
     hnsw_search_settings()  # the caller's transaction (one batch)
     table = MiningSequence._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT vector_dims(vector) FROM {table} WHERE job_id = %s LIMIT 1", [job.pk])
-        typed = f"vector::vector({int(cursor.fetchone()[0])})"  # the expression the job's partial index is on
+        typed = f"vector::halfvec({_dimensions(job)})"  # the expression the job's partial index is on
         cursor.execute(
             f"SELECT q.index, n.index, n.distance FROM {table} AS q CROSS JOIN LATERAL ("
             f"  SELECT o.index, o.{typed} <=> q.{typed} AS distance FROM {table} AS o"
@@ -195,8 +211,7 @@ def _pgvector_hybrid_nearest(job: MiningJob, rows: list[MiningSequence], k: int)
     table = MiningSequence._meta.db_table
     weight, depth = float(job.config["dense_weight"]), max(HYBRID_DEPTH, int(k))
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT vector_dims(vector) FROM {table} WHERE job_id = %s LIMIT 1", [job.pk])
-        dense = f"vector::vector({int(cursor.fetchone()[0])})"
+        dense = f"vector::halfvec({_dimensions(job)})"
         lexical = f"lexical::sparsevec({LEXICAL_DIMENSIONS})"
         fused = f"{weight!r} * (1 - (o.{dense} <=> q.d)) + {1.0 - weight!r} * -(o.{lexical} <#> q.l)"  # floats from the config
         view = f"SELECT q.index AS query, n.index, n.score FROM q CROSS JOIN LATERAL (SELECT o.index, {fused} AS score FROM {table} AS o"
@@ -253,7 +268,7 @@ def _stored_views(job: MiningJob, count: int) -> tuple[np.ndarray, np.ndarray, s
     for position, row in enumerate(stored_rows(job, True)):
         if position >= count:
             break  # rows stored after the count was taken (a prepare still running): the count's are the index
-        vector = row[1].to_numpy()  # pgvector's Vector over the binary value: no parsing
+        vector = row[1].to_numpy()  # pgvector's HalfVector over the binary value: no parsing (float16, widened below)
         if vectors is None:
             vectors = np.empty((count, len(vector)), dtype=np.float32)
         ids[position], vectors[position] = row[0], vector

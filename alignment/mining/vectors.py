@@ -15,11 +15,11 @@ from alignment.mining.models import MiningJob, MiningSequence
 
 
 def stored_rows(job: MiningJob, hybrid: bool = False, *, every: int = 1, after: int = -1, limit: int | None = None) -> Iterator[tuple]:
-    """(index, pgvector Vector[, SparseVector]) of the job's sequences in index order, streamed (bounded memory);
+    """(index, pgvector HalfVector[, SparseVector]) of the job's sequences in index order, streamed (bounded memory);
     ``every``: only each ``every``-th sequence (a training sample); ``after``, ``limit``: the first ``limit`` with an
     index above ``after``. The connection runs nothing else until the stream ends."""
     table = MiningSequence._meta.db_table
-    columns, types = ("index, vector, lexical", ["int4", "vector", "sparsevec"]) if hybrid else ("index, vector", ["int4", "vector"])
+    columns, types = ("index, vector, lexical", ["int4", "halfvec", "sparsevec"]) if hybrid else ("index, vector", ["int4", "halfvec"])
     where = (
         f"job_id = {int(job.pk)}"
         + (f" AND index % {int(every)} = 0" if every > 1 else "")
@@ -31,23 +31,23 @@ def stored_rows(job: MiningJob, hybrid: bool = False, *, every: int = 1, after: 
         yield from copy.rows()
 
 
-CHUNK = 20_000  # stored vectors read at a time to build an index (30 MB at 384 dimensions)
+CHUNK = 20_000  # stored vectors read at a time to build an index (15 MB as stored, 30 MB as float32, at 384 dimensions)
 
 
 def vector_chunks(job: MiningJob, count: int, size: int = CHUNK) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """The job's first ``count`` sequences in index order as (indices (c,), vectors (c, d)), ``size`` at a time, each
+    """The job's first ``count`` sequences in index order as (indices (c,), float32 vectors (c, d)), ``size`` at a time, each
     chunk read whole by its own COPY, so the caller may use the connection between two (a cancel check)."""
     after, left = -1, count
     while left > 0:
         rows = list(stored_rows(job, after=after, limit=min(size, left)))
         if not rows:
             raise ValueError(f"mining job {job.pk} has {count - left} stored sequence vectors, not {count}; mine again to prepare them")
-        yield np.array([row[0] for row in rows], dtype=np.int64), np.stack([row[1].to_numpy() for row in rows])
+        yield np.array([row[0] for row in rows], dtype=np.int64), as_float32([row[1] for row in rows])
         after, left = rows[-1][0], left - len(rows)
 
 
 def vectors_of(job: MiningJob, indices: np.ndarray) -> np.ndarray:
-    """The stored vectors (len(indices), d) of the job's sequences ``indices`` (sorted, unique), in that order."""
+    """The stored vectors (len(indices), d), float32, of the job's sequences ``indices`` (sorted, unique), in that order."""
     table = MiningSequence._meta.db_table
     with vector_cursor() as cursor:
         cursor.execute(
@@ -58,4 +58,14 @@ def vectors_of(job: MiningJob, indices: np.ndarray) -> np.ndarray:
         rows = cursor.fetchall()
     if [row[0] for row in rows] != [int(i) for i in indices]:
         raise ValueError(f"mining job {job.pk}: some of the sequences asked for have no stored vector")
-    return np.stack([row[1].to_numpy() for row in rows]) if rows else np.zeros((0, 0), np.float32)
+    return as_float32([row[1] for row in rows])
+
+
+def as_float32(halves: list) -> np.ndarray:
+    """pgvector ``HalfVector`` values as one float32 matrix (n, d) of unit rows, as faiss and NumPy's products take them:
+    rounding to half precision moves a unit vector's norm by up to about 1e-4, and the search's inner products are to
+    be the cosines that pgvector's ``<=>`` computes from the same halves."""
+    if not halves:
+        return np.zeros((0, 0), np.float32)
+    matrix = np.stack([half.to_numpy() for half in halves]).astype(np.float32)
+    return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), np.float32(1e-12))
