@@ -9,9 +9,10 @@ timed), then runs:
 
 app        the app's MUSS job in this process with the faiss search backend, as the workers would: prepare
            (sequences, vectors, rows), every neighbours shard, every pairs shard; seconds per phase;
-in-memory  ``models_ml.mining.muss.mine_muss`` on the same documents with the same encoder and the **same search
-           index** (``search=``: the faiss index the job builds, exact below 20,000 sequences and HNSW above, with
-           the job's efSearch and threads), so a faster index is never mistaken for a faster pipeline.
+in-memory  ``models_ml.mining.muss.mine_muss`` on the same documents with the same encoder (its vectors rounded to
+           half precision, as the job stores them) and the **same search index** (``search=``: the faiss index the
+           job builds, exact below 20,000 sequences and HNSW above, with the job's efSearch and threads), so a faster
+           index is never mistaken for a faster pipeline.
 
 It prints sequences/s of both, their ratio (the goal: the app at >= 0.5x), the pairs each found and how many they
 share, the app's peak RSS (this process; PostgreSQL's own memory is not in it) and the bytes a stored vector takes.
@@ -78,6 +79,18 @@ def ivf_search(threads: int):
         return index.search(vectors, k, lambda wanted: vectors[wanted], exclude=np.arange(n))
 
     return search
+
+
+def as_stored(encode):
+    """The encoder's vectors as the job reads them back: rounded to half precision (its ``halfvec`` column), then widened
+    to unit float32 rows, so that both sides mine the same vectors (at 30,000 sequences the job's pairs from the halves
+    and the in-memory side's from float32 differed in 19 of 30,700)."""
+
+    def rounded(texts: list[str]) -> np.ndarray:
+        vectors = encode(texts).astype(np.float16).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    return rounded
 
 
 def in_memory(corpus, config, encode, threads: int, search) -> tuple[float, set]:
@@ -172,7 +185,9 @@ def main() -> None:
             memory_seconds, memory_found = float("nan"), set()
         else:
             search = ivf_search if args.index == "ivf" else faiss_search
-            memory_seconds, memory_found = in_memory(corpora[documents], muss_config(job.config), topic_encoder(args.dim), threads, search)
+            memory_seconds, memory_found = in_memory(
+                corpora[documents], muss_config(job.config), as_stored(topic_encoder(args.dim)), threads, search
+            )
         shown = ", ".join(f"{name} {seconds:.1f}" for name, seconds in [("prepare", prepared - started), *sorted(phases.items())])
         shown += f"; vectors {vector_bytes(job):.0f} B/sequence"
         print(

@@ -1,5 +1,5 @@
 """A MUSS job's sequence vectors in half precision (pgvector's ``halfvec``): on 46,356 OneStopEnglish sequences with
-MiniLM the rounding left every one of the 10,750 pairs and 99.99 % of the exact neighbours as they were, and the
+MiniLM the rounding left every one of the 10,905 pairs and 99.99 % of the exact neighbours as they were, and the
 vectors take half the bytes (docs/benchmarks.md, "Sequence vectors in half precision").
 
 A job's partial HNSW index (pgvector backend) was built on ``vector::vector(d)``; its search now asks for
