@@ -8,7 +8,7 @@ sentences, as a job makes them) encoded once by all-MiniLM-L6-v2. Then ``mine_mu
 same documents: with the float32 vectors, and with the same vectors rounded to float16 and widened back, which is what
 a job reads from pgvector's ``halfvec`` column. Printed: the pairs each finds and how many they share, the largest
 difference of a shared pair's margin, and recall@8 of the float16 neighbours against the float32 ones (exact search
-on unit rows). About 12 minutes on 2 cores (encoding 4, each mining 4). ``--documents N``: the first N texts only.
+on unit rows). About 14 minutes on 2 cores (encoding 5, each mining 4). ``--documents N``: the first N texts only.
 """
 
 from __future__ import annotations
