@@ -8,7 +8,7 @@ import time
 
 import pytest
 from django.conf import settings
-from django.db import DatabaseError, connection, connections
+from django.db import DatabaseError, connection, connections, transaction
 from django.urls import reverse
 
 import alignment.aligning.measures
@@ -188,3 +188,59 @@ def test_the_runs_index_build_runs_under_its_cancel(big_corpus, monkeypatch):
     monkeypatch.setattr(services, "statement_stopped_when", spy)
     assert services.encoder_index_ensure(encoder=encoder, run=run) is True
     assert watched == [(False, f"embedding run {run.pk} stopped during its index build")]
+
+
+def test_a_run_whose_index_another_run_is_building_waits_for_that_build_and_stops_on_its_own_cancel(big_corpus, run_worker):
+    """Two runs of one encoder ending together: the second's build waits on the table's lock, which the first's
+    ``CONCURRENTLY`` build holds until its index is valid, so neither run ends before its index can be used."""
+    corpus = big_corpus(8)
+    services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
+    run_worker()
+    encoder = Encoder.objects.get()
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {encoder.index_name}")
+    held, release = threading.Event(), threading.Event()
+
+    def old_snapshot() -> None:  # a reader whose snapshot the other run's CONCURRENTLY build must wait for
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                cursor.execute("SELECT count(*) FROM alignment_sentenceembedding")
+                held.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    def other_runs_build() -> None:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"CREATE INDEX CONCURRENTLY {encoder.index_name} ON alignment_sentenceembedding "
+                    f"USING hnsw ((vector::vector({encoder.dimensions})) vector_cosine_ops) WHERE encoder_id = {encoder.pk}"
+                )
+        finally:
+            connections.close_all()
+
+    reader, builder = threading.Thread(target=old_snapshot), threading.Thread(target=other_runs_build)
+    reader.start()
+    assert held.wait(10)
+    builder.start()
+    deadline = time.monotonic() + 10
+    while _index_state(encoder.index_name) is None:  # the other build's index exists, invalid, from its first phase
+        assert time.monotonic() < deadline, "the other build never started"
+        time.sleep(0.05)
+    waiting = services.embedding_run_create(corpus=big_corpus(4), encoder_name=settings.ENCODER_MODEL)
+    assert waiting.mark_running()
+    timer = threading.Timer(0.5, _cancel_from_another_connection, args=(waiting,))
+    timer.start()
+    with pytest.raises(services.RunStopped, match="stopped during its index build"):  # its own cancel ends the wait
+        services.encoder_index_ensure(encoder=encoder, run=waiting)
+    timer.join()
+    started = time.monotonic()
+    threading.Timer(1.0, release.set).start()
+    services.encoder_index_ensure(encoder=encoder)  # its IF NOT EXISTS skips, once the other build has finished
+    assert time.monotonic() - started >= 1.0
+    valid, definition = _index_state(encoder.index_name)
+    assert valid is True and "hnsw" in definition
+    reader.join(10)
+    builder.join(10)
