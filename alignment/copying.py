@@ -24,9 +24,8 @@ from pgvector.psycopg.sparsevec import register_sparsevec_info
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
-_VECTOR_TYPES: dict[
-    tuple, tuple[TypeInfo, TypeInfo, TypeInfo]
-] = {}  # pgvector's vector, halfvec and sparsevec types, by database: fetched once per process
+# pgvector's vector, halfvec and sparsevec types, by database: fetched once per process
+_VECTOR_TYPES: dict[tuple, tuple[TypeInfo, TypeInfo, TypeInfo]] = {}
 
 
 def copy_rows(model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[object]]) -> int:

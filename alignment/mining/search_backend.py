@@ -31,7 +31,7 @@ from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.index_store import faiss_kind, index_load, index_store, index_stored
 from alignment.mining.ivf_search import ivf_nearest, ivf_prepare, worker_threads
 from alignment.mining.models import MiningJob, MiningSequence
-from alignment.mining.vectors import stored_rows, vector_chunks
+from alignment.mining.vectors import stored_rows, unit_rows, vector_chunks
 from models_ml.mining.hybrid_index import HybridIndex
 from models_ml.mining.retrieval import LEXICAL_DIMENSIONS
 from models_ml.mining.vector_index import FaissIndex, faiss_available
@@ -103,15 +103,9 @@ def search_prepare(job: MiningJob, sequences: int, check: CancelCheck = NEVER) -
     if dimensions:
         table = MiningSequence._meta.db_table
         partial_hnsw_index(
-            f"mining_sequence_hnsw_{int(job.pk)}",
-            table,
-            dimensions,
-            "job_id",
-            job.pk,
-            kind="halfvec",
-            ops="halfvec_cosine_ops",
+            f"mining_sequence_hnsw_{int(job.pk)}", table, dimensions, "job_id", job.pk, kind="halfvec", ops="halfvec_cosine_ops",
             check=check,
-        )
+        )  # fmt: skip
     if job.retrieval == MiningJob.Retrieval.HYBRID:
         partial_hnsw_index(
             f"mining_sequence_lexical_hnsw_{int(job.pk)}", MiningSequence._meta.db_table, LEXICAL_DIMENSIONS, "job_id", job.pk,
@@ -281,7 +275,7 @@ def _stored_views(job: MiningJob, count: int) -> tuple[np.ndarray, np.ndarray, s
         raise ValueError(f"mining job {job.pk} has no sequence vectors to search")
     indptr = np.concatenate([[0], np.cumsum(lengths)])
     lexical = sparse.csr_matrix((np.concatenate(values), np.concatenate(columns), indptr), shape=(count, LEXICAL_DIMENSIONS))
-    return ids, vectors, lexical
+    return ids, unit_rows(vectors), lexical  # the halves' cosines, as the dense searches read them
 
 
 @checks.register()

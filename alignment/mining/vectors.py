@@ -62,15 +62,21 @@ def vectors_of(job: MiningJob, indices: np.ndarray) -> np.ndarray:
 
 
 def as_float32(halves: list) -> np.ndarray:
-    """pgvector ``HalfVector`` values as one float32 matrix (n, d) of unit rows, as faiss and NumPy's products take them:
-    rounding to half precision moves a unit vector's norm by up to about 1e-4, and the search's inner products are to
-    be the cosines that pgvector's ``<=>`` computes from the same halves. Filled and scaled in place: no float16 stack
-    or (n, d) temporaries beside the result (a chunk of 20,000 is 30 MB)."""
+    """pgvector ``HalfVector`` values as one float32 matrix (n, d) of unit rows (:func:`unit_rows`), as faiss and NumPy's
+    products take them. Filled in place: no float16 stack or (n, d) temporaries beside the result (a chunk of 20,000
+    is 30 MB)."""
     if not halves:
         return np.zeros((0, 0), np.float32)
     matrix = np.empty((len(halves), halves[0].dimensions()), dtype=np.float32)
     for row, half in enumerate(halves):
         matrix[row] = half.to_numpy()
+    return unit_rows(matrix)
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """``matrix`` (n, d) float32 with each row scaled to norm 1, in place: rounding a unit vector to half precision moves
+    its norm by up to about 1e-4, and the searches' inner products are to be the cosines that pgvector's ``<=>``
+    computes from the same halves."""
     norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
     matrix /= np.maximum(norms, np.float32(1e-12))[:, None]
     return matrix

@@ -93,7 +93,8 @@ def test_both_search_backends_give_a_hybrid_job_the_same_neighbours(owner, run_w
     assert len(found) == len(expected) == 12
     for index, neighbours in expected.items():
         assert [i for i, _ in found[index]] == [i for i, _ in neighbours], index
-        assert [s for _, s in found[index]] == pytest.approx([s for _, s in neighbours], abs=1e-4)
+        # the faiss side reads the stored halves as unit rows, so its cosines are pgvector's (5e-6 apart without)
+        assert [s for _, s in found[index]] == pytest.approx([s for _, s in neighbours], abs=1e-6)
     assert isinstance(search_backend.job_index(by_faiss), search_backend.HybridIndex)
 
 
