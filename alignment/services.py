@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections import defaultdict
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from alignment.copying import vector_cursor
@@ -164,6 +165,14 @@ def encoder_index_ensure(*, encoder: Encoder, run: EmbeddingRun | None = None) -
     """
     if _index_valid(encoder.index_name):
         return False
+    with _build_turn(encoder.index_name, run):  # one build of the index at a time, whichever run or host asks
+        if _index_valid(encoder.index_name):
+            return False  # another run built it while this one waited for its turn
+        _index_build(encoder, run)
+    return True
+
+
+def _index_build(encoder: Encoder, run: EmbeddingRun | None) -> None:
     # CONCURRENTLY does not block writers of other encoders' vectors, but
     # cannot run inside a transaction block (as in tests); then build it plainly.
     concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"
@@ -185,7 +194,35 @@ def encoder_index_ensure(*, encoder: Encoder, run: EmbeddingRun | None = None) -
         finally:
             if raise_memory and concurrently:
                 cursor.execute(f"SET maintenance_work_mem = '{before_mb}MB'")
-    return True
+
+
+INDEX_LOCKS = 4201  # the first key of the session advisory locks that give an index build its turn (the second: its name's hash)
+INDEX_TURN_POLL_SECONDS = 1.0
+
+
+@contextmanager
+def _build_turn(name: str, run: EmbeddingRun | None) -> Iterator[None]:
+    """The turn to build index ``name``: a session advisory lock, asked for every second until it is free, ``run``'s cancel
+    looked for between (:class:`RunStopped`). Two runs of one encoder ending together each issued ``CREATE INDEX
+    CONCURRENTLY``, and the second failed ("tuple concurrently updated") or returned with the index still invalid,
+    the first build still running (both seen in tests/alignment/test_embedding_cancel.py). A blocking
+    ``pg_advisory_lock`` would hold a snapshot, which a ``CONCURRENTLY`` build waits for; a short try does not."""
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", [INDEX_LOCKS, name])
+            if cursor.fetchone()[0]:
+                break
+            if run is not None and not EmbeddingRun.objects.filter(pk=run.pk, status=EmbeddingRun.Status.RUNNING).exists():
+                raise RunStopped(f"embedding run {run.pk} stopped while another run built its encoder's index")
+            time.sleep(INDEX_TURN_POLL_SECONDS)
+    try:
+        yield
+    finally:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [INDEX_LOCKS, name])
+        except DatabaseError:  # the connection is gone (and its lock with it) or its transaction failed: nothing to free here
+            pass
 
 
 def index_build_memory_mb(vectors: int, dimensions: int) -> int:

@@ -190,18 +190,19 @@ def test_the_runs_index_build_runs_under_its_cancel(big_corpus, monkeypatch):
     assert watched == [(False, f"embedding run {run.pk} stopped during its index build")]
 
 
-def test_a_run_whose_index_another_run_is_building_waits_for_that_build_and_stops_on_its_own_cancel(big_corpus, run_worker):
-    """Two runs of one encoder ending together: the second's build waits on the table's lock, which the first's
-    ``CONCURRENTLY`` build holds until its index is valid, so neither run ends before its index can be used."""
+def test_two_runs_building_one_encoders_index_take_turns_and_a_waiting_run_stops_on_its_own_cancel(big_corpus, run_worker, monkeypatch):
+    """Two runs of one encoder ending together: the second waits for the first's build. Before, it issued its own
+    ``CREATE INDEX CONCURRENTLY`` and failed ("tuple concurrently updated") or returned with the index still invalid."""
+    monkeypatch.setattr(services, "INDEX_TURN_POLL_SECONDS", 0.1)
     corpus = big_corpus(8)
     services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
     run_worker()
     encoder = Encoder.objects.get()
     with connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX {encoder.index_name}")
-    held, release = threading.Event(), threading.Event()
+    held, release, first = threading.Event(), threading.Event(), []
 
-    def old_snapshot() -> None:  # a reader whose snapshot the other run's CONCURRENTLY build must wait for
+    def old_snapshot() -> None:  # a reader whose snapshot the first run's CONCURRENTLY build waits for, holding it there
         try:
             with transaction.atomic(), connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -211,36 +212,35 @@ def test_a_run_whose_index_another_run_is_building_waits_for_that_build_and_stop
         finally:
             connections.close_all()
 
-    def other_runs_build() -> None:
+    def first_run_builds() -> None:
         try:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"CREATE INDEX CONCURRENTLY {encoder.index_name} ON alignment_sentenceembedding "
-                    f"USING hnsw ((vector::vector({encoder.dimensions})) vector_cosine_ops) WHERE encoder_id = {encoder.pk}"
-                )
+            first.append(services.encoder_index_ensure(encoder=encoder))
+        except Exception as error:
+            first.append(error)
         finally:
             connections.close_all()
 
-    reader, builder = threading.Thread(target=old_snapshot), threading.Thread(target=other_runs_build)
+    reader, builder = threading.Thread(target=old_snapshot), threading.Thread(target=first_run_builds)
     reader.start()
     assert held.wait(10)
     builder.start()
     deadline = time.monotonic() + 10
-    while _index_state(encoder.index_name) is None:  # the other build's index exists, invalid, from its first phase
-        assert time.monotonic() < deadline, "the other build never started"
+    while _index_state(encoder.index_name) is None:  # the first build's index exists, invalid, from its first phase
+        assert time.monotonic() < deadline, "the first build never started"
         time.sleep(0.05)
     waiting = services.embedding_run_create(corpus=big_corpus(4), encoder_name=settings.ENCODER_MODEL)
     assert waiting.mark_running()
     timer = threading.Timer(0.5, _cancel_from_another_connection, args=(waiting,))
     timer.start()
-    with pytest.raises(services.RunStopped, match="stopped during its index build"):  # its own cancel ends the wait
+    with pytest.raises(services.RunStopped, match="while another run built"):  # its own cancel ends its wait
         services.encoder_index_ensure(encoder=encoder, run=waiting)
     timer.join()
     started = time.monotonic()
     threading.Timer(1.0, release.set).start()
-    services.encoder_index_ensure(encoder=encoder)  # its IF NOT EXISTS skips, once the other build has finished
+    assert services.encoder_index_ensure(encoder=encoder) is False  # its turn came once the first had built it
     assert time.monotonic() - started >= 1.0
-    valid, definition = _index_state(encoder.index_name)
-    assert valid is True and "hnsw" in definition
     reader.join(10)
     builder.join(10)
+    assert first == [True]
+    valid, definition = _index_state(encoder.index_name)
+    assert valid is True and "hnsw" in definition
