@@ -290,7 +290,7 @@ def _peaks(peaks: list[float]) -> str:
     return ", ".join(f"{peak:.0f}" for peak in peaks)
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=1, help="worker processes for the embedding and alignment jobs")
@@ -304,6 +304,11 @@ def main() -> None:
         "--stop-after", choices=["embedding", "alignment"], default="", help="stop after this stage (a long corpus's job stages alone)"
     )
     parser.add_argument("--keep", default="", metavar="FOLDER", help="keep the database in FOLDER (a new one) to look into afterwards")
+    return parser
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     args.threads = args.threads or max(1, (os.cpu_count() or 1) // args.workers)
     import torch
