@@ -247,8 +247,9 @@ def test_a_killed_gunicorn_master_leaves_no_worker_holding_the_port_and_the_site
     try:
         _wait("the site", lambda: _status(login) == 200, runapp, timeout=300)
         master = _gunicorn_master_of(runapp)
+        # gunicorn forks its workers one after the other: under load the first answers before the second exists
+        _wait("both gunicorn workers", lambda: len(master.children()) == 2, runapp, timeout=60)
         workers = master.children()
-        assert len(workers) == 2
         master.send_signal(signal.SIGKILL)
         killed_at = time.monotonic()
         _wait("the killed master's workers to exit", lambda: not any(_alive(w) for w in workers), runapp, timeout=10)
