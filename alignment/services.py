@@ -212,7 +212,7 @@ def _build_turn(name: str, run: EmbeddingRun | None) -> Iterator[None]:
             cursor.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", [INDEX_LOCKS, name])
             if cursor.fetchone()[0]:
                 break
-            if run is not None and not EmbeddingRun.objects.filter(pk=run.pk, status=EmbeddingRun.Status.RUNNING).exists():
+            if run is not None and _run_stopped(run):
                 raise RunStopped(f"embedding run {run.pk} stopped while another run built its encoder's index")
             time.sleep(INDEX_TURN_POLL_SECONDS)
     try:
@@ -259,10 +259,12 @@ def _stopped_when_run_stops(run: EmbeddingRun | None):
     """The index build's statement, cancelled within seconds once ``run`` is no longer running (None: never)."""
     if run is None:
         return nullcontext()
-    running = EmbeddingRun.objects.filter(pk=run.pk, status=EmbeddingRun.Status.RUNNING)
-    return statement_stopped_when(
-        lambda: not running.exists(), lambda: RunStopped(f"embedding run {run.pk} stopped during its index build")
-    )
+    return statement_stopped_when(lambda: _run_stopped(run), lambda: RunStopped(f"embedding run {run.pk} stopped during its index build"))
+
+
+def _run_stopped(run: EmbeddingRun) -> bool:
+    """The run is no longer running (cancelled, or failed in another shard): what its index build and its wait look for."""
+    return not EmbeddingRun.objects.filter(pk=run.pk, status=EmbeddingRun.Status.RUNNING).exists()
 
 
 EMBED_TASK = "alignment.embed_corpus"
