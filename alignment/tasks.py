@@ -85,23 +85,31 @@ def align_shard(*, shard_id: int) -> None:
 @job_task(queue="mining", name="alignment.mining_prepare", model=MiningJob, id_arg="job_id")
 def mining_prepare(*, job_id: int) -> None:
     """Document vectors and shards of a mining job; queues one task per shard."""
-    from alignment.aligning.measures import app_encoder
     from alignment.mining.service import mining_job_prepare
 
+    mining_job_prepare(job_id=job_id, encode=_job_encoder(job_id))
+
+
+def _job_encoder(job_id: int):
+    """``encode(texts)`` with the mining job's encoder, loaded (once per process) on its first call."""
     name = MiningJob.objects.values_list("config__encoder", flat=True).get(pk=job_id)
 
     def encode(texts: list[str]):
+        from alignment.aligning.measures import app_encoder
+
         return app_encoder(name).encode(texts, batch_size=settings.ENCODER_BATCH_SIZE)
 
-    mining_job_prepare(job_id=job_id, encode=encode)
+    return encode
 
 
 @job_task(queue="mining", name="alignment.mining_shard", model=MiningShard, id_arg="shard_id")
 def mining_shard(*, shard_id: int) -> None:
-    """Mine one shard's source documents (resumable, cancellable, never duplicates a pair)."""
+    """Mine one shard's source documents, or encode a MUSS encode shard's sequences (resumable, cancellable, never
+    duplicates a pair or a sequence). Encode shards are queued on MINING_PREPARE_QUEUE."""
     from alignment.mining.service import mining_shard_execute
 
-    mining_shard_execute(shard_id=shard_id)
+    job_id = MiningShard.objects.values_list("job_id", flat=True).get(pk=shard_id)
+    mining_shard_execute(shard_id=shard_id, encode=_job_encoder(job_id))
 
 
 @job_task(queue="imports", name="alignment.import_files", model=ImportJob)

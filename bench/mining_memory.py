@@ -237,11 +237,20 @@ def make_muss_corpus(name: str, documents: int, sentences: int, owner, text: str
     return corpus
 
 
-def setup_muss(size: int, sentences: int, owner, corpora: dict[int, object], retrieval: str = "dense", text: str = "words") -> object:
-    """A new MUSS job on the size's corpus (made once: a second search backend mines the same corpus anew)."""
+def setup_muss(
+    size: int,
+    sentences: int,
+    owner,
+    corpora: dict[int, object],
+    retrieval: str = "dense",
+    text: str = "words",
+    encoder: str = "bench-topic",
+) -> object:
+    """A new MUSS job on the size's corpus (made once: a second search backend mines the same corpus anew); ``encoder``:
+    the job's (the stand-in's name by default: the caller passes its ``encode`` to the prepare)."""
     if size not in corpora:
         corpora[size] = make_muss_corpus(f"muss{size}" + ("" if text == "words" else f"-{text}"), size, sentences, owner, text)
-    config = {"encoder": "bench-topic", "retrieval": retrieval}
+    config = {"encoder": encoder, "retrieval": retrieval}
     job = mining.mining_job_create(source_corpus=corpora[size], target_corpus=None, method="muss", config=config)[0]
     if job.status != "queued":  # mined before with the previous backend
         job.delete()
@@ -262,18 +271,24 @@ def setup_lha(size: int, sentences: int, dim: int, owner, rng, encoder) -> objec
 
 
 def run_job(job, encode) -> tuple[float, float, float, dict[str, float]]:
-    """Prepare, then every shard (neighbours before pairs for MUSS) as the workers would, one after another."""
+    """Prepare, then every shard (a large MUSS job's encode shards, then its prepare again for the search index, then
+    neighbours before pairs) as the workers would, one after another."""
     started = time.perf_counter()
     mining.mining_job_prepare(job_id=job.pk, encode=encode)
     prepared = time.perf_counter()
     phases: dict[str, float] = {}
-    while shard := MiningShard.objects.filter(job=job).exclude(status=MiningShard.Status.SUCCEEDED).order_by("phase", "index").first():
-        shard_started = time.perf_counter()
-        mining.mining_shard_execute(shard_id=shard.pk)
-        phases[shard.phase] = phases.get(shard.phase, 0.0) + time.perf_counter() - shard_started
+    while True:
         job.refresh_from_db()
-        if job.status not in ("queued", "running"):
+        step_started = time.perf_counter()
+        if job.status == "queued":  # the last encode shard handed the job back to its prepare: the search index
+            mining.mining_job_prepare(job_id=job.pk, encode=encode)
+            phases["index"] = phases.get("index", 0.0) + time.perf_counter() - step_started
+            continue
+        shard = MiningShard.objects.filter(job=job).exclude(status=MiningShard.Status.SUCCEEDED).order_by("phase", "index").first()
+        if shard is None or job.status != "running":
             break
+        mining.mining_shard_execute(shard_id=shard.pk, encode=encode)
+        phases[shard.phase] = phases.get(shard.phase, 0.0) + time.perf_counter() - step_started
     return started, prepared, time.perf_counter(), phases
 
 

@@ -23,7 +23,11 @@ largest worker's. Run it with 1 and then 2 for the scale-out figure (on 2 cores,
 for a one-core host). ``--threads`` (0: one per core) is also the in-memory side's. ``--reference-up-to N``: sizes
 above N sequences run the app's job alone (the 1,000,000-sequence line: time per phase and peak memory). ``--index
 ivf``: every job is searched by the IVF-SQ8 index (MINING_FAISS_MAX_SEQUENCES = 1), the in-memory side by the same.
-``--text demo``: sentences of real English recombined from the demo corpus instead of 30 words drawn from 74 (run
+``--encoder app --workers N``: the job's encoder is the app's (ENCODER_MODEL) and the whole job runs in the N workers,
+its prepare and its encode shards included (a large job's sequences are encoded by every worker at once,
+alignment/mining/muss_encoding.py), printed with the seconds of each phase: the scale-out figure with a real encoder,
+where encoding is most of the job (with the stand-in, ``--workers`` runs the prepare here, encoding alone, since the
+workers cannot load the stand-in). ``--text demo``: sentences of real English recombined from the demo corpus instead of 30 words drawn from 74 (run
 ``--retrieval dense`` and ``hybrid`` on it for the hybrid job's pace against the dense one's).
 """
 
@@ -79,6 +83,13 @@ def ivf_search(threads: int):
         return index.search(vectors, k, lambda wanted: vectors[wanted], exclude=np.arange(n))
 
     return search
+
+
+def app_encode():
+    """The app's encoder (ENCODER_MODEL, loaded on the first call) as the in-memory side's ``encode``."""
+    from alignment.aligning.measures import app_encoder
+
+    return lambda texts: app_encoder(settings.ENCODER_MODEL).encode(list(texts), batch_size=settings.ENCODER_BATCH_SIZE)
 
 
 def as_stored(encode):
@@ -141,7 +152,32 @@ def vector_bytes(job) -> float:
         return float(cursor.fetchone()[0] or 0)
 
 
-def main() -> None:
+def run_whole_job_in_workers(job, workers: int, threads: int) -> tuple[float, float, float, dict[str, float], float]:
+    """``--encoder app``: the whole job in ``workers`` worker processes with the app's encoder, its prepare and encode
+    shards included (MINING_PREPARE_QUEUE is "mining"); as ``run_job``, "prepared" when the neighbours shards exist."""
+    marks: dict[str, float] = {}
+    shards = job.shards.exclude(status="succeeded")
+
+    def poll() -> None:
+        now = time.perf_counter()
+        if "encode" not in marks and job.shards.filter(phase="encode").exists() and not shards.filter(phase="encode").exists():
+            marks["encode"] = now
+        if "prepared" not in marks and job.shards.filter(phase="neighbours").exists():
+            marks["prepared"] = now
+        if "neighbours" not in marks and "prepared" in marks and not shards.filter(phase="neighbours").exists():
+            marks["neighbours"] = now
+
+    started = time.perf_counter()
+    _, peaks = run_workers("mining", workers, job, threads, poll)
+    finished = time.perf_counter()
+    prepared, split = marks.get("prepared", finished), marks.get("neighbours", finished)
+    phases = {"neighbours": split - prepared, "pairs": finished - split}
+    if "encode" in marks:
+        phases |= {"encode shards": marks["encode"] - started, "index": prepared - marks["encode"]}
+    return started, prepared, finished, phases, max(peaks)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sequences", default="30000", help="comma-separated sizes in sequences (= sentences)")
     parser.add_argument("--sentences", type=int, default=10, help="sentences per document")
@@ -152,7 +188,19 @@ def main() -> None:
     parser.add_argument("--text", choices=["words", "demo"], default="words", help="demo: real English (realistic n-grams)")
     parser.add_argument("--index", choices=["hnsw", "ivf"], default="hnsw", help="ivf: every job past MINING_FAISS_MAX_SEQUENCES")
     parser.add_argument("--reference-up-to", type=int, default=0, help="sizes above this run the app alone (0: none skipped)")
+    parser.add_argument(
+        "--encoder", choices=["stand-in", "app"], default="stand-in", help="app: ENCODER_MODEL, the whole job in the workers"
+    )
+    return parser
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
+    if args.encoder == "app" and not args.workers:
+        parser.error("--encoder app runs the whole job in worker processes: give --workers N")
+    if args.encoder != "app" and args.workers:  # the prepare runs here and encodes alone: the workers cannot load the stand-in
+        settings.MINING_ENCODE_SHARD_SEQUENCES = 0
     settings.MINING_SEARCH_BACKEND = os.environ["MINING_SEARCH_BACKEND"] = "faiss"  # here and in the worker processes
     if args.index == "ivf":  # here and in the worker processes
         settings.MINING_FAISS_MAX_SEQUENCES = int(os.environ.setdefault("MINING_FAISS_MAX_SEQUENCES", "1"))
@@ -162,17 +210,20 @@ def main() -> None:
     owner = bench_owner()
     access_attributes("A warm-up pair.", "A pair to warm up.", "en")
     shown = f"IVF-SQ8, nprobe {settings.MINING_IVF_NPROBE}" if args.index == "ivf" else f"efSearch {settings.MINING_EF_SEARCH}"
-    print(f"MUSS, {args.retrieval}, faiss search for both ({shown}, {threads} threads), stand-in encoder")
+    print(f"MUSS, {args.retrieval}, faiss search for both ({shown}, {threads} threads), {args.encoder} encoder")
     print(
         f"{'sequences':>10} | {'app s':>7} {'seq/s':>7} | {'memory s':>8} {'seq/s':>7} | {'ratio':>5} | {'pairs app':>9} {'memory':>7} {'shared':>7} | phases (app)"
     )
     corpora: dict[int, object] = {}
     for size in (int(n) for n in args.sequences.split(",")):
         documents = size // args.sentences
-        job = setup_muss(documents, args.sentences, owner, corpora, args.retrieval, args.text)
-        encode = topic_encoder(args.dim)
+        encoder = settings.ENCODER_MODEL if args.encoder == "app" else "bench-topic"
+        job = setup_muss(documents, args.sentences, owner, corpora, args.retrieval, args.text, encoder)
+        encode = app_encode() if args.encoder == "app" else topic_encoder(args.dim)
         with PeakRss() as memory:
-            if args.workers:
+            if args.encoder == "app":
+                started, prepared, finished, phases, workers_peak = run_whole_job_in_workers(job, args.workers, args.threads)
+            elif args.workers:
                 started, prepared, finished, phases, workers_peak = run_job_in_workers(job, encode, args.workers, args.threads)
             else:
                 started, prepared, finished, phases = run_job(job, encode)
@@ -185,9 +236,7 @@ def main() -> None:
             memory_seconds, memory_found = float("nan"), set()
         else:
             search = ivf_search if args.index == "ivf" else faiss_search
-            memory_seconds, memory_found = in_memory(
-                corpora[documents], muss_config(job.config), as_stored(topic_encoder(args.dim)), threads, search
-            )
+            memory_seconds, memory_found = in_memory(corpora[documents], muss_config(job.config), as_stored(encode), threads, search)
         shown = ", ".join(f"{name} {seconds:.1f}" for name, seconds in [("prepare", prepared - started), *sorted(phases.items())])
         shown += f"; vectors {vector_bytes(job):.0f} B/sequence"
         print(

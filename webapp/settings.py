@@ -348,11 +348,15 @@ MINING_FAISS_MAX_SEQUENCES = envint("MINING_FAISS_MAX_SEQUENCES", 2_000_000)
 # cells (0: about 4 sqrt(n)) and the cells each query looks into (bench/ivf_recall.py measured the default's recall@8).
 MINING_IVF_CELLS = envint("MINING_IVF_CELLS", 0)
 MINING_IVF_NPROBE = envint("MINING_IVF_NPROBE", 32)
-# The queue of a mining job's prepare task, which encodes a MUSS job's sequences; its shards (the search and the pairs)
-# stay on "mining". "embedding" sends the encoding to the hosts whose workers take that queue (GPU hosts, docs/deploying.md).
+# The queue of a mining job's prepare task and its encode shards, which encode a MUSS job's sequences; its other shards
+# (the search and the pairs) stay on "mining". "embedding" sends the encoding to the hosts whose workers take that queue (GPU hosts, docs/deploying.md).
 MINING_PREPARE_QUEUE = envstr("MINING_PREPARE_QUEUE", "mining")
 if not re.fullmatch(r"[a-z0-9_-]{1,40}", MINING_PREPARE_QUEUE):
     raise ImproperlyConfigured(f"MINING_PREPARE_QUEUE={MINING_PREPARE_QUEUE!r}: a queue name (a-z, 0-9, _ and -), e.g. mining or embedding")
+# A MUSS job of more sequences than this is encoded in "encode" shards of about this many, each its own task on
+# MINING_PREPARE_QUEUE, so that several workers (GPU hosts) encode one job (alignment/mining/muss_encoding.py); small
+# shards keep the workers busy to the end (500: about 3 s on one CPU thread); 0: its prepare encodes it alone.
+MINING_ENCODE_SHARD_SEQUENCES = envint("MINING_ENCODE_SHARD_SEQUENCES", 500)
 # Model versions trained from a project's labels are written here (one folder per version).
 MODEL_DIR = envpath("MODEL_DIR", STATE_DIR / "models")
 

@@ -101,12 +101,18 @@ class MiningJob(Job):
 
     @property
     def unit(self) -> str:
-        return "source documents" if self.method == self.Method.LHA else "sequence steps (neighbours, then pairs)"
+        """What ``documents_done`` counts: LHA's source documents; a MUSS job's sequences while its encode shards run,
+        then its sequence steps (one in the neighbours phase, one in the pairs phase)."""
+        if self.method == self.Method.LHA:
+            return "source documents"
+        phases = set(self.shards.filter(phase__in=["encode", "neighbours"]).values_list("phase", flat=True).distinct())
+        return "sequences encoded (in shards)" if phases == {"encode"} else "sequence steps (neighbours, then pairs)"
 
 
 class MiningShard(Job):
     """A range [start, end) of the job's work: source documents by position in id order (LHA), or
-    sequences by index (MUSS: first a "neighbours" phase, then a "pairs" phase over the same ranges).
+    sequences by index (MUSS: for a large job first an "encode" phase over documents [document_first, document_last]
+    holding sequences [start, end), then a "neighbours" phase, then a "pairs" phase over the same ranges).
 
     A finished shard is "succeeded" (stored as "done" before the shared job base)."""
 
@@ -114,6 +120,7 @@ class MiningShard(Job):
     resumable = True  # commits after each document / batch with its position; pairs are unique per job
 
     class Phase(models.TextChoices):
+        ENCODE = "encode"
         NEIGHBOURS = "neighbours"
         PAIRS = "pairs"
 
@@ -123,6 +130,8 @@ class MiningShard(Job):
     start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
     position = models.PositiveIntegerField(help_text="The next source document to mine: start <= position <= end.")
+    document_first = models.BigIntegerField(null=True, blank=True, help_text="MUSS encode shards: the first document id it encodes.")
+    document_last = models.BigIntegerField(null=True, blank=True, help_text="MUSS encode shards: the last document id it encodes.")
     pairs_found = models.PositiveIntegerField(default=0)
 
     class Meta:

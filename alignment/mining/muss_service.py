@@ -25,6 +25,7 @@ from dataclasses import asdict, fields
 
 import numpy as np
 import psycopg
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from psycopg.types.json import Jsonb
@@ -79,18 +80,17 @@ def muss_stored_config(config: dict | None, encoder: str, shard_sequences: int, 
     return {**asdict(muss_config(config)), "encoder": encoder, "shard_sequences": shard_sequences, **hybrid}
 
 
-def _stream_sequences(job: MiningJob, config: MussConfig) -> Iterator[Sequence]:
-    """The corpus's candidate sequences in ``candidate_sequences`` order, one document in memory at a time.
+def _stream_sequences(job: MiningJob, config: MussConfig, documents: tuple[int, int] | None = None) -> Iterator[Sequence]:
+    """The corpus's candidate sequences in ``candidate_sequences`` order, one document in memory at a time; with
+    ``documents`` (first and last id), those of the documents in that range only (an encode shard's).
 
     One server-side cursor over every sentence in (document, index) order, read STREAM_CHUNK rows at a time, instead
     of a query per document (100,000 of them at a million sequences: py-spy put 4.2 of a 25 s prepare there at 30,000).
     """
-    rows = (
-        Sentence.objects.filter(document__corpus_id=job.source_corpus_id)
-        .order_by("document_id", "index")
-        .values_list("document_id", "text")
-        .iterator(chunk_size=STREAM_CHUNK)
-    )
+    sentences = Sentence.objects.filter(document__corpus_id=job.source_corpus_id)
+    if documents is not None:
+        sentences = sentences.filter(document_id__gte=documents[0], document_id__lte=documents[1])
+    rows = sentences.order_by("document_id", "index").values_list("document_id", "text").iterator(chunk_size=STREAM_CHUNK)
     for doc, sentences in itertools.groupby(rows, key=operator.itemgetter(0)):
         texts = [text for _, text in sentences]
         yield from candidate_sequences([MiningDocument(str(doc), texts)], config)
@@ -108,8 +108,32 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
     config = muss_config(job.config)
     check = CancelCheck(job)  # raises PrepareCancelled between batches once the job's cancel is asked for
     check()
-    done = MiningSequence.objects.filter(job=job).count()
     vectoriser = _lexical_vectoriser(job, config, check) if job.retrieval == MiningJob.Retrieval.HYBRID else None
+    encode_shards = _encode_shards(job, config, check)
+    if any(shard.status != MiningShard.Status.SUCCEEDED for shard in encode_shards):  # the last one continues this prepare
+        return [shard.pk for shard in encode_shards if shard.status != MiningShard.Status.SUCCEEDED]
+    total = encode_shards[-1].end if encode_shards else _encode_here(job, config, encode, vectoriser, check)
+    search_prepare(job, total, check)
+    size = int(job.config["shard_sequences"])
+    neighbours = MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS)
+    progress = {"documents_done": 0} if encode_shards and not neighbours.exists() else {}  # from the encoding's count
+    for index, start in enumerate(range(0, total, size)):
+        MiningShard.objects.get_or_create(
+            job=job,
+            phase=MiningShard.Phase.NEIGHBOURS,
+            index=index,
+            defaults={"start": start, "end": min(start + size, total), "position": start},
+        )
+    MiningJob.objects.filter(pk=job.pk).update(
+        documents_total=2 * total, shards_total=len(encode_shards) + 2 * neighbours.count(), **progress
+    )
+    pending = list(neighbours.exclude(status=MiningShard.Status.SUCCEEDED).values_list("pk", flat=True))
+    return pending or pairs_shards_create(job)  # a job cancelled in its pairs phase resumes there
+
+
+def _encode_here(job: MiningJob, config: MussConfig, encode: Encode, vectoriser: LexicalVectoriser | None, check: CancelCheck) -> int:
+    """Encode and store the sequences not stored yet in this task, a batch at a time; the job's sequence count."""
+    done = MiningSequence.objects.filter(job=job).count()
     total = 0
     batch: list[tuple[int, Sequence]] = []
 
@@ -129,23 +153,47 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
         total += 1
     if batch:
         flush()
-    search_prepare(job, total, check)
-    size = int(job.config["shard_sequences"])
-    for index, start in enumerate(range(0, total, size)):
-        MiningShard.objects.get_or_create(
-            job=job,
-            phase=MiningShard.Phase.NEIGHBOURS,
-            index=index,
-            defaults={"start": start, "end": min(start + size, total), "position": start},
-        )
-    MiningJob.objects.filter(pk=job.pk).update(
-        documents_total=2 * total, shards_total=2 * MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS).count()
+    return total
+
+
+def _encode_shards(job: MiningJob, config: MussConfig, check: CancelCheck) -> list[MiningShard]:
+    """The job's encode shards (:mod:`alignment.mining.muss_encoding`), cut the first time at document boundaries every
+    MINING_ENCODE_SHARD_SEQUENCES sequences by counting each document's sequences (text only, no encoder). None for a
+    job of one shard's sequences, with the setting 0, or for a job whose prepare began encoding before (it goes on so)."""
+    shards = list(MiningShard.objects.filter(job=job, phase=MiningShard.Phase.ENCODE).order_by("index"))
+    size = int(settings.MINING_ENCODE_SHARD_SEQUENCES)
+    if shards or size < 1 or MiningSequence.objects.filter(job=job).exists():
+        return shards
+    cuts: list[list[int]] = []  # [first document, last document, start, end] of each shard
+    total = 0
+    grouped = itertools.groupby(_stream_sequences(job, config), key=operator.attrgetter("doc_id"))
+    for position, (document, sequences) in enumerate(grouped):
+        if not cuts or cuts[-1][3] - cuts[-1][2] >= size:
+            cuts.append([int(document), int(document), total, total])
+        total += sum(1 for _ in sequences)
+        cuts[-1][1], cuts[-1][3] = int(document), total
+        if position % 100 == 99:
+            check()
+    if len(cuts) < 2:
+        return []
+    MiningShard.objects.bulk_create(
+        [
+            MiningShard(
+                job=job,
+                phase=MiningShard.Phase.ENCODE,
+                index=index,
+                document_first=first,
+                document_last=last,
+                start=start,
+                end=end,
+                position=start,
+            )  # fmt: skip
+            for index, (first, last, start, end) in enumerate(cuts)
+        ],
+        ignore_conflicts=True,  # a second prepare of the job cut the same shards first
     )
-    return list(
-        MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS)
-        .exclude(status=MiningShard.Status.SUCCEEDED)
-        .values_list("pk", flat=True)
-    )
+    MiningJob.objects.filter(pk=job.pk).update(documents_total=total, documents_done=0, shards_total=len(cuts), shards_done=0)
+    return list(MiningShard.objects.filter(job=job, phase=MiningShard.Phase.ENCODE).order_by("index"))
 
 
 SEQUENCE_COLUMNS = ("job_id", "index", "document_id", "start", "end", "text", "vector", "lexical")

@@ -42,6 +42,7 @@ from alignment.mining.lha_service import (
     lha_stored_config,
 )
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
+from alignment.mining.muss_encoding import encode_shard_run
 from alignment.mining.muss_service import (
     SHARD_SEQUENCES,
     muss_prepare,
@@ -150,8 +151,10 @@ SHARD_TASK = "alignment.mining_shard"
 
 
 def _enqueue_all(shard_ids: list[int]) -> None:
+    """Queue the shards' tasks: encode shards on MINING_PREPARE_QUEUE (they run the encoder), the others on "mining"."""
     for shard in MiningShard.objects.filter(pk__in=shard_ids):
-        enqueue_on_commit(SHARD_TASK, shard, shard_id=shard.pk)
+        options = {"queue": settings.MINING_PREPARE_QUEUE} if shard.phase == MiningShard.Phase.ENCODE else None
+        enqueue_on_commit(SHARD_TASK, shard, options=options, shard_id=shard.pk)
 
 
 def mining_job_cancel(*, job: MiningJob) -> MiningJob:
@@ -257,8 +260,9 @@ def _lha_prepare(job: MiningJob) -> list[int]:
         return list(shards.exclude(status=MiningShard.Status.SUCCEEDED).values_list("pk", flat=True))
 
 
-def mining_shard_execute(*, shard_id: int) -> MiningShard:
-    """Mine the shard's remaining source documents, committing after each one.
+def mining_shard_execute(*, shard_id: int, encode: Callable[[list[str]], np.ndarray] | None = None) -> MiningShard:
+    """Mine the shard's remaining source documents (or sequences), committing after each one (batch); a MUSS encode
+    shard encodes its sequences with ``encode``.
 
     Found "running" (its worker died) it resumes from its position; after JOB_MAX_ATTEMPTS it fails, and so does the job.
     """
@@ -274,7 +278,7 @@ def mining_shard_execute(*, shard_id: int) -> MiningShard:
         _fail(job.pk, f"shard {shard.index}: {shard.error}")
         return shard
     if job.method == MiningJob.Method.MUSS:
-        return _muss_shard_execute(shard)
+        return _muss_shard_execute(shard, encode)
     config = lha_config(job.config)
     encoder = Encoder.objects.get(name=job.config["encoder"])
     ids = _source_document_ids(job)
@@ -308,10 +312,16 @@ def _cancel(job: MiningJob, shard: MiningShard) -> MiningShard:
     return MiningShard.objects.get(pk=shard.pk)
 
 
-def _muss_shard_execute(shard: MiningShard) -> MiningShard:
+def _muss_shard_execute(shard: MiningShard, encode: Callable[[list[str]], np.ndarray] | None) -> MiningShard:
     job = shard.job
+    cancelled = lambda: MiningJob.objects.filter(pk=job.pk, cancel_requested=True).exists()  # noqa: E731
     try:
-        finished = muss_shard_run(shard, lambda: MiningJob.objects.filter(pk=job.pk, cancel_requested=True).exists())
+        if shard.phase != MiningShard.Phase.ENCODE:
+            finished = muss_shard_run(shard, cancelled)
+        elif encode is None:
+            raise ValueError("a MUSS encode shard needs an encoder to embed its sequences")
+        else:
+            finished = encode_shard_run(shard, encode, cancelled)
     except Exception as exc:
         if not database_lost(exc):  # a lost database leaves the shard running: the task's retry resumes it
             shard.mark_failed(error_text(exc))
@@ -323,9 +333,11 @@ def _muss_shard_execute(shard: MiningShard) -> MiningShard:
         if shard.mark_succeeded():
             MiningJob.objects.filter(pk=job.pk).update(shards_done=F("shards_done") + 1)
         locked = MiningJob.objects.select_for_update().get(pk=job.pk)
-        neighbours = MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS)
-        if shard.phase == MiningShard.Phase.NEIGHBOURS and not neighbours.exclude(status=MiningShard.Status.SUCCEEDED).exists():
+        same_phase = MiningShard.objects.filter(job=job, phase=shard.phase).exclude(status=MiningShard.Status.SUCCEEDED)
+        if shard.phase == MiningShard.Phase.NEIGHBOURS and not same_phase.exists():
             _enqueue_all(pairs_shards_create(locked))
+        if shard.phase == MiningShard.Phase.ENCODE and not same_phase.exists() and locked.mark_yielded():
+            enqueue_on_commit(PREPARE_TASK, locked, options={"queue": settings.MINING_PREPARE_QUEUE}, job_id=job.pk)  # its index
     _finish(job.pk)
     return MiningShard.objects.get(pk=shard.pk)
 

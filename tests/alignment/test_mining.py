@@ -300,7 +300,7 @@ PARAPHRASES = {
 }
 
 
-def test_muss_job_mines_paraphrases_of_different_documents_in_two_sharded_phases(owner, run_worker) -> None:
+def test_muss_job_mines_paraphrases_of_different_documents_in_sharded_phases(owner, run_worker, settings) -> None:
     from models_ml.mining.muss import MussConfig, mine_muss
     from models_ml.mining.types import MiningDocument
     from models_ml.similarity.encoders import load_sentence_encoder
@@ -308,11 +308,13 @@ def test_muss_job_mines_paraphrases_of_different_documents_in_two_sharded_phases
     corpus, _ = corpus_get_or_create(name="Paraphrases", language="en", owner=owner)
     files = [(f"{title}-adv.txt", text.encode()) for title, text in PARAPHRASES.items()]
     assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
+    settings.MINING_ENCODE_SHARD_SEQUENCES = 4  # encoded in shards too
     job, created = mining.mining_job_create(source_corpus=corpus, method="muss", config={"k": 4}, shard_sequences=4)
     run_worker(["mining"])
     job.refresh_from_db()
     assert created and job.status == MiningJob.Status.SUCCEEDED, job.error
-    assert job.target_corpus_id == corpus.pk and job.shards_total == 2 * MiningShard.objects.filter(job=job, phase="neighbours").count() > 2
+    encoded, searched = (MiningShard.objects.filter(job=job, phase=phase).count() for phase in ("encode", "neighbours"))
+    assert job.target_corpus_id == corpus.pk and encoded > 1 and searched > 2 and job.shards_total == encoded + 2 * searched
     found = {(p.source_text, p.target_text) for p in MinedPair.objects.filter(job=job)}
     assert ("The committee approved the annual budget on Monday.", "On Monday the annual budget was approved by the committee.") in found
     assert all(p.source_document_id != p.target_document_id for p in MinedPair.objects.filter(job=job))

@@ -111,7 +111,7 @@ class Command(BaseCommand):
             while True:
                 job.refresh_from_db(fields=["status", "documents_done", "documents_total", "cancel_requested", "error"])
                 pairs = MinedPair.objects.filter(job=job).count()
-                bar.total, bar.n = job.documents_total or None, job.documents_done
+                bar.total, bar.n, bar.unit = job.documents_total or None, job.documents_done, job.unit
                 stopping = ", stopping" if job.cancel_requested and job.is_active else ""
                 bar.set_postfix_str(f"{job.status}{stopping}, {pairs} pair{'' if pairs == 1 else 's'}", refresh=False)
                 bar.refresh()
