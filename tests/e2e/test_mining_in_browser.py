@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 
+from django.db import connection
 from playwright.sync_api import Page, expect
 from procrastinate.contrib.django import app
 
@@ -73,3 +74,42 @@ def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(pa
     expect(page.locator("h1")).to_contain_text("Honey pairs")
     project = AnnotationProject.objects.get(name="Honey pairs")
     assert project.suggestion_run.candidates.count() >= 1
+
+
+def test_a_muss_job_encoded_in_shards_shows_the_sequences_encoded_then_its_search(
+    page: Page, live_server, transactional_db, owner, settings
+):
+    from alignment.importing.readers import ImportOptions
+    from alignment.importing.service import corpus_import_files
+    from alignment.mining import service as mining
+    from alignment.mining.models import MiningShard
+    from alignment.services import corpus_get_or_create
+    from tests.alignment.test_muss_rows import TEXTS, encode
+
+    settings.MINING_ENCODE_SHARD_SEQUENCES = 3  # the three documents: an encode shard each
+    corpus, _ = corpus_get_or_create(name="Paraphrases", language="en", owner=owner)
+    files = [(f"{title}-adv.txt", text.encode()) for title, text in TEXTS.items()]
+    assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
+    job, _ = mining.mining_job_create(source_corpus=corpus, method="muss", config={"k": 3, "encode_batch": 2}, created_by=owner)
+    mining.mining_job_prepare(job_id=job.pk, encode=encode)  # counts and cuts the shards (run here, with a stand-in encoder)
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE procrastinate_jobs CASCADE")  # so the worker below runs only what follows the encoding
+    first, *others = MiningShard.objects.filter(job=job, phase="encode").order_by("index")
+    mining.mining_shard_execute(shard_id=first.pk, encode=encode)
+    job.refresh_from_db()
+    shards = MiningShard.objects.filter(job=job, phase="encode").count()
+
+    _login(page, live_server, "owner", "owner-pass-123")
+    page.goto(f"{live_server.url}/mining/{job.pk}/")
+    expect(page.locator("#progress-text")).to_have_text(
+        f"{first.end} of {job.documents_total} sequences encoded (in shards) · 1 of {shards} shards done"
+    )
+    shot(page, "mining_encode_shards.png", full_page=True)
+    for shard in others:
+        mining.mining_shard_execute(shard_id=shard.pk, encode=encode)
+    _work(["mining"])  # what the last encode shard queued: the prepare again (the index), then the neighbours and pairs shards
+    expect(page.locator("#progress .status")).to_have_text("Succeeded", timeout=30_000)
+    job.refresh_from_db()
+    expect(page.locator("#progress-text")).to_contain_text(
+        f"{job.documents_total} of {job.documents_total} sequence steps (neighbours, then pairs) · {job.shards_total} of {job.shards_total} shards done"
+    )
