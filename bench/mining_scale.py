@@ -27,7 +27,9 @@ ivf``: every job is searched by the IVF-SQ8 index (MINING_FAISS_MAX_SEQUENCES = 
 its prepare and its encode shards included (a large job's sequences are encoded by every worker at once,
 alignment/mining/muss_encoding.py), printed with the seconds of each phase: the scale-out figure with a real encoder,
 where encoding is most of the job (with the stand-in, ``--workers`` runs the prepare here, encoding alone, since the
-workers cannot load the stand-in). ``--text demo``: sentences of real English recombined from the demo corpus instead of 30 words drawn from 74 (run
+workers cannot load the stand-in). ``--backend pgvector``: the job searches pgvector's HNSW index over its ``halfvec`` vectors (the default backend)
+instead of faiss; the in-memory side keeps the faiss index, so the ratio then compares two indexes, and the pairs
+shared say how far their neighbours agree. ``--text demo``: sentences of real English recombined from the demo corpus instead of 30 words drawn from 74 (run
 ``--retrieval dense`` and ``hybrid`` on it for the hybrid job's pace against the dense one's).
 """
 
@@ -191,6 +193,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--encoder", choices=["stand-in", "app"], default="stand-in", help="app: ENCODER_MODEL, the whole job in the workers"
     )
+    parser.add_argument(
+        "--backend", choices=["faiss", "pgvector"], default="faiss", help="pgvector: the job searches its halfvec HNSW index"
+    )
     return parser
 
 
@@ -201,7 +206,7 @@ def main() -> None:
         parser.error("--encoder app runs the whole job in worker processes: give --workers N")
     if args.encoder != "app" and args.workers:  # the prepare runs here and encodes alone: the workers cannot load the stand-in
         settings.MINING_ENCODE_SHARD_SEQUENCES = 0
-    settings.MINING_SEARCH_BACKEND = os.environ["MINING_SEARCH_BACKEND"] = "faiss"  # here and in the worker processes
+    settings.MINING_SEARCH_BACKEND = os.environ["MINING_SEARCH_BACKEND"] = args.backend  # here and in the worker processes
     if args.index == "ivf":  # here and in the worker processes
         settings.MINING_FAISS_MAX_SEQUENCES = int(os.environ.setdefault("MINING_FAISS_MAX_SEQUENCES", "1"))
     settings.ENCODER_THREADS = args.threads
@@ -210,7 +215,9 @@ def main() -> None:
     owner = bench_owner()
     access_attributes("A warm-up pair.", "A pair to warm up.", "en")
     shown = f"IVF-SQ8, nprobe {settings.MINING_IVF_NPROBE}" if args.index == "ivf" else f"efSearch {settings.MINING_EF_SEARCH}"
-    print(f"MUSS, {args.retrieval}, faiss search for both ({shown}, {threads} threads), {args.encoder} encoder")
+    print(
+        f"MUSS, {args.retrieval}, {args.backend} search for the job, faiss for the in-memory side ({shown}, {threads} threads), {args.encoder} encoder"
+    )
     print(
         f"{'sequences':>10} | {'app s':>7} {'seq/s':>7} | {'memory s':>8} {'seq/s':>7} | {'ratio':>5} | {'pairs app':>9} {'memory':>7} {'shared':>7} | phases (app)"
     )

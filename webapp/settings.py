@@ -353,9 +353,10 @@ MINING_IVF_NPROBE = envint("MINING_IVF_NPROBE", 32)
 MINING_PREPARE_QUEUE = envstr("MINING_PREPARE_QUEUE", "mining")
 if not re.fullmatch(r"[a-z0-9_-]{1,40}", MINING_PREPARE_QUEUE):
     raise ImproperlyConfigured(f"MINING_PREPARE_QUEUE={MINING_PREPARE_QUEUE!r}: a queue name (a-z, 0-9, _ and -), e.g. mining or embedding")
-# A MUSS job of more sequences than this is encoded in "encode" shards of about this many, each its own task on
-# MINING_PREPARE_QUEUE, so that several workers (GPU hosts) encode one job (alignment/mining/muss_encoding.py); small
-# shards keep the workers busy to the end (500: about 3 s on one CPU thread); 0: its prepare encodes it alone.
+# A MUSS job of more sequences than this is encoded in "encode" shards, each its own task on MINING_PREPARE_QUEUE, so
+# that several workers (GPU hosts) encode one job (alignment/mining/muss_encoding.py): each takes an eighth of what is
+# left, from 40 times this many down to this many at the end (500: about 3 s on one CPU thread), so the workers finish
+# together; 0: its prepare encodes it alone.
 MINING_ENCODE_SHARD_SEQUENCES = envint("MINING_ENCODE_SHARD_SEQUENCES", 500)
 # Model versions trained from a project's labels are written here (one folder per version).
 MODEL_DIR = envpath("MODEL_DIR", STATE_DIR / "models")

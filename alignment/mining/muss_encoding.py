@@ -2,7 +2,8 @@
 one job instead of its prepare alone.
 
 The prepare counts the corpus's candidate sequences document by document (text only, no encoder) and cuts them at
-document boundaries into "encode" shards of about ``MINING_ENCODE_SHARD_SEQUENCES`` sequences, each knowing its documents
+document boundaries into "encode" shards, large first and ``MINING_ENCODE_SHARD_SEQUENCES`` at the end
+(``muss_service.encode_cuts``), each knowing its documents
 [document_first, document_last] and its sequences' indices [start, end) (``muss_service._encode_shards``). Each
 shard is its own task on ``MINING_PREPARE_QUEUE``: it streams its documents' sequences, encodes them a batch at a
 time and stores each batch with its position in one transaction, so it resumes after the last batch stored, never

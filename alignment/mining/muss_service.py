@@ -1,8 +1,9 @@
 """MUSS paraphrase mining in the app, sharded over sequence ranges in two phases.
 
 prepare     builds the corpus's sequences (``models_ml.mining.muss.candidate_sequences``), encodes them
-            in batches into MiningSequence rows (idempotent: stops where it stopped) and, for the
-            pgvector search, builds a partial HNSW index over the job's vectors;
+            in batches into MiningSequence rows (idempotent: stops where it stopped; a large job in encode
+            shards on several workers, ``alignment.mining.muss_encoding``) and builds the search index
+            (for pgvector, a partial HNSW index over the job's vectors);
 neighbours  shards: every sequence's k nearest sequences (self excluded; pgvector or faiss, see
             ``search_backend``) and
             their mean cosine, the margin's denominator;
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, fields
 
@@ -102,8 +104,11 @@ STREAM_CHUNK = 5_000  # sentence rows a fetch of the prepare's cursor holds
 def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
     """Sequences, their vectors and index, and the neighbours shards; returns the shard ids still to run.
 
-    Streams: one document's sentences and one batch of sequences in memory; a rerun skips the
-    sequences already stored (same order, so the same indices).
+    A job of more than MINING_ENCODE_SHARD_SEQUENCES sequences is first cut into encode shards (returned while any is
+    open; the last one done queues this prepare again, which then builds the index and the neighbours shards), a
+    smaller one encoded here. Streams: one document's sentences and one batch of sequences in memory; a rerun skips
+    the sequences already stored (same order, so the same indices). A job cancelled in its pairs phase gets its open
+    pairs shards back.
     """
     config = muss_config(job.config)
     check = CancelCheck(job)  # raises PrepareCancelled between batches once the job's cancel is asked for
@@ -157,23 +162,22 @@ def _encode_here(job: MiningJob, config: MussConfig, encode: Encode, vectoriser:
 
 
 def _encode_shards(job: MiningJob, config: MussConfig, check: CancelCheck) -> list[MiningShard]:
-    """The job's encode shards (:mod:`alignment.mining.muss_encoding`), cut the first time at document boundaries every
-    MINING_ENCODE_SHARD_SEQUENCES sequences by counting each document's sequences (text only, no encoder). None for a
-    job of one shard's sequences, with the setting 0, or for a job whose prepare began encoding before (it goes on so)."""
+    """The job's encode shards (:mod:`alignment.mining.muss_encoding`), cut the first time at document boundaries by
+    counting each document's sequences (text only, no encoder; :func:`encode_cuts`). None for a job of no more than
+    MINING_ENCODE_SHARD_SEQUENCES sequences, with the setting 0, or for a job whose prepare began encoding before (it
+    goes on so). Memory: 16 bytes a document while it counts."""
     shards = list(MiningShard.objects.filter(job=job, phase=MiningShard.Phase.ENCODE).order_by("index"))
-    size = int(settings.MINING_ENCODE_SHARD_SEQUENCES)
-    if shards or size < 1 or MiningSequence.objects.filter(job=job).exists():
+    smallest = int(settings.MINING_ENCODE_SHARD_SEQUENCES)
+    if shards or smallest < 1 or MiningSequence.objects.filter(job=job).exists():
         return shards
-    cuts: list[list[int]] = []  # [first document, last document, start, end] of each shard
-    total = 0
+    documents, ends = array("q"), array("q")  # each document's id, and the count of sequences up to its last
     grouped = itertools.groupby(_stream_sequences(job, config), key=operator.attrgetter("doc_id"))
     for position, (document, sequences) in enumerate(grouped):
-        if not cuts or cuts[-1][3] - cuts[-1][2] >= size:
-            cuts.append([int(document), int(document), total, total])
-        total += sum(1 for _ in sequences)
-        cuts[-1][1], cuts[-1][3] = int(document), total
+        documents.append(int(document))
+        ends.append((ends[-1] if ends else 0) + sum(1 for _ in sequences))
         if position % 100 == 99:
             check()
+    cuts = encode_cuts(np.frombuffer(documents, dtype=np.int64), np.frombuffer(ends, dtype=np.int64), smallest)
     if len(cuts) < 2:
         return []
     MiningShard.objects.bulk_create(
@@ -192,7 +196,7 @@ def _encode_shards(job: MiningJob, config: MussConfig, check: CancelCheck) -> li
         ],
         ignore_conflicts=True,  # a second prepare of the job cut the same shards first
     )
-    MiningJob.objects.filter(pk=job.pk).update(documents_total=total, documents_done=0, shards_total=len(cuts), shards_done=0)
+    MiningJob.objects.filter(pk=job.pk).update(documents_total=cuts[-1][3], documents_done=0, shards_total=len(cuts), shards_done=0)
     return list(MiningShard.objects.filter(job=job, phase=MiningShard.Phase.ENCODE).order_by("index"))
 
 
@@ -230,6 +234,26 @@ def _lexical_vectoriser(job: MiningJob, config: MussConfig, check: CancelCheck) 
     job.lexical_idf = vectoriser.to_bytes()
     MiningJob.objects.filter(pk=job.pk).update(lexical_idf=job.lexical_idf)
     return vectoriser
+
+
+GUIDED_PARTS = 8  # an encode shard takes about this share (1/8) of the sequences not yet cut ...
+LARGEST_SHARD = 40  # ... between MINING_ENCODE_SHARD_SEQUENCES and this many times it
+
+
+def encode_cuts(documents: np.ndarray, ends: np.ndarray, smallest: int) -> list[tuple[int, int, int, int]]:
+    """(first document, last document, start, end) of each encode shard, at document boundaries: guided
+    self-scheduling, large shards first and smaller ones towards the end, so that few tasks carry the job and the
+    workers finish together (shards of one fixed size were either many, each a task's overhead, or left a worker idle
+    for a whole shard at the end). ``documents`` (n,): ids in order; ``ends`` (n,): sequences up to each one's last."""
+    cuts: list[tuple[int, int, int, int]] = []
+    total = int(ends[-1]) if len(ends) else 0
+    first, start = 0, 0
+    while first < len(documents):
+        size = min(max((total - start) // GUIDED_PARTS, smallest), LARGEST_SHARD * smallest)
+        last = min(int(np.searchsorted(ends, start + size)), len(documents) - 1)  # the first document reaching the size
+        cuts.append((int(documents[first]), int(documents[last]), start, int(ends[last])))
+        first, start = last + 1, int(ends[last])
+    return cuts
 
 
 def pairs_shards_create(job: MiningJob) -> list[int]:

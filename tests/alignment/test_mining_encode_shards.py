@@ -4,12 +4,14 @@ count the prepare made, and the shards queued where the encoder runs."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.mining import service as mining
 from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
+from alignment.mining.muss_service import LARGEST_SHARD, encode_cuts
 from alignment.models import Sentence
 from alignment.services import corpus_get_or_create
 from tests.alignment.test_muss_rows import TEXTS, encode
@@ -227,3 +229,19 @@ def test_a_job_cancelled_in_its_pairs_phase_resumes_its_pairs_shards(owner, db, 
     assert job.status == MiningJob.Status.SUCCEEDED, job.error
     assert job.pairs_found == MinedPair.objects.filter(job=job).count() > 0
     assert not MiningShard.objects.filter(job=job).exclude(status=MiningShard.Status.SUCCEEDED).exists()
+
+
+def test_encode_shards_are_cut_large_first_and_small_at_the_end_at_document_boundaries() -> None:
+    documents = np.arange(101, 201)  # 100 documents of 10 sequences
+    ends = np.arange(1, 101) * 10
+    cuts = encode_cuts(documents, ends, 10)
+    sizes = [end - start for _, _, start, end in cuts]
+    assert cuts[0][:3] == (101, 113, 0) and sizes[0] == 130  # an eighth of 1,000, to the end of the document reaching it
+    assert [start for _, _, start, _ in cuts] == [0] + [end for *_, end in cuts[:-1]] and cuts[-1][1:] == (200, 990, 1000)
+    assert all(b[0] == a[1] + 1 for a, b in zip(cuts, cuts[1:]))  # every document in exactly one shard
+    assert sizes == sorted(sizes, reverse=True) and sizes[-3:] == [10, 10, 10]  # the workers finish on small shards
+    assert len(cuts) < 1000 // 10  # far fewer tasks than shards of the smallest size
+
+    big = encode_cuts(np.arange(1000), np.arange(1, 1001) * 1000, 500)  # a million sequences
+    assert max(end - start for *_, start, end in big) == 20_000 == LARGEST_SHARD * 500  # no shard past the bound
+    assert encode_cuts(np.array([7, 8]), np.array([5, 2_000]), 10) == [(7, 8, 0, 2_000)]  # a document is never split
