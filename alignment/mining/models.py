@@ -105,8 +105,11 @@ class MiningJob(Job):
         then its sequence steps (one in the neighbours phase, one in the pairs phase)."""
         if self.method == self.Method.LHA:
             return "source documents"
-        phases = set(self.shards.filter(phase__in=["encode", "neighbours"]).values_list("phase", flat=True).distinct())
-        return "sequences encoded (in shards)" if phases == {"encode"} else "sequence steps (neighbours, then pairs)"
+        encoding = self.__dict__.get("encoding")  # annotated by selectors.mining_jobs_visible_to; else asked here
+        if encoding is None:
+            phases = set(self.shards.filter(phase__in=["encode", "neighbours"]).values_list("phase", flat=True).distinct())
+            encoding = phases == {"encode"}
+        return "sequences encoded (in shards)" if encoding else "sequence steps (neighbours, then pairs)"
 
 
 class MiningShard(Job):

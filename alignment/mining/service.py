@@ -314,7 +314,10 @@ def _cancel(job: MiningJob, shard: MiningShard) -> MiningShard:
 
 def _muss_shard_execute(shard: MiningShard, encode: Callable[[list[str]], np.ndarray] | None) -> MiningShard:
     job = shard.job
-    cancelled = lambda: MiningJob.objects.filter(pk=job.pk, cancel_requested=True).exists()  # noqa: E731
+
+    def cancelled() -> bool:
+        return MiningJob.objects.filter(pk=job.pk, cancel_requested=True).exists()
+
     try:
         if shard.phase != MiningShard.Phase.ENCODE:
             finished = muss_shard_run(shard, cancelled)

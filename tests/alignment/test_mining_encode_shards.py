@@ -102,6 +102,26 @@ def test_encode_shards_store_the_rows_and_find_the_pairs_of_a_prepare_encoding_a
     assert _pairs(job) == _pairs(alone) and _pairs(job)
 
 
+def test_a_hybrid_job_encoded_in_shards_stores_the_lexical_vectors_of_a_prepare_encoding_alone(owner, db, deferred, settings) -> None:
+    config = {**CONFIG, "retrieval": "hybrid"}
+    corpus = _job(owner).source_corpus
+    sharded = mining.mining_job_create(source_corpus=corpus, method="muss", config=config, shard_sequences=3)[0]
+    _run(sharded)
+    settings.MINING_ENCODE_SHARD_SEQUENCES = 0
+    alone = mining.mining_job_create(source_corpus=corpus, method="muss", config=config, shard_sequences=4)[0]
+    _run(alone)
+    for job in (sharded, alone):
+        job.refresh_from_db()
+        assert job.status == MiningJob.Status.SUCCEEDED and job.retrieval == MiningJob.Retrieval.HYBRID, job.error
+    assert sharded.shards.filter(phase=ENCODE).count() > 1 and not alone.shards.filter(phase=ENCODE).exists()
+    lexical = [
+        [str(v) for v in MiningSequence.objects.filter(job=job).order_by("index").values_list("lexical", flat=True)]
+        for job in (sharded, alone)
+    ]
+    assert lexical[0] == lexical[1] and "None" not in lexical[0]  # the job's one IDF, read by every shard
+    assert _rows(sharded) == _rows(alone) and _pairs(sharded) == _pairs(alone) and _pairs(sharded)
+
+
 def test_the_shards_run_the_encoder_on_the_prepare_queue_and_the_search_on_mining(owner, db, deferred, settings) -> None:
     settings.MINING_PREPARE_QUEUE = "embedding"
     job = _job(owner)
@@ -245,3 +265,17 @@ def test_encode_shards_are_cut_large_first_and_small_at_the_end_at_document_boun
     big = encode_cuts(np.arange(1000), np.arange(1, 1001) * 1000, 500)  # a million sequences
     assert max(end - start for *_, start, end in big) == 20_000 == LARGEST_SHARD * 500  # no shard past the bound
     assert encode_cuts(np.array([7, 8]), np.array([5, 2_000]), 10) == [(7, 8, 0, 2_000)]  # a document is never split
+
+
+def test_a_list_of_jobs_says_which_are_encoding_without_a_query_per_job(owner, db, deferred, django_assert_max_num_queries) -> None:
+    from alignment.mining.selectors import mining_jobs_visible_to
+
+    encoding, other = _job(owner), _job(owner, shard_sequences=4)
+    mining.mining_job_prepare(job_id=encoding.pk, encode=encode)  # its encode shards wait
+    _run(other)  # done: past its encode phase
+    finished = _job(owner, shard_sequences=5)
+    _run(finished)
+    with django_assert_max_num_queries(2):
+        units = {job.pk: job.unit for job in mining_jobs_visible_to(owner)}
+    assert units[encoding.pk] == "sequences encoded (in shards)" and encoding.unit == units[encoding.pk]
+    assert units[other.pk] == units[finished.pk] == "sequence steps (neighbours, then pairs)"
