@@ -243,7 +243,8 @@ def main() -> None:
             memory_seconds, memory_found = float("nan"), set()
         else:
             search = ivf_search if args.index == "ivf" else faiss_search
-            memory_seconds, memory_found = in_memory(corpora[documents], muss_config(job.config), as_stored(encode), threads, search)
+            fresh = app_encode() if args.encoder == "app" else topic_encoder(args.dim)  # its own stand-in cache, as before
+            memory_seconds, memory_found = in_memory(corpora[documents], muss_config(job.config), as_stored(fresh), threads, search)
         shown = ", ".join(f"{name} {seconds:.1f}" for name, seconds in [("prepare", prepared - started), *sorted(phases.items())])
         shown += f"; vectors {vector_bytes(job):.0f} B/sequence"
         print(
