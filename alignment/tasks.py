@@ -91,13 +91,17 @@ def mining_prepare(*, job_id: int) -> None:
 
 
 def _job_encoder(job_id: int):
-    """``encode(texts)`` with the mining job's encoder, loaded (once per process) on its first call."""
-    name = MiningJob.objects.values_list("config__encoder", flat=True).get(pk=job_id)
+    """``encode(texts)`` with the mining job's encoder, named and loaded (once per process) on its first call: a shard
+    that encodes nothing asks nothing."""
+
+    name: list[str] = []
 
     def encode(texts: list[str]):
         from alignment.aligning.measures import app_encoder
 
-        return app_encoder(name).encode(texts, batch_size=settings.ENCODER_BATCH_SIZE)
+        if not name:
+            name.append(MiningJob.objects.values_list("config__encoder", flat=True).get(pk=job_id))
+        return app_encoder(name[0]).encode(texts, batch_size=settings.ENCODER_BATCH_SIZE)
 
     return encode
 

@@ -22,9 +22,8 @@ from collections.abc import Callable
 from django.db import transaction
 from django.db.models import F
 
-from alignment.copying import packed_sparse_rows
 from alignment.mining.models import MiningJob, MiningShard
-from alignment.mining.muss_service import Encode, _sequences_store, _stream_sequences, muss_config
+from alignment.mining.muss_service import Encode, _stream_sequences, muss_config, sequences_encode_store
 from models_ml.mining.muss import Sequence
 from models_ml.mining.retrieval import LexicalVectoriser
 
@@ -58,11 +57,8 @@ def encode_shard_run(shard: MiningShard, encode: Encode, cancelled: Callable[[],
 
 def _store(shard: MiningShard, batch: list[tuple[int, Sequence]], encode: Encode, vectoriser: LexicalVectoriser | None) -> None:
     """One batch encoded and stored with the shard's new position and the job's progress, all in one transaction."""
-    texts = [sequence.text for _, sequence in batch]
-    vectors = encode(texts)  # (b, d) unit rows
-    lexical = [None] * len(batch) if vectoriser is None else packed_sparse_rows(vectoriser.transform(texts))
     with transaction.atomic():
-        _sequences_store(shard.job, batch, vectors, lexical)
+        sequences_encode_store(shard.job, batch, encode, vectoriser)
         shard.heartbeat(position=batch[-1][0] + 1)
         MiningJob.objects.filter(pk=shard.job_id).update(documents_done=F("documents_done") + len(batch))
 

@@ -143,10 +143,7 @@ def _encode_here(job: MiningJob, config: MussConfig, encode: Encode, vectoriser:
     batch: list[tuple[int, Sequence]] = []
 
     def flush() -> None:
-        texts = [s.text for _, s in batch]
-        vectors = encode(texts)  # (b, d) unit rows
-        lexical = [None] * len(batch) if vectoriser is None else packed_sparse_rows(vectoriser.transform(texts))
-        _sequences_store(job, batch, vectors, lexical)
+        sequences_encode_store(job, batch, encode, vectoriser)
         batch.clear()
         check()
 
@@ -191,7 +188,7 @@ def _encode_shards(job: MiningJob, config: MussConfig, check: CancelCheck) -> li
                 start=start,
                 end=end,
                 position=start,
-            )  # fmt: skip
+            )
             for index, (first, last, start, end) in enumerate(cuts)
         ],
         ignore_conflicts=True,  # a second prepare of the job cut the same shards first
@@ -202,6 +199,15 @@ def _encode_shards(job: MiningJob, config: MussConfig, check: CancelCheck) -> li
 
 SEQUENCE_COLUMNS = ("job_id", "index", "document_id", "start", "end", "text", "vector", "lexical")
 SEQUENCE_TYPES = ("int8", "int4", "int8", "int4", "int4", "text", "halfvec", "sparsevec")
+
+
+def sequences_encode_store(job: MiningJob, batch: list[tuple[int, Sequence]], encode: Encode, vectoriser: LexicalVectoriser | None) -> None:
+    """A batch of (index, sequence) encoded (and, for a hybrid job, its 3-gram vectors made) and stored: the prepare's
+    and the encode shards' one way of writing sequences."""
+    texts = [sequence.text for _, sequence in batch]
+    vectors = encode(texts)  # (b, d) unit rows
+    lexical = [None] * len(batch) if vectoriser is None else packed_sparse_rows(vectoriser.transform(texts))
+    _sequences_store(job, batch, vectors, lexical)
 
 
 def _sequences_store(job: MiningJob, batch: list[tuple[int, Sequence]], vectors: np.ndarray, lexical: list) -> None:
