@@ -10,6 +10,12 @@ which vectors count as the same encoder's.
 
 Pooling and normalisation run in NumPy, the way sentence-transformers' Pooling module does
 them (mean over the attention mask, or the CLS token). Models with other modules stay on torch.
+
+The export also keeps the model's tokenizer (the very Rust tokenizer transformers runs, with the encoder's
+truncation and padding), checked against transformers' output when it is written. Once an export exists, an
+encoder loads from it alone: no torch, transformers or sentence-transformers import, about half a second in a
+fresh process instead of 5-9 (a worker's first job, docs/benchmarks.md "Corpus scale"). The model itself is
+loaded only when something asks for it (the word-alignment measures read its token vectors).
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +38,8 @@ from models_ml.data.checkpoint import CHECKSUMS, verify_checksums, write_checksu
 from models_ml.similarity.encoders import ENCODE_BATCH_SIZE
 
 BACKENDS = ("torch", "onnx", "onnx-int8", "openvino")
-FP32, INT8 = "model.onnx", "model-int8.onnx"
+FP32, INT8, TOKENIZER, META = "model.onnx", "model-int8.onnx", "tokenizer.json", "export.json"
+EXPORT_FORMAT = 2  # 2: the tokenizer and the dimensions are kept, so the encoder loads without the model; 1 is made again
 EXPORT_CHECK_COSINE = 0.9999  # fp32 export vs torch on the check sentences: anything less is a broken export
 _CHECK_SENTENCES = (
     "The cat sat on the mat.",
@@ -118,10 +127,72 @@ def _export(model, folder: Path, mode: str) -> None:
     if cosine.min() < EXPORT_CHECK_COSINE:
         raise BackendUnavailable(f"the ONNX export disagrees with torch (cosine {cosine.min():.5f} < {EXPORT_CHECK_COSINE}); use torch")
     quantize_dynamic(str(folder / FP32), str(folder / INT8), per_channel=True, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
-    (folder / "export.json").write_text(
-        json.dumps({"inputs": inputs, "pooling": mode, "max_length": model.max_seq_length, "check_cosine": float(cosine.min())})
-    )
-    write_checksums(folder, [FP32, INT8, "export.json"])
+    kept = _keep_tokenizer(model.tokenizer, folder, inputs, model.max_seq_length)
+    meta = {
+        "format": EXPORT_FORMAT, "inputs": inputs, "pooling": mode, "max_length": model.max_seq_length,
+        "dimensions": int(expected.shape[1]), "check_cosine": float(cosine.min()), "tokenizer": kept,
+    }  # fmt: skip
+    (folder / META).write_text(json.dumps(meta))
+    write_checksums(folder, _files(meta))
+
+
+def _keep_tokenizer(tokenizer, folder: Path, inputs: list[str], max_length: int) -> bool:
+    """Save the Rust tokenizer behind transformers' ``tokenizer``, set up as the encoder calls it; whether it was kept.
+
+    Kept only when it gives transformers' ids, masks and type ids on the check sentences and on one past
+    ``max_length`` (truncation): a slow (Python) tokenizer, or one whose output differs, leaves the encoder
+    loading the model as before.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return False
+    from tokenizers import Tokenizer
+
+    fast = Tokenizer.from_str(backend.to_str())
+    fast.enable_truncation(max_length, stride=0, strategy="longest_first", direction=tokenizer.truncation_side)
+    fast.enable_padding(
+        direction=tokenizer.padding_side, pad_id=tokenizer.pad_token_id, pad_type_id=tokenizer.pad_token_type_id, pad_token=tokenizer.pad_token
+    )  # fmt: skip
+    texts = [*_CHECK_SENTENCES, "word " * (2 * max_length)]
+    expected = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="np")
+    got = _fast_tokens(fast, texts)
+    if any(not np.array_equal(np.asarray(expected[name], dtype=np.int64), got[name]) for name in inputs):
+        return False
+    fast.save(str(folder / TOKENIZER))
+    return True
+
+
+def _fast_tokens(tokenizer, texts: list[str]) -> dict[str, np.ndarray]:
+    """``tokenizers`` output as transformers gives it: int64 arrays padded to the longest text."""
+    encodings = tokenizer.encode_batch(texts)
+    return {
+        "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+        "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+        "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+    }
+
+
+def _files(meta: dict) -> list[str]:
+    return [FP32, INT8, META, *([TOKENIZER] if meta.get("tokenizer") else [])]
+
+
+def _export_folder(source: Path, cache_dir: Path) -> Path:
+    return cache_dir / f"{source.name}-{_source_key(source)}"
+
+
+def _finished_export(folder: Path) -> dict | None:
+    """The export's settings when ``folder`` holds a whole export of the current format with intact files, else None."""
+    if not folder.is_dir():
+        return None
+    try:
+        verify_checksums(folder, [FP32, INT8, META], "ONNX encoder export")
+        meta = json.loads((folder / META).read_text())
+        if not isinstance(meta, dict) or meta.get("format") != EXPORT_FORMAT:
+            return None
+        verify_checksums(folder, _files(meta), "ONNX encoder export")
+    except ValueError:  # json's errors are ValueErrors too
+        return None
+    return meta
 
 
 def exported_model_dir(model, model_path: str, cache_dir: Path) -> Path:
@@ -130,13 +201,10 @@ def exported_model_dir(model, model_path: str, cache_dir: Path) -> Path:
     if not source.is_dir():
         raise BackendUnavailable(f"{model_path}: the ONNX backends export a local model folder")
     mode = _pooling(model)
-    folder = cache_dir / f"{source.name}-{_source_key(source)}"
-    if folder.is_dir():
-        try:
-            verify_checksums(folder, [FP32, INT8, "export.json"], "ONNX encoder export")
-            return folder
-        except ValueError:
-            shutil.rmtree(folder, ignore_errors=True)  # derived data: export again
+    folder = _export_folder(source, cache_dir)
+    if _finished_export(folder) is not None:
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)  # derived data (altered, or of an earlier format): export again
     cache_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=cache_dir))
     try:
@@ -158,12 +226,16 @@ class OnnxEncoder:
     name: str
     dimensions: int
     backend: str
-    model: object  # the SentenceTransformer it was exported from (word-alignment measures read its token vectors)
-    tokenizer: object
-    run: object  # callable: {input name: int64 array} -> hidden states (batch, tokens, dim)
+    tokenize: Callable[[list[str]], Mapping[str, Any]]  # texts -> int arrays by input name, padded to the longest text
+    run: Callable[[dict], Any]  # {input name: int64 array} -> hidden states (batch, tokens, dim)
     inputs: list[str]
     pooling: str
-    max_length: int
+    load_model: Callable[[], object]  # the SentenceTransformer it was exported from
+
+    @cached_property
+    def model(self) -> object:
+        """The SentenceTransformer (the word-alignment measures read its token vectors), loaded when first asked for."""
+        return self.load_model()
 
     def encode(self, sentences: Sequence[str], *, batch_size: int = ENCODE_BATCH_SIZE) -> np.ndarray:
         texts = list(sentences)
@@ -171,20 +243,46 @@ class OnnxEncoder:
         order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))  # similar lengths together: less padding
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            tokens = self.tokenizer(
-                [texts[k] for k in chunk], padding=True, truncation=True, max_length=self.max_length, return_tensors="np"
-            )
-            hidden = self.run({name: tokens[name].astype(np.int64) for name in self.inputs})
-            vectors[chunk] = _pool(np.asarray(hidden, dtype=np.float32), tokens["attention_mask"], self.pooling)
+            tokens = self.tokenize([texts[k] for k in chunk])
+            hidden = self.run({name: np.asarray(tokens[name], dtype=np.int64) for name in self.inputs})
+            vectors[chunk] = _pool(np.asarray(hidden, dtype=np.float32), np.asarray(tokens["attention_mask"]), self.pooling)
         return vectors
 
 
 def onnx_encoder(
-    name: str, model, model_path: str, backend: str, dimensions: int, *, cache_dir: Path | None = None, threads: int = 0
+    name: str, model_path: str, backend: str, load_model: Callable[[], tuple[Any, str, int]], *, cache_dir: Path | None = None,
+    threads: int = 0,
 ) -> OnnxEncoder:  # fmt: skip
-    """``model`` (a loaded SentenceTransformer) served by ``backend`` ("onnx", "onnx-int8" or "openvino")."""
-    folder = exported_model_dir(model, model_path, cache_dir or default_cache_dir())
-    meta = json.loads((folder / "export.json").read_text())
+    """The model at ``model_path`` served by ``backend`` ("onnx", "onnx-int8" or "openvino") from its cached export.
+
+    ``load_model`` gives ``(SentenceTransformer, path, dimensions)``: called only when there is no finished export to
+    load from (the model is exported first) or when the encoder's ``model`` is asked for.
+    """
+    if backend not in BACKENDS[1:]:
+        raise BackendUnavailable(f"unknown encoder backend {backend!r}; backends: {', '.join(BACKENDS)}")
+    cache = cache_dir or default_cache_dir()
+    source = Path(model_path)
+    folder = _export_folder(source, cache) if source.is_dir() else None
+    meta = _finished_export(folder) if folder is not None else None
+    if meta is not None and meta["tokenizer"]:
+        from tokenizers import Tokenizer
+
+        fast = Tokenizer.from_file(str(folder / TOKENIZER))
+        return _served(name, folder, meta, backend, threads, lambda texts: _fast_tokens(fast, texts), lambda: load_model()[0])
+    model, path, _ = load_model()
+    folder = exported_model_dir(model, path, cache)
+    meta = json.loads((folder / META).read_text())
+    max_length = meta["max_length"]
+
+    def tokenize(texts: list[str]) -> Mapping[str, Any]:
+        return model.tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="np")
+
+    return _served(name, folder, meta, backend, threads, tokenize, lambda: model)
+
+
+def _served(
+    name: str, folder: Path, meta: dict, backend: str, threads: int, tokenize: Callable, load_model: Callable[[], object]
+) -> OnnxEncoder:  # fmt: skip
     file = folder / (INT8 if backend == "onnx-int8" else FP32)
     if backend == "openvino":
         try:
@@ -196,7 +294,7 @@ def onnx_encoder(
 
         def run(feed: dict) -> np.ndarray:
             return compiled(feed)[0]
-    elif backend in ("onnx", "onnx-int8"):
+    else:
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
@@ -206,9 +304,8 @@ def onnx_encoder(
 
         def run(feed: dict) -> np.ndarray:
             return session.run(None, feed)[0]
-    else:
-        raise BackendUnavailable(f"unknown encoder backend {backend!r}; backends: {', '.join(BACKENDS)}")
+
     return OnnxEncoder(
-        name=name, dimensions=dimensions, backend=backend, model=model, tokenizer=model.tokenizer, run=run,
-        inputs=meta["inputs"], pooling=meta["pooling"], max_length=meta["max_length"],
+        name=name, dimensions=int(meta["dimensions"]), backend=backend, tokenize=tokenize, run=run, inputs=meta["inputs"],
+        pooling=meta["pooling"], load_model=load_model,
     )  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -54,7 +55,14 @@ def resolve_model_path(name: str) -> str:
     return name
 
 
+# What a GPU torch can use leaves one of these behind (the NVIDIA driver, WSL's GPU bridge, ROCm's kernel driver).
+_GPU_TRACES = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg", "/dev/kfd")
+
+
 def default_device() -> str:
+    """ "cuda" when torch sees a GPU, else "cpu"; on a Linux host without a GPU driver, without importing torch (1.5 s)."""
+    if sys.platform == "linux" and not any(os.path.exists(trace) for trace in _GPU_TRACES):
+        return "cpu"
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -122,8 +130,8 @@ def _load_sentence_encoder(
     name: str, device: str, allow_download: bool, backend: str, cache_dir: str, threads: int, fallback: bool
 ) -> SentenceEncoder:  # fmt: skip
     """``fallback``: the backend was picked by "auto", so a model it cannot serve runs on torch instead of failing."""
-    model, path, dimensions = _load_sentence_transformer(name, "cpu" if backend != "torch" else device, allow_download)
     if backend == "torch":
+        model, _, dimensions = _load_sentence_transformer(name, device, allow_download)
         if threads:
             import torch
 
@@ -131,14 +139,16 @@ def _load_sentence_encoder(
         return SentenceTransformerEncoder(name=name, model=model, dimensions=dimensions)
     from models_ml.similarity.encoder_backends import BackendUnavailable, onnx_encoder
 
+    on_cpu = lru_cache(maxsize=1)(lambda: _load_sentence_transformer(name, "cpu", allow_download))  # loaded at most once
     try:
-        return onnx_encoder(name, model, path, backend, dimensions, cache_dir=Path(cache_dir) if cache_dir else None, threads=threads)
+        return onnx_encoder(
+            name, resolve_model_path(name), backend, on_cpu, cache_dir=Path(cache_dir) if cache_dir else None, threads=threads
+        )  # fmt: skip
     except BackendUnavailable as error:
         if not fallback:
             raise EncoderUnavailable(f"encoder {name!r} with backend {backend}: {error}") from None
         logger.warning("encoder %r: %s; running it on torch", name, error)
-        if device != "cpu":
-            model, path, dimensions = _load_sentence_transformer(name, device, allow_download)
+        model, _, dimensions = on_cpu() if device == "cpu" else _load_sentence_transformer(name, device, allow_download)
         return SentenceTransformerEncoder(name=name, model=model, dimensions=dimensions)
 
 

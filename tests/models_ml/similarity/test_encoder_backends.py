@@ -1,13 +1,19 @@
-"""Encoder backends: the ONNX export agrees with torch, int8 stays within the bar, the export is cached and checked."""
+"""Encoder backends: the ONNX export agrees with torch, int8 stays within the bar, the export is cached and checked,
+and an encoder loads from its export alone (its tokenizer kept beside it) with the same vectors."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from models_ml.similarity.encoder_backends import FP32, INT8
+from models_ml.data.checkpoint import write_checksums
+from models_ml.similarity.encoder_backends import FP32, INT8, META, TOKENIZER
 from models_ml.similarity.encoders import CPU_BACKEND, EncoderUnavailable, load_sentence_encoder, resolve_backend
 
 INT8_BACKEND = "onnx-int8"
@@ -73,7 +79,7 @@ def test_the_export_is_cached_with_checksums_and_made_again_when_altered(cache) 
 
     model, path, _ = _load_sentence_transformer("all-MiniLM-L6-v2", "cpu", False)
     folder = exported_model_dir(model, path, cache)
-    assert {FP32, INT8, "checksums.json", "export.json"} <= {p.name for p in folder.iterdir()}
+    assert {FP32, INT8, TOKENIZER, "checksums.json", META} <= {p.name for p in folder.iterdir()}
     stamp = (folder / INT8).stat().st_mtime_ns
     assert exported_model_dir(model, path, cache) == folder and (folder / INT8).stat().st_mtime_ns == stamp  # reused
     with (folder / INT8).open("ab") as handle:
@@ -111,3 +117,121 @@ def test_a_model_the_onnx_backends_cannot_serve_fails_when_chosen_and_falls_back
         load_sentence_encoder(device="cpu", backend="onnx", cache_dir=str(tmp_path))
     fallback = load_sentence_encoder(device="cpu", backend="auto", cache_dir=str(tmp_path))
     assert type(fallback).__name__ == "SentenceTransformerEncoder"
+
+
+ROOT = Path(__file__).resolve().parents[3]
+FRESH_PROCESS = """
+import json, sys
+import numpy as np
+from models_ml.similarity.encoders import load_sentence_encoder
+encoder = load_sentence_encoder(backend="onnx-int8", cache_dir=sys.argv[1], threads=1)  # device "": this host's default
+np.save(sys.argv[2], encoder.encode(json.loads(sys.argv[3]), batch_size=16))
+loaded = sorted(name for name in ("torch", "transformers", "sentence_transformers") if name in sys.modules)
+model = type(encoder.model).__name__
+print(json.dumps({"before_model": loaded, "model": model, "after_model": "sentence_transformers" in sys.modules}))
+"""
+
+
+@pytest.mark.slow
+def test_an_encoder_loads_from_its_export_alone_with_the_vectors_of_transformers_tokenizer(sentences, cache, tmp_path) -> None:
+    """A fresh process loads the encoder without torch, transformers or sentence-transformers (5-9 s saved in a worker's
+    first job) and gets, bit for bit, the vectors the same export gives with transformers' own tokenizer."""
+    from models_ml.similarity.encoder_backends import onnx_encoder
+    from models_ml.similarity.encoders import _load_sentence_transformer, resolve_model_path
+
+    model, path, _ = _load_sentence_transformer("all-MiniLM-L6-v2", "cpu", False)
+    calls = []
+
+    def encoder(call: int):
+        return onnx_encoder(
+            "all-MiniLM-L6-v2", path, "onnx-int8", lambda: calls.append(call) or (model, path, 384), cache_dir=cache, threads=1
+        )
+
+    exported, fast = encoder(1), encoder(2)
+    assert calls in ([1], []) and fast.tokenize is not exported.tokenize  # the second loads from the export, not the model
+
+    def transformers_tokens(texts):
+        return model.tokenizer(texts, padding=True, truncation=True, max_length=256, return_tensors="np")
+
+    for start in range(0, len(sentences), 16):  # the encoder's batches: padded to the longest, the long line truncated
+        batch = sentences[start : start + 16]
+        ours, theirs = fast.tokenize(batch), transformers_tokens(batch)
+        assert all(np.array_equal(ours[name], theirs[name]) for name in ("input_ids", "attention_mask", "token_type_ids"))
+    vectors = fast.encode(sentences)
+    assert np.array_equal(vectors, dataclasses.replace(fast, tokenize=transformers_tokens).encode(sentences))
+    assert calls in ([1], [])  # the model was not asked for
+
+    out = tmp_path / "vectors.npy"
+    done = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS, str(cache), str(out), json.dumps(sentences)], cwd=ROOT, capture_output=True, text=True,
+        timeout=300, check=True,
+    )  # fmt: skip
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"before_model": [], "model": "SentenceTransformer", "after_model": True}  # the model only when asked for
+    assert np.array_equal(np.load(out), vectors)
+    assert resolve_model_path("all-MiniLM-L6-v2") == path
+
+
+@pytest.mark.slow
+def test_an_export_without_its_tokenizer_or_with_an_altered_one_is_not_loaded_from(cache) -> None:
+    from models_ml.similarity.encoder_backends import _finished_export, exported_model_dir
+    from models_ml.similarity.encoders import _load_sentence_transformer
+
+    model, path, _ = _load_sentence_transformer("all-MiniLM-L6-v2", "cpu", False)
+    folder = exported_model_dir(model, path, cache)
+    meta = _finished_export(folder)
+    assert meta is not None and meta["tokenizer"] is True and meta["dimensions"] == 384
+    (folder / TOKENIZER).write_text((folder / TOKENIZER).read_text().replace('"[UNK]"', '"[unk]"', 1))
+    assert _finished_export(folder) is None  # the tokenizer fails its checksum: the export is made again
+    earlier = {key: value for key, value in meta.items() if key not in ("format", "dimensions", "tokenizer")}
+    (folder / META).write_text(json.dumps(earlier))
+    (folder / TOKENIZER).unlink()
+    write_checksums(folder, [FP32, INT8, META])  # an intact export of the first format, made before the tokenizer was kept
+    assert _finished_export(folder) is None
+    stamp = (folder / INT8).stat().st_mtime_ns
+    assert exported_model_dir(model, path, cache) == folder and (folder / INT8).stat().st_mtime_ns != stamp  # made again
+    assert _finished_export(folder)["tokenizer"] is True
+
+
+@pytest.mark.slow
+def test_a_tokenizer_that_disagrees_with_transformers_is_not_kept(tmp_path) -> None:
+    from models_ml.similarity.encoder_backends import _keep_tokenizer
+    from models_ml.similarity.encoders import _load_sentence_transformer
+
+    model, _, _ = _load_sentence_transformer("all-MiniLM-L6-v2", "cpu", False)
+    inputs = ["input_ids", "attention_mask", "token_type_ids"]
+    assert _keep_tokenizer(model.tokenizer, tmp_path, inputs, 256) and (tmp_path / TOKENIZER).is_file()
+    (tmp_path / TOKENIZER).unlink()
+
+    class Shifted:  # what transformers returns differs from its Rust tokenizer (a Python-side step, say)
+        def __getattr__(self, name):
+            return getattr(model.tokenizer, name)
+
+        def __call__(self, *args, **kwargs):
+            tokens = dict(model.tokenizer(*args, **kwargs))
+            tokens["input_ids"] = tokens["input_ids"] + 1
+            return tokens
+
+    assert not _keep_tokenizer(Shifted(), tmp_path, inputs, 256) and not (tmp_path / TOKENIZER).exists()
+
+    class Slow:  # a Python tokenizer has no Rust tokenizer to keep
+        pass
+
+    assert not _keep_tokenizer(Slow(), tmp_path, inputs, 256)
+
+
+def test_the_default_device_is_the_cpu_without_importing_torch_where_no_gpu_driver_is(monkeypatch) -> None:
+    from models_ml.similarity import encoders
+
+    probe = "import sys; from models_ml.similarity.encoders import default_device as d; print(d(), 'torch' in sys.modules)"
+    monkeypatch.setattr(encoders, "_GPU_TRACES", ("/nonexistent",))
+    no_driver = not any(Path(trace).exists() for trace in ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg", "/dev/kfd"))
+    if sys.platform == "linux" and no_driver:
+        done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)
+        assert done.stdout.split() == ["cpu", "False"]
+    if sys.platform == "linux":
+        assert encoders.default_device() == "cpu"
+    monkeypatch.setattr(encoders, "_GPU_TRACES", (str(ROOT),))  # a trace of a driver: torch is asked
+    import torch
+
+    assert encoders.default_device() == ("cuda" if torch.cuda.is_available() else "cpu")
