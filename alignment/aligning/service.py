@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -245,11 +247,45 @@ def run_stopped(run_id: int) -> bool:
     return AlignmentRun.objects.filter(pk=run_id).exclude(status=AlignmentRun.Status.RUNNING, cancel_requested=False).exists()
 
 
+_scorers = threading.local()  # the last scorer built on each thread, with what it was built from
+
+
 def run_scorer(run: AlignmentRun, build_measure: Callable[..., SimilarityMeasure], device: str) -> PairScorer:
-    """The run's aligner and measures, ready to score pairs."""
+    """The run's aligner and measures, ready to score pairs: the one built last on this thread when it was built from
+    the same things (the run's config and measures, the device, the model folder's files as they are now).
+
+    A worker's shards of one run (50 pairs each) built it again each: the model loaded, its measures set up, 57 ms a
+    shard, 1.2 s of a 1,000-pair run's 30 (docs/benchmarks.md, "Corpus scale"). A scorer holds nothing of a pair
+    between pairs, so shards and runs alike share it; a model changed in place (another size or time) is loaded again.
+    """
+    model_dir, cross_dir = run.config.get("model_dir") or "", run.config.get("cross_encoder_dir") or ""
+    key = (
+        json.dumps(run.config, sort_keys=True),
+        tuple(run.measures),
+        device,
+        build_measure,
+        _files_stamp(model_dir),
+        _files_stamp(cross_dir),
+        settings._wrapped,  # what the measures read the encoder's settings from (overridden in a test: another object)
+    )
+    built = getattr(_scorers, "built", None)
+    if built is not None and built[0] == key:
+        return built[1]
     aligner = aligner_from_run_config(run.config, device=device)
-    options = {"cross_encoder_dir": run.config["cross_encoder_dir"]} if run.config.get("cross_encoder_dir") else {}
-    return PairScorer(aligner, run.measures, lambda name: build_measure(name, aligner, **options), top_k=run.config.get("top_k", TOP_K))
+    options = {"cross_encoder_dir": cross_dir} if cross_dir else {}
+    scorer = PairScorer(aligner, run.measures, lambda name: build_measure(name, aligner, **options), top_k=run.config.get("top_k", TOP_K))
+    _scorers.built = (key, scorer)
+    return scorer
+
+
+def _files_stamp(folder: str) -> tuple:
+    """Each file under ``folder`` with its size and modification time (a few stat calls): what a change in place alters."""
+    if not folder:
+        return ()
+    root = Path(folder)
+    return tuple(
+        sorted((str(path.relative_to(root)), path.stat().st_size, path.stat().st_mtime_ns) for path in root.rglob("*") if path.is_file())
+    )
 
 
 def align_pending(run: AlignmentRun, job: Job, pending: QuerySet[DocumentPair], scorer: PairScorer, time_slice: TimeSlice | None) -> bool:
