@@ -5,9 +5,9 @@ document vectors (mean of the stored sentence vectors, renormalised) live in
 DocumentEmbedding with a partial HNSW index per encoder, and each source document's K
 nearest target documents come from it; the sentence step runs on the two documents' stored
 vectors. A shard covers a range of source documents (by position in id order) and commits
-after each document with its pairs and its new position, so it resumes after a crash, stops
-between documents when cancelled, and never stores a pair twice (unique per job).
-Memory per shard: one source and one target document's vectors at a time. A hybrid LHA job adds each document's
+after each batch of them with its pairs and its new position (alignment/mining/lha_shard.py), so it resumes after
+a crash, stops between batches when cancelled, and never stores a pair twice (unique per job).
+Memory per shard: one batch's documents and their targets' vectors (``lha_shard.BATCH_SENTENCES``). A hybrid LHA job adds each document's
 character 3-gram TF-IDF and scores documents and sentences by the fused score (alignment/mining/lha_service.py).
 """
 
@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Callable
 
 import numpy as np
+import psycopg
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Count, F
-from django.db.models.functions import Cast
 from django.template.defaultfilters import pluralize
-from pgvector.django import CosineDistance, VectorField
 
+from alignment.copying import copy_binary
 from alignment.errors import ServiceError
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
@@ -34,13 +33,12 @@ from alignment.jobs.models import Pickup, error_text
 from alignment.mining.cancelling import NEVER, CancelCheck, PrepareCancelled
 from alignment.mining.index_store import index_forget
 from alignment.mining.lha_service import (
-    hybrid_document_neighbours,
-    hybrid_sentence_vectors,
     lexical_documents_ensure,
     lha_config,
     lha_retrieval_for,
     lha_stored_config,
 )
+from alignment.mining.lha_shard import document_batch, document_sides, lha_shard_run
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
 from alignment.mining.muss_encoding import encode_shard_run
 from alignment.mining.muss_service import (
@@ -50,12 +48,9 @@ from alignment.mining.muss_service import (
     muss_stored_config,
     pairs_shards_create,
 )
-from alignment.mining.search_backend import hnsw_search_settings, partial_hnsw_index
+from alignment.mining.search_backend import partial_hnsw_index
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
-from models_ml.mining.copies import near_identical
-from models_ml.mining.lha import LHAConfig, align_sentences
 from models_ml.similarity.multilingual import encoder_for_language
-from models_ml.similarity.stop_words import unigram_overlap
 
 SHARD_DOCUMENTS = 50
 
@@ -172,28 +167,48 @@ def _source_document_ids(job: MiningJob) -> list[int]:
     return list(Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True))
 
 
-def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder, check: CancelCheck = NEVER) -> int:
+def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder, check: CancelCheck = NEVER, index: bool = True) -> int:
     """Store the mean sentence vector of every document of ``corpus`` that has none; returns how many were added.
-    ``check``: a prepare's cancel check, after each document and during the index build."""
+    ``check``: a prepare's cancel check, after each batch of documents and during the index build. ``index``: build the
+    encoder's document index afterwards (a prepare of two new corpora stores both first: rows added to an existing
+    HNSW index go in one by one, which took 6.6 s of 3,000 documents' 10 s prepare in bench/lha_scale.py)."""
     missing_vectors = Sentence.objects.filter(document__corpus=corpus).exclude(embeddings__encoder=encoder).count()
     if missing_vectors:
         raise ValueError(
             f"corpus {corpus.name!r}: {_sentences(missing_vectors)} {'has' if missing_vectors == 1 else 'have'} no vector from "
             f"{encoder.name}; run its embedding job first"
         )
-    added = 0
-    todo = Document.objects.filter(corpus=corpus).exclude(embeddings__encoder=encoder).order_by("pk").values_list("pk", flat=True)
-    for document_id in todo.iterator(chunk_size=500):
-        vectors = _sentence_vectors(document_id, encoder)  # (m, d)
-        mean = vectors.mean(axis=0) if len(vectors) else np.zeros(encoder.dimensions, dtype=np.float32)
-        norm = float(np.linalg.norm(mean))
-        DocumentEmbedding.objects.get_or_create(
-            document_id=document_id, encoder=encoder, defaults={"vector": (mean / norm if norm > 0 else mean).tolist()}
-        )
-        added += 1
+    todo = list(Document.objects.filter(corpus=corpus).exclude(embeddings__encoder=encoder).order_by("pk").values_list("pk", flat=True))
+    position = 0
+    while position < len(todo):  # a batch of documents at a time: their sentences' vectors in one read, their means in one insert
+        batch = document_batch(todo, position, len(todo))
+        sides = document_sides(batch, encoder)
+        _document_vectors_store([(d, encoder.pk, _unit_mean(sides[d][1], int(encoder.dimensions))) for d in batch])
+        position += len(batch)
         check()
-    _document_index_ensure(encoder, check)
-    return added
+    if index:
+        _document_index_ensure(encoder, check)
+    return len(todo)
+
+
+def _document_vectors_store(rows: list[tuple[int, int, np.ndarray]]) -> None:
+    """``(document, encoder, vector)`` rows by binary COPY (the ORM's INSERT formatted each vector as text: 2.1 s of
+    6,000 documents' 4.2 s prepare in bench/lha_scale.py); should a second prepare over the same corpus (another
+    job's) have stored some first, the unique key refuses the COPY and they go in row by row, skipping those."""
+    try:
+        with transaction.atomic():  # a savepoint: the fallback below runs in the caller's transaction, if any
+            copy_binary(DocumentEmbedding, ("document_id", "encoder_id", "vector"), ("int8", "int8", "vector"), rows)
+    except (IntegrityError, psycopg.IntegrityError):
+        DocumentEmbedding.objects.bulk_create(
+            [DocumentEmbedding(document_id=d, encoder_id=e, vector=v) for d, e, v in rows], ignore_conflicts=True
+        )
+
+
+def _unit_mean(vectors: np.ndarray, dimensions: int) -> np.ndarray:
+    """The mean of a document's sentence vectors (m, d), renormalised; zeros for a document without sentences."""
+    mean = vectors.mean(axis=0) if len(vectors) else np.zeros(dimensions, dtype=np.float32)
+    norm = float(np.linalg.norm(mean))
+    return mean / norm if norm > 0 else mean
 
 
 def _document_index_ensure(encoder: Encoder, check: CancelCheck) -> None:
@@ -201,10 +216,17 @@ def _document_index_ensure(encoder: Encoder, check: CancelCheck) -> None:
     partial_hnsw_index(name, DocumentEmbedding._meta.db_table, int(encoder.dimensions), "encoder_id", encoder.pk, check=check)
 
 
-def _sentence_vectors(document_id: int, encoder: Encoder) -> np.ndarray:
-    rows = SentenceEmbedding.objects.filter(sentence__document_id=document_id, encoder=encoder).order_by("sentence__index")
-    vectors = [np.asarray(vector, dtype=np.float32) for vector in rows.values_list("vector", flat=True)]
-    return np.stack(vectors) if vectors else np.zeros((0, encoder.dimensions), dtype=np.float32)  # (m, d)
+def statistics_refresh(tables: list[type[models.Model]]) -> None:
+    """ANALYZE the models' tables (PostgreSQL samples a bounded number of rows: about a second however large they are).
+
+    A job started right after its corpora were loaded and embedded ran on the planner's guesses from before the load:
+    the sentences of 100 documents read by a scan of every current sentence (26 ms against 1.8), and a shard's
+    nearest-document query as an exact scan of the target corpus per document (5.2 ms a document at 3,000 target
+    documents, growing with the corpus, against 0.76 ms through the HNSW index; EXPLAIN ANALYZE on
+    bench/lha_scale.py's corpora). Autovacuum refreshes them too, but a minute or more later."""
+    with connection.cursor() as cursor:
+        for model in tables:
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
 
 
 def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray] | None = None) -> MiningJob:
@@ -242,8 +264,15 @@ def _lha_prepare(job: MiningJob) -> list[int]:
     encoder = Encoder.objects.filter(name=job.config["encoder"]).first()
     if encoder is None:
         raise ValueError(f"no vectors from encoder {job.config['encoder']!r}: run the embedding job of both corpora first")
-    for corpus in {job.source_corpus, job.target_corpus}:
-        document_vectors_ensure(corpus=corpus, encoder=encoder, check=check)
+    corpora = {job.source_corpus, job.target_corpus}
+    new = Document.objects.filter(corpus__in=corpora).exclude(embeddings__encoder=encoder).exists()
+    if new:  # corpora mined for the first time with this encoder: most likely just loaded and embedded
+        statistics_refresh([Sentence, SentenceEmbedding])
+    for corpus in corpora:
+        document_vectors_ensure(corpus=corpus, encoder=encoder, check=check, index=False)
+    _document_index_ensure(encoder, check)
+    if new:
+        statistics_refresh([Document, DocumentEmbedding])
     if job.retrieval == MiningJob.Retrieval.HYBRID:
         lexical_documents_ensure(job, check)
     total = len(_source_document_ids(job))
@@ -283,17 +312,8 @@ def mining_shard_execute(*, shard_id: int, encode: Callable[[list[str]], np.ndar
     encoder = Encoder.objects.get(name=job.config["encoder"])
     ids = _source_document_ids(job)
     try:
-        for position in range(shard.position, shard.end):
-            if MiningJob.objects.filter(pk=job.pk, cancel_requested=True).exists():
-                return _cancel(job, shard)
-            started = time.perf_counter()
-            found = _mine_document(job, ids[position], config, encoder)
-            with transaction.atomic():
-                MinedPair.objects.bulk_create(found, ignore_conflicts=True, batch_size=1000)
-                shard.heartbeat(position=position + 1)
-                MiningJob.objects.filter(pk=job.pk).update(
-                    documents_done=F("documents_done") + 1, busy_seconds=F("busy_seconds") + (time.perf_counter() - started)
-                )
+        if not lha_shard_run(job, shard, ids, config, encoder, lambda: MiningJob.objects.filter(pk=job.pk, cancel_requested=True).exists()):
+            return _cancel(job, shard)
     except Exception as exc:
         if not database_lost(exc):  # a lost database leaves the shard running: the task's retry resumes it
             shard.mark_failed(error_text(exc))
@@ -356,62 +376,6 @@ def _finish(job_id: int) -> None:
         if job.status == MiningJob.Status.RUNNING and job.shards_done >= job.shards_total:
             job.mark_succeeded(pairs_found=MinedPair.objects.filter(job=job).count())
             index_forget(job)
-
-
-def document_neighbours(*, job: MiningJob, document_id: int, encoder: Encoder, k: int, theta_d: float) -> list[tuple[int, float]]:
-    """The K documents of the job's target corpus nearest to ``document_id`` (pgvector HNSW), with cosine >= theta_d."""
-    own = DocumentEmbedding.objects.get(document_id=document_id, encoder=encoder).vector
-    typed = Cast("vector", VectorField(dimensions=encoder.dimensions))
-    with transaction.atomic():
-        hnsw_search_settings()
-        rows = list(
-            DocumentEmbedding.objects.filter(encoder=encoder, document__corpus=job.target_corpus)
-            .exclude(document_id=document_id)
-            .annotate(distance=CosineDistance(typed, own))
-            .order_by("distance")
-            .values_list("document_id", "distance")[:k]
-        )
-    return [(doc, 1.0 - float(distance)) for doc, distance in rows if 1.0 - float(distance) >= theta_d]
-
-
-def _texts(document_id: int) -> list[str]:
-    return list(Sentence.objects.filter(document_id=document_id).order_by("index").values_list("text", flat=True))
-
-
-def _mine_document(job: MiningJob, document_id: int, config: LHAConfig, encoder: Encoder) -> list[MinedPair]:
-    """One source document's pairs; a hybrid job finds and scores documents and sentences by the fused score."""
-    found = []
-    hybrid = job.retrieval == MiningJob.Retrieval.HYBRID
-    source_vectors, source_texts = _sentence_vectors(document_id, encoder), _texts(document_id)
-    nearest = hybrid_document_neighbours if hybrid else document_neighbours
-    neighbours = nearest(job=job, document_id=document_id, encoder=encoder, k=config.k_documents, theta_d=config.theta_d)
-    for target_id, doc_score in neighbours:
-        source_rows, target_rows, target_texts = source_vectors, _sentence_vectors(target_id, encoder), _texts(target_id)
-        if hybrid:  # rows whose inner products are the fused scores
-            source_rows, target_rows = hybrid_sentence_vectors(job, source_vectors, target_rows, source_texts, target_texts)
-        for source, target, score in align_sentences(source_rows, target_rows, k=config.k_sentences, theta_s=config.theta_s):
-            source_text = " ".join(source_texts[i] for i in source)
-            target_text = " ".join(target_texts[j] for j in target)
-            overlap = unigram_overlap(source_text, target_text, config.language)
-            ratio = len(target_text) / max(len(source_text), 1)
-            if config.min_overlap is not None and overlap < config.min_overlap:
-                continue
-            if config.max_length_ratio is not None and ratio > config.max_length_ratio:
-                continue
-            if config.min_levenshtein is not None and near_identical(source_text, target_text, min_levenshtein=config.min_levenshtein):
-                continue  # a near-copy: nothing to learn from (LHAConfig.min_levenshtein)
-            found.append(
-                MinedPair(
-                    job=job, source_document_id=document_id, target_document_id=target_id,
-                    source_sentences=list(source), target_sentences=list(target),
-                    source_key=",".join(map(str, source)), target_key=",".join(map(str, target)),
-                    source_text=source_text, target_text=target_text, source_count=len(source), target_count=len(target),
-                    source_tokens=len(source_text.split()), target_tokens=len(target_text.split()),
-                    score=float(score), doc_score=doc_score, length_ratio=ratio, overlap=overlap,
-                    features={"overlap": overlap, "length_ratio": ratio},
-                )
-            )  # fmt: skip
-    return found
 
 
 def mining_job_statistics(job: MiningJob) -> dict:

@@ -8,6 +8,7 @@ from django.conf import settings
 from alignment import services
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
+from alignment.mining import lha_shard
 from alignment.mining import service as mining
 from alignment.mining.models import MinedPair, MiningJob, MiningShard
 from alignment.models import Document
@@ -84,20 +85,21 @@ def test_the_same_settings_give_the_same_job_and_no_duplicate_pairs(two_corpora,
 
 def test_a_crashed_shard_resumes_where_it_stopped(two_corpora, run_worker, monkeypatch) -> None:
     source, target = two_corpora
-    real = mining._mine_document
+    monkeypatch.setattr(lha_shard, "BATCH_DOCUMENTS", 1)  # a batch of one document
+    real = lha_shard.mine_batch
     calls = []
 
-    def crash_on_third(job, document_id, config, encoder):
-        calls.append(document_id)
+    def crash_on_third(job, batch, config, encoder):
+        calls.append(batch)
         if len(calls) == 3:
             raise MemoryError("worker ran out of memory")
-        return real(job, document_id, config, encoder)
+        return real(job, batch, config, encoder)
 
-    monkeypatch.setattr(mining, "_mine_document", crash_on_third)
+    monkeypatch.setattr(lha_shard, "mine_batch", crash_on_third)
     job, _ = _mine(source, target, run_worker, k_documents=1, theta_d=0.3, theta_s=0.5)
     assert job.status == MiningJob.Status.FAILED and "out of memory" in job.error
     done_before = job.documents_done
-    monkeypatch.setattr(mining, "_mine_document", real)
+    monkeypatch.setattr(lha_shard, "mine_batch", real)
     resumed, created = _mine(source, target, run_worker, k_documents=1, theta_d=0.3, theta_s=0.5)
     assert resumed.pk == job.pk and not created and resumed.status == MiningJob.Status.SUCCEEDED, resumed.error
     assert done_before == 2 and resumed.documents_done == 4  # the crashed document was mined once, after the resume
@@ -105,25 +107,24 @@ def test_a_crashed_shard_resumes_where_it_stopped(two_corpora, run_worker, monke
     assert len(fresh_pairs) == resumed.pairs_found
 
 
-def test_cancel_stops_between_documents_and_keeps_the_pairs_found(two_corpora, run_worker) -> None:
+def test_cancel_stops_between_batches_and_keeps_the_pairs_found(two_corpora, run_worker, monkeypatch) -> None:
     source, target = two_corpora
     job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config={"theta_d": 0.3}, shard_documents=4)
     mining.mining_job_prepare(job_id=job.pk)
     shard = MiningShard.objects.get(job=job)
-    original = mining._mine_document
+    monkeypatch.setattr(lha_shard, "BATCH_DOCUMENTS", 1)  # a batch of one document
+    original = lha_shard.mine_batch
 
-    def cancel_after_first(job_, document_id, config, encoder):
+    def cancel_after_first(job_, batch, config, encoder):
         MiningJob.objects.filter(pk=job.pk).update(cancel_requested=True)
-        return original(job_, document_id, config, encoder)
+        return original(job_, batch, config, encoder)
 
-    mining._mine_document = cancel_after_first
-    try:
-        mining.mining_shard_execute(shard_id=shard.pk)
-    finally:
-        mining._mine_document = original
+    monkeypatch.setattr(lha_shard, "mine_batch", cancel_after_first)
+    mining.mining_shard_execute(shard_id=shard.pk)
     job.refresh_from_db()
     shard.refresh_from_db()
     assert job.status == MiningJob.Status.CANCELLED and job.documents_done == 1 and shard.position == 1
+    assert MinedPair.objects.filter(job=job).exists()  # the first batch's pairs were stored with its position
 
 
 def test_missing_sentence_vectors_are_refused_at_start_and_fail_the_prepare_with_the_corpus_named(owner, db) -> None:

@@ -9,7 +9,7 @@ import time
 import pytest
 from django.db import connection, connections
 
-from alignment.mining import cancelling, search_backend
+from alignment.mining import cancelling, lha_shard, search_backend
 from alignment.mining import service as mining
 from alignment.mining.cancelling import PrepareCancelled
 from alignment.mining.models import DocumentEmbedding, MiningIndexPart, MiningJob, MiningSequence, MiningShard
@@ -78,22 +78,23 @@ def test_a_cancel_during_the_faiss_build_stops_it_between_chunks_and_stores_no_i
     assert not job.search_index and not MiningShard.objects.filter(job=job).exists()
 
 
-def test_an_lha_prepare_cancelled_after_a_document_keeps_its_vector_and_resumes(owner, run_worker, monkeypatch) -> None:
+def test_an_lha_prepare_cancelled_after_a_batch_keeps_its_vectors_and_resumes(owner, run_worker, monkeypatch) -> None:
     source, target = embedded_news_corpora(owner, run_worker)
     job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config={"theta_d": 0.3}, shard_documents=2)
-    original = mining._sentence_vectors
+    monkeypatch.setattr(lha_shard, "BATCH_DOCUMENTS", 1)  # a batch of one document
+    original = mining.document_sides
 
-    def cancel_on_first(document_id, encoder):
+    def cancel_on_first(documents, encoder):
         mining.mining_job_cancel(job=job)
-        return original(document_id, encoder)
+        return original(documents, encoder)
 
-    monkeypatch.setattr(mining, "_sentence_vectors", cancel_on_first)
+    monkeypatch.setattr(mining, "document_sides", cancel_on_first)
     mining.mining_job_prepare(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == MiningJob.Status.CANCELLED
     assert DocumentEmbedding.objects.count() == 1 and not MiningShard.objects.filter(job=job).exists()
 
-    monkeypatch.setattr(mining, "_sentence_vectors", original)
+    monkeypatch.setattr(mining, "document_sides", original)
     assert not mining.mining_job_create(source_corpus=source, target_corpus=target, config={"theta_d": 0.3}, shard_documents=2)[1]
     mining.mining_job_prepare(job_id=job.pk)
     job.refresh_from_db()

@@ -1,0 +1,169 @@
+"""An LHA job's shard, batch after batch: a batch of source documents is read, mined and stored in a few round trips.
+
+A shard mined one source document at a time with about ten queries each (its sentences' vectors parsed from
+pgvector's text format by the ORM, its nearest target documents, each target's vectors and texts, the pairs, the
+shard's position and the job's counters), so it ran at a small fraction of ``models_ml.mining.lha.mine_lha``'s pace
+on the same vectors (docs/benchmarks.md, "Mining at scale"). Now a batch of source documents (at most
+``BATCH_DOCUMENTS``, and no more of their sentences than ``BATCH_SENTENCES`` unless one document alone holds more) takes
+one query for every document's nearest target documents (a LATERAL join over the document vectors' HNSW index; a
+hybrid job asks per document, :func:`~alignment.mining.lha_service.hybrid_document_neighbours`), one binary read of the
+sentences and vectors of the batch's documents and their targets, and one transaction with the pairs (binary COPY),
+the shard's position and the job's counters. A cancel is looked for before each batch; a crash loses at most the batch
+in flight, which the resumed shard mines again (the pairs are unique per job, so none is stored twice).
+
+Only the current segmentation is read (``retired_by`` unset), as the texts always were: the ORM read of the vectors
+also took those of sentences split or merged on screen, whose vectors then misaligned with the texts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+from django.db import connection, transaction
+from django.db.models import Count, F
+
+from alignment.copying import vector_cursor
+from alignment.mining.lha_service import hybrid_document_neighbours, hybrid_sentence_vectors
+from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
+from alignment.mining.muss_service import mined_pairs_store
+from alignment.mining.search_backend import hnsw_search_settings
+from alignment.models import Document, Encoder, Sentence, SentenceEmbedding
+from models_ml.mining.copies import near_identical
+from models_ml.mining.lha import LHAConfig, align_sentences
+from models_ml.similarity.stop_words import unigram_overlap
+
+BATCH_DOCUMENTS = 100
+BATCH_SENTENCES = 5_000
+
+Side = tuple[list[str], np.ndarray]  # a document's current sentences' texts and their vectors (m, d), in order
+
+
+def lha_shard_run(
+    job: MiningJob, shard: MiningShard, ids: list[int], config: LHAConfig, encoder: Encoder, cancelled: Callable[[], bool]
+) -> bool:
+    """Mine the shard's source documents from its position, a batch at a time; False when it stopped for a cancel."""
+    position = shard.position
+    while position < shard.end:
+        if cancelled():
+            return False
+        started = time.perf_counter()
+        batch = document_batch(ids, position, shard.end)
+        found = mine_batch(job, batch, config, encoder)
+        with transaction.atomic():
+            mined_pairs_store(found)
+            shard.heartbeat(position=position + len(batch))
+            MiningJob.objects.filter(pk=job.pk).update(
+                documents_done=F("documents_done") + len(batch), busy_seconds=F("busy_seconds") + (time.perf_counter() - started)
+            )
+        position += len(batch)
+    return True
+
+
+def document_batch(ids: list[int], position: int, end: int) -> list[int]:
+    """The next documents of ``ids`` from ``position`` (before ``end``): at most BATCH_DOCUMENTS and BATCH_SENTENCES sentences (one at least)."""
+    candidates = ids[position : min(end, position + BATCH_DOCUMENTS)]
+    counts = dict(Sentence.objects.filter(document_id__in=candidates).values_list("document_id").annotate(count=Count("pk")).order_by())
+    batch, total = [], 0
+    for document_id in candidates:
+        total += counts.get(document_id, 0)
+        if batch and total > BATCH_SENTENCES:
+            break
+        batch.append(document_id)
+    return batch
+
+
+def mine_batch(job: MiningJob, batch: list[int], config: LHAConfig, encoder: Encoder) -> list[MinedPair]:
+    """The pairs of ``batch``'s source documents, in the batch's order (then each document's targets' order)."""
+    hybrid = job.retrieval == MiningJob.Retrieval.HYBRID
+    if hybrid:
+        neighbours = {
+            d: hybrid_document_neighbours(job=job, document_id=d, encoder=encoder, k=config.k_documents, theta_d=config.theta_d)
+            for d in batch
+        }
+    else:
+        neighbours = dense_neighbours(job, batch, encoder, config.k_documents, config.theta_d)
+    sides = document_sides(batch + [t for d in batch for t, _ in neighbours.get(d, [])], encoder)
+    found: list[MinedPair] = []
+    for document_id in batch:
+        for target_id, doc_score in neighbours.get(document_id, []):
+            found += _pairs(job, config, (document_id, sides[document_id]), (target_id, sides[target_id]), doc_score, hybrid)
+    return found
+
+
+def dense_neighbours(job: MiningJob, documents: list[int], encoder: Encoder, k: int, theta_d: float) -> dict[int, list[tuple[int, float]]]:
+    """Each document's K nearest documents of the job's target corpus (pgvector HNSW, the document itself left out),
+    with cosine >= theta_d, nearest first: one LATERAL query for the batch, each row's search as the index serves one."""
+    table, dimensions = connection.ops.quote_name(DocumentEmbedding._meta.db_table), int(encoder.dimensions)
+    typed = f"vector::vector({dimensions})"
+    sql = (
+        f"SELECT s.document_id, n.document_id, n.distance FROM {table} AS s CROSS JOIN LATERAL ("
+        f"SELECT o.document_id, o.{typed} <=> s.{typed} AS distance FROM {table} AS o "
+        f"JOIN {connection.ops.quote_name(Document._meta.db_table)} AS t ON t.id = o.document_id "
+        "WHERE o.encoder_id = %(encoder)s AND t.corpus_id = %(corpus)s AND o.document_id <> s.document_id "
+        f"ORDER BY o.{typed} <=> s.{typed} LIMIT %(k)s) AS n "
+        "WHERE s.encoder_id = %(encoder)s AND s.document_id = ANY(%(documents)s) ORDER BY s.document_id, n.distance"
+    )
+    found: dict[int, list[tuple[int, float]]] = {}
+    with transaction.atomic(), connection.cursor() as cursor:
+        hnsw_search_settings()
+        cursor.execute(sql, {"encoder": encoder.pk, "corpus": job.target_corpus_id, "k": int(k), "documents": list(documents)})
+        for source, target, distance in cursor.fetchall():
+            if 1.0 - float(distance) >= theta_d:
+                found.setdefault(int(source), []).append((int(target), 1.0 - float(distance)))
+    return found
+
+
+def document_sides(documents: list[int], encoder: Encoder) -> dict[int, Side]:
+    """Each document's current sentences' texts and vectors, in order, in one binary read (an empty side for none)."""
+    wanted = sorted(set(documents))
+    sentences, embeddings = (connection.ops.quote_name(m._meta.db_table) for m in (Sentence, SentenceEmbedding))
+    rows: dict[int, list[tuple[str, np.ndarray]]] = {d: [] for d in wanted}
+    with vector_cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.document_id, s.text, e.vector FROM {sentences} AS s JOIN {embeddings} AS e ON e.sentence_id = s.id "
+            "AND e.encoder_id = %s WHERE s.document_id = ANY(%s) AND s.retired_by_id IS NULL ORDER BY s.document_id, s.index",
+            [encoder.pk, wanted],
+            binary=True,
+        )
+        for document_id, text, vector in cursor:
+            rows[document_id].append((text, vector.to_numpy()))
+    empty = np.zeros((0, int(encoder.dimensions)), dtype=np.float32)
+    return {
+        d: ([text for text, _ in side], np.stack([v for _, v in side]).astype(np.float32, copy=False) if side else empty)
+        for d, side in rows.items()
+    }
+
+
+def _pairs(
+    job: MiningJob, config: LHAConfig, source: tuple[int, Side], target: tuple[int, Side], doc_score: float, hybrid: bool
+) -> list[MinedPair]:
+    """One document pair's sentence groups as MinedPair rows, after the job's filters; a hybrid job scores by the fused score."""
+    (source_id, (source_texts, source_rows)), (target_id, (target_texts, target_rows)) = source, target
+    if hybrid:  # rows whose inner products are the fused scores
+        source_rows, target_rows = hybrid_sentence_vectors(job, source_rows, target_rows, source_texts, target_texts)
+    found = []
+    for groups_source, groups_target, score in align_sentences(source_rows, target_rows, k=config.k_sentences, theta_s=config.theta_s):
+        source_text = " ".join(source_texts[i] for i in groups_source)
+        target_text = " ".join(target_texts[j] for j in groups_target)
+        overlap = unigram_overlap(source_text, target_text, config.language)
+        ratio = len(target_text) / max(len(source_text), 1)
+        if config.min_overlap is not None and overlap < config.min_overlap:
+            continue
+        if config.max_length_ratio is not None and ratio > config.max_length_ratio:
+            continue
+        if config.min_levenshtein is not None and near_identical(source_text, target_text, min_levenshtein=config.min_levenshtein):
+            continue  # a near-copy: nothing to learn from (LHAConfig.min_levenshtein)
+        found.append(
+            MinedPair(
+                job=job, source_document_id=source_id, target_document_id=target_id,
+                source_sentences=list(groups_source), target_sentences=list(groups_target),
+                source_key=",".join(map(str, groups_source)), target_key=",".join(map(str, groups_target)),
+                source_text=source_text, target_text=target_text, source_count=len(groups_source), target_count=len(groups_target),
+                source_tokens=len(source_text.split()), target_tokens=len(target_text.split()),
+                score=float(score), doc_score=doc_score, length_ratio=ratio, overlap=overlap,
+                features={"overlap": overlap, "length_ratio": ratio},
+            )
+        )  # fmt: skip
+    return found

@@ -1,0 +1,121 @@
+"""An LHA job's shards and prepare work a batch of documents at a time (alignment/mining/lha_shard.py): the job finds
+what the in-memory pipeline finds on the same vectors, a batch is bounded, its queries do not grow with its documents,
+and only the current segmentation is read."""
+
+from __future__ import annotations
+
+import numpy as np
+from django.conf import settings
+
+from alignment import services
+from alignment.mining import lha_shard
+from alignment.mining import service as mining
+from alignment.mining.lha_service import lha_config
+from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob
+from alignment.models import Document, Encoder, Sentence
+from alignment.segmenting.service import sentence_split
+from models_ml.mining.lha import mine_lha
+from models_ml.mining.types import MiningDocument
+from tests.alignment.test_mining import embedded_news_corpora
+
+SETTINGS = {"k_documents": 1, "theta_d": 0.3, "k_sentences": 1, "theta_s": 0.5}
+
+
+def _mine(source, target, run_worker) -> MiningJob:
+    job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config=SETTINGS, shard_documents=2)
+    run_worker(["mining"])
+    job.refresh_from_db()
+    assert job.status == MiningJob.Status.SUCCEEDED, job.error
+    return job
+
+
+def _stored(job: MiningJob) -> set[tuple]:
+    rows = MinedPair.objects.filter(job=job).values_list("source_document_id", "source_sentences", "target_document_id", "target_sentences")
+    return {(s, tuple(ss), t, tuple(ts)) for s, ss, t, ts in rows}
+
+
+def test_the_job_finds_what_mine_lha_finds_on_the_same_vectors(owner, run_worker, monkeypatch) -> None:
+    source, target = embedded_news_corpora(owner, run_worker)
+    monkeypatch.setattr(lha_shard, "BATCH_DOCUMENTS", 3)  # batches that end inside a shard and across its two
+    job = _mine(source, target, run_worker)
+    encoder = Encoder.objects.get(name=settings.ENCODER_MODEL)
+    ids = {
+        corpus.pk: list(Document.objects.filter(corpus=corpus).order_by("pk").values_list("pk", flat=True)) for corpus in (source, target)
+    }
+    sides = {corpus: lha_shard.document_sides(ids[corpus.pk], encoder) for corpus in (source, target)}
+    stored = np.concatenate([sides[corpus][d][1] for corpus in (source, target) for d in ids[corpus.pk]])
+    served = [0]
+
+    def encode(texts: list[str]) -> np.ndarray:  # the stored vectors, in the order mine_lha asks for them (source, then target)
+        rows = stored[served[0] : served[0] + len(texts)]
+        served[0] += len(texts)
+        return rows
+
+    documents = {corpus: [MiningDocument(str(d), sides[corpus][d][0]) for d in ids[corpus.pk]] for corpus in (source, target)}
+    expected = {
+        (int(p.source_doc), tuple(p.source), int(p.target_doc), tuple(p.target))
+        for p in mine_lha(documents[source], documents[target], encode=encode, config=lha_config(job.config))
+    }
+    assert served[0] == len(stored) and len(expected) >= 8
+    assert _stored(job) == expected
+
+
+def test_a_batch_is_bounded_by_documents_and_sentences_but_holds_one_document_at_least(owner, run_worker, monkeypatch) -> None:
+    source, _ = embedded_news_corpora(owner, run_worker)
+    ids = list(Document.objects.filter(corpus=source).order_by("pk").values_list("pk", flat=True))  # 4 documents of 3 sentences
+    assert lha_shard.document_batch(ids, 0, 4) == ids
+    monkeypatch.setattr(lha_shard, "BATCH_DOCUMENTS", 3)
+    assert lha_shard.document_batch(ids, 0, 4) == ids[:3] and lha_shard.document_batch(ids, 3, 4) == ids[3:]
+    monkeypatch.setattr(lha_shard, "BATCH_SENTENCES", 7)
+    assert lha_shard.document_batch(ids, 0, 4) == ids[:2]  # 6 sentences; a third document would make 9
+    monkeypatch.setattr(lha_shard, "BATCH_SENTENCES", 1)
+    assert lha_shard.document_batch(ids, 1, 4) == ids[1:2]  # one document, though it holds more
+    assert lha_shard.document_batch(ids, 1, 2) == ids[1:2]  # never past ``end`` (the shard's)
+
+
+def test_a_batch_costs_the_same_queries_for_one_document_and_for_four(owner, run_worker, django_assert_max_num_queries) -> None:
+    source, target = embedded_news_corpora(owner, run_worker)
+    job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config=SETTINGS, shard_documents=4)
+    mining.mining_job_prepare(job_id=job.pk)
+    encoder, config = Encoder.objects.get(name=settings.ENCODER_MODEL), lha_config(job.config)
+    ids = list(Document.objects.filter(corpus=source).order_by("pk").values_list("pk", flat=True))
+    with django_assert_max_num_queries(6):  # the neighbours (with its transaction's settings), the sentences
+        one = lha_shard.mine_batch(job, ids[:1], config, encoder)
+    with django_assert_max_num_queries(6):
+        four = lha_shard.mine_batch(job, ids, config, encoder)
+    assert one and len(four) > len(one)
+    assert {(p.source_document_id, p.source_key, p.target_key) for p in one} <= {
+        (p.source_document_id, p.source_key, p.target_key) for p in four
+    }
+
+
+def test_a_sentence_split_on_screen_is_mined_as_the_current_segmentation(owner, run_worker) -> None:
+    """The retired sentence keeps its vector (labels name it); the ORM read took it beside the two new ones."""
+    source, target = embedded_news_corpora(owner, run_worker)
+    document = Document.objects.get(corpus=source, external_id__startswith="Tram")
+    first = Sentence.objects.get(document=document, index=0)
+    sentence_split(sentence_id=first.pk, offset=first.text.index(" on Tuesday"), by=owner)
+    services.embedding_run_create(corpus=source, encoder_name=settings.ENCODER_MODEL)
+    run_worker(["embedding"])
+    texts = list(Sentence.objects.filter(document=document).order_by("index").values_list("text", flat=True))
+    assert len(texts) == 4 and Sentence.all_objects.filter(document=document).count() == 5
+    side = lha_shard.document_sides([document.pk], Encoder.objects.get(name=settings.ENCODER_MODEL))[document.pk]
+    assert side[0] == texts and side[1].shape[0] == 4
+
+    job = _mine(source, target, run_worker)
+    pairs = list(MinedPair.objects.filter(job=job, source_document=document))
+    assert pairs and all(p.source_text == " ".join(texts[i] for i in p.source_sentences) for p in pairs)
+
+
+def test_document_vectors_stored_by_another_prepare_first_are_kept_and_the_rest_added(owner, run_worker) -> None:
+    source, _ = embedded_news_corpora(owner, run_worker)
+    encoder = Encoder.objects.get(name=settings.ENCODER_MODEL)
+    ids = list(Document.objects.filter(corpus=source).order_by("pk").values_list("pk", flat=True))
+    first = np.eye(1, int(encoder.dimensions), dtype=np.float32)[0]
+    mining._document_vectors_store([(ids[0], encoder.pk, first)])  # another job's prepare, a moment earlier
+    assert mining.document_vectors_ensure(corpus=source, encoder=encoder) == len(ids) - 1
+    rows = dict(DocumentEmbedding.objects.filter(encoder=encoder).values_list("document_id", "vector"))
+    assert sorted(rows) == ids and np.array_equal(np.asarray(rows[ids[0]]), first)
+    mining._document_vectors_store([(ids[0], encoder.pk, -first), (ids[1], encoder.pk, -first)])  # both there: the COPY is refused
+    assert DocumentEmbedding.objects.filter(encoder=encoder).count() == len(ids)
+    assert np.array_equal(np.asarray(DocumentEmbedding.objects.get(document_id=ids[0], encoder=encoder).vector), first)
