@@ -1,0 +1,150 @@
+"""An LHA job in the app beside the in-memory pipeline it persists, on the same corpora and vectors, in one run.
+
+    .venv/bin/python bench/lha_scale.py [--sequences 30000,300000] [--sentences 10] [--dim 384]
+
+For each size (sentences per corpus) it makes two corpora of size / ``--sentences`` documents each, a source and a
+"simplified" copy whose sentence vectors are the source's plus noise (random unit vectors, stored directly by binary
+``COPY``: no encoder, so only the pipeline is timed), then runs:
+
+app        the app's LHA job in this process, as a worker would: its prepare (both corpora's document vectors and
+           their HNSW index) and every shard (each source document's nearest target documents, their sentences
+           aligned, the pairs stored); seconds of each;
+in-memory  ``models_ml.mining.lha.mine_lha`` on the same documents, the same stored vectors and the job's LHAConfig,
+           its documents searched exactly (the job searches pgvector's HNSW index over the document vectors, which no
+           in-memory pipeline can share; at these sizes and on these vectors it finds the exact nearest documents).
+
+It prints documents/s of both (source documents mined per second, the job's prepare included), their ratio (issue
+36's goal: the app at >= 0.5x), and the pairs each found and how many they share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from _django import setup_django
+
+os.environ.setdefault("DEBUG", "0")  # DEBUG keeps a log of every SQL query, as a worker in production does not
+setup_django()
+
+import numpy as np
+from django.db import transaction
+
+from alignment.copying import copy_binary
+from alignment.mining import service as mining
+from alignment.mining.lha_service import lha_config
+from alignment.mining.lha_shard import document_sides
+from alignment.mining.models import MinedPair
+from alignment.models import Document, Encoder, Paragraph, Sentence, SentenceEmbedding
+from alignment.services import corpus_get_or_create
+from bench._django import bench_owner
+from bench.mining_memory import run_job
+from models_ml.mining.lha import mine_lha
+from models_ml.mining.types import MiningDocument
+
+CONFIG = {"k_documents": 1, "theta_d": 0.3, "k_sentences": 1, "theta_s": 0.5, "min_overlap": None}
+
+
+def make_corpus(name: str, documents: int, sentences: int, vectors: np.ndarray, encoder: Encoder, owner, side: str):
+    """``documents`` documents of ``sentences`` sentences, with ``vectors`` (documents * sentences, d) as the encoder's."""
+    corpus, _ = corpus_get_or_create(name=name, language="en", owner=owner)
+    for start in range(0, documents, 1000):
+        with transaction.atomic():
+            docs = Document.objects.bulk_create(
+                Document(
+                    corpus=corpus, external_id=f"{name}-{d}", level="adv", raw_text="x", content_hash=f"{name}{d}", text_hash=f"{name}{d}"
+                )
+                for d in range(start, min(start + 1000, documents))
+            )
+            paragraphs = Paragraph.objects.bulk_create(Paragraph(document=doc, index=0, char_start=0, char_end=1) for doc in docs)
+            rows = Sentence.objects.bulk_create(
+                Sentence(
+                    document=doc,
+                    paragraph=par,
+                    index=s,
+                    index_in_paragraph=s,
+                    text=f"{side}{d}s{s} word{d % 97} term{s} about {side}",
+                    char_start=0,
+                    char_end=1,
+                )  # fmt: skip
+                for d, (doc, par) in enumerate(zip(docs, paragraphs), start=start)
+                for s in range(sentences)
+            )
+            first = start * sentences
+            copy_binary(
+                SentenceEmbedding, ("sentence_id", "encoder_id", "vector", "created_at"), ("int8", "int8", "vector", "timestamptz"),
+                ((row.pk, encoder.pk, vectors[first + k], docs[0].created_at) for k, row in enumerate(rows)),
+            )  # fmt: skip
+    return corpus
+
+
+def setup(size: int, sentences: int, dim: int, owner, encoder: Encoder):
+    rng = np.random.default_rng(size)
+    source_vectors = rng.normal(size=(size, dim)).astype(np.float32)
+    target_vectors = source_vectors + 0.35 * rng.normal(size=source_vectors.shape).astype(np.float32)
+    source_vectors /= np.linalg.norm(source_vectors, axis=1, keepdims=True)
+    target_vectors /= np.linalg.norm(target_vectors, axis=1, keepdims=True)
+    documents = size // sentences
+    source = make_corpus(f"lha-src-{size}", documents, sentences, source_vectors, encoder, owner, "s")
+    target = make_corpus(f"lha-tgt-{size}", documents, sentences, target_vectors, encoder, owner, "t")
+    job = mining.mining_job_create(source_corpus=source, target_corpus=target, config={"encoder": encoder.name, **CONFIG})[0]
+    return job, source, target
+
+
+def in_memory(job, source, target, encoder: Encoder) -> tuple[float, set]:
+    """Seconds and pairs of mine_lha over both corpora, the stored vectors looked up by text (read before the clock)."""
+    sides, lookup = [], {}
+    for corpus in (source, target):
+        ids = list(Document.objects.filter(corpus=corpus).order_by("pk").values_list("pk", flat=True))
+        documents = []
+        for start in range(0, len(ids), 1000):
+            for document_id, (texts, vectors) in sorted(document_sides(ids[start : start + 1000], encoder).items()):
+                documents.append(MiningDocument(str(document_id), texts))
+                lookup.update(zip(texts, vectors))
+        sides.append(documents)
+    config = lha_config(job.config)
+    started = time.perf_counter()
+    found = {
+        (int(p.source_doc), tuple(p.source), int(p.target_doc), tuple(p.target))
+        for p in mine_lha(sides[0], sides[1], encode=lambda texts: np.stack([lookup[t] for t in texts]), config=config)
+    }
+    return time.perf_counter() - started, found
+
+
+def stored_pairs(job) -> set:
+    rows = MinedPair.objects.filter(job=job).values_list("source_document_id", "source_sentences", "target_document_id", "target_sentences")
+    return {(source, tuple(s), target, tuple(t)) for source, s, target, t in rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sequences", default="30000,300000", help="comma-separated sizes in sentences per corpus")
+    parser.add_argument("--sentences", type=int, default=10, help="sentences per document")
+    parser.add_argument("--dim", type=int, default=384)
+    args = parser.parse_args()
+    owner = bench_owner()
+    encoder, _ = Encoder.objects.get_or_create(name="bench-lha-random", defaults={"dimensions": args.dim})
+    print(f"LHA, {args.sentences} sentences per document, {args.dim}-d random unit sentence vectors (no encoder)")
+    print(f"{'sentences':>9} {'documents':>9} | {'app s':>7} {'docs/s':>7} | {'memory s':>8} {'docs/s':>7} | {'ratio':>5} | "
+          f"{'pairs app':>9} {'memory':>7} {'shared':>7} | phases (app)")  # fmt: skip
+    for size in map(int, args.sequences.split(",")):
+        job, source, target = setup(size, args.sentences, args.dim, owner, encoder)
+        started, prepared, finished, phases = run_job(job, None)
+        job.refresh_from_db()
+        assert job.status == "succeeded", job.error
+        app_seconds = finished - started
+        memory_seconds, memory_pairs = in_memory(job, source, target, encoder)
+        app_pairs = stored_pairs(job)
+        documents = size // args.sentences
+        print(
+            f"{size:>9,} {documents:>9,} | {app_seconds:>7.1f} {documents / app_seconds:>7.1f} | {memory_seconds:>8.1f} "
+            f"{documents / memory_seconds:>7.1f} | {memory_seconds / app_seconds:>5.2f} | {len(app_pairs):>9,} {len(memory_pairs):>7,} "
+            f"{len(app_pairs & memory_pairs):>7,} | prepare {prepared - started:.1f}, shards "
+            + ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in sorted(phases.items())),
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
