@@ -23,6 +23,7 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from alignment.copying import vector_cursor
 from alignment.errors import ServiceError
 from alignment.importing.language import language_codes
+from alignment.index_memory import build_memory, index_build_memory_mb
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Job, Pickup
 from alignment.jobs.slices import TimeSlice, slice_check
@@ -177,23 +178,14 @@ def _index_build(encoder: Encoder, run: EmbeddingRun | None) -> None:
     # cannot run inside a transaction block (as in tests); then build it plainly.
     concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"
     needed_mb = index_build_memory_mb(SentenceEmbedding.objects.filter(encoder=encoder).count(), int(encoder.dimensions))
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT setting::bigint / 1024 FROM pg_settings WHERE name = 'maintenance_work_mem'")  # in kB there
-        before_mb = int(cursor.fetchone()[0])
-        raise_memory = needed_mb > before_mb  # for this build only, never lowered (a lab may ALTER ROLE it higher)
-        if raise_memory:  # inside a transaction block until its end, else for the session until the build is done
-            cursor.execute(f"SET {'LOCAL' if concurrently == '' else 'SESSION'} maintenance_work_mem = '{int(needed_mb)}MB'")
-        try:
-            if _index_abandoned(encoder.index_name):  # a cancelled CONCURRENTLY build's invalid index: never used, never rebuilt
-                cursor.execute(f"DROP INDEX {concurrently} IF EXISTS {encoder.index_name}")
-            with _stopped_when_run_stops(run):
-                cursor.execute(
-                    f"CREATE INDEX {concurrently} IF NOT EXISTS {encoder.index_name} ON {SentenceEmbedding._meta.db_table} "
-                    f"USING hnsw ((vector::vector({int(encoder.dimensions)})) vector_cosine_ops) WHERE encoder_id = {int(encoder.pk)}"
-                )
-        finally:
-            if raise_memory and concurrently:
-                cursor.execute(f"SET maintenance_work_mem = '{before_mb}MB'")
+    with connection.cursor() as cursor, build_memory(cursor, needed_mb):
+        if _index_abandoned(encoder.index_name):  # a cancelled CONCURRENTLY build's invalid index: never used, never rebuilt
+            cursor.execute(f"DROP INDEX {concurrently} IF EXISTS {encoder.index_name}")
+        with _stopped_when_run_stops(run):
+            cursor.execute(
+                f"CREATE INDEX {concurrently} IF NOT EXISTS {encoder.index_name} ON {SentenceEmbedding._meta.db_table} "
+                f"USING hnsw ((vector::vector({int(encoder.dimensions)})) vector_cosine_ops) WHERE encoder_id = {int(encoder.pk)}"
+            )
 
 
 INDEX_LOCKS = 4201  # the first key of the session advisory locks that give an index build its turn (the second: its name's hash)
@@ -223,16 +215,6 @@ def _build_turn(name: str, run: EmbeddingRun | None) -> Iterator[None]:
                 cursor.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [INDEX_LOCKS, name])
         except DatabaseError:  # the connection is gone (and its lock with it) or its transaction failed: nothing to free here
             pass
-
-
-def index_build_memory_mb(vectors: int, dimensions: int) -> int:
-    """``maintenance_work_mem`` in MB for building an HNSW graph of ``vectors`` in memory.
-
-    pgvector builds the graph in memory up to ``maintenance_work_mem`` and inserts the rest on disk, many times
-    slower (the embedded server's 64 MB hold about 20,000 384-dimensional vectors). The graph takes about
-    1.5 x (4 bytes a dimension + 512 bytes of neighbour lists) a vector; capped by EMBEDDING_INDEX_BUILD_MEMORY_MB.
-    """
-    return min(int(vectors * 1.5 * (4 * dimensions + 512) / 2**20) + 1, int(settings.EMBEDDING_INDEX_BUILD_MEMORY_MB))
 
 
 def _index_valid(name: str) -> bool:

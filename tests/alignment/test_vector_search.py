@@ -100,3 +100,34 @@ def test_a_large_build_raises_maintenance_work_mem_for_itself_only(embedded_tram
     with connection.cursor() as cursor:
         cursor.execute("SHOW maintenance_work_mem")
         assert cursor.fetchone() == (before,)  # the session's own again
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_mining_index_build_also_gets_the_memory_its_graph_needs_for_itself_only(embedded_tram_corpus, monkeypatch):
+    """The mining jobs' document and sequence indexes went on disk past the embedded server's 64 MB (60,000 document
+    vectors: 69 s), as the embedding job's did before it raised the memory."""
+    from alignment.mining import search_backend
+    from alignment.models import SentenceEmbedding
+
+    encoder, _ = embedded_tram_corpus
+    seen, sizes = [], []
+    execute = connection.cursor().__class__.execute
+
+    def watch(self, sql, params=None):
+        if "CREATE INDEX" in str(sql):
+            execute(self, "SHOW maintenance_work_mem")
+            seen.append(self.fetchone()[0])
+        return execute(self, sql, params)
+
+    monkeypatch.setattr(search_backend, "index_build_memory_mb", lambda vectors, dimensions: sizes.append((vectors, dimensions)) or 300)
+    monkeypatch.setattr(connection.cursor().__class__, "execute", watch)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW maintenance_work_mem")
+        (before,) = cursor.fetchone()
+    table = SentenceEmbedding._meta.db_table
+    search_backend.partial_hnsw_index("mining_memory_probe", table, int(encoder.dimensions), "encoder_id", encoder.pk)
+    assert seen == ["300MB"] and sizes == [(SentenceEmbedding.objects.filter(encoder=encoder).count(), int(encoder.dimensions))]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW maintenance_work_mem")
+        assert cursor.fetchone() == (before,)  # the session's own again
+        cursor.execute("DROP INDEX mining_memory_probe")
