@@ -29,54 +29,18 @@ os.environ.setdefault("DEBUG", "0")  # DEBUG keeps a log of every SQL query, as 
 setup_django()
 
 import numpy as np
-from django.db import transaction
 
-from alignment.copying import copy_binary
 from alignment.mining import service as mining
 from alignment.mining.lha_service import lha_config
 from alignment.mining.lha_shard import document_sides
 from alignment.mining.models import MinedPair
-from alignment.models import Document, Encoder, Paragraph, Sentence, SentenceEmbedding
-from alignment.services import corpus_get_or_create
+from alignment.models import Document, Encoder
 from bench._django import bench_owner
-from bench.mining_memory import run_job
+from bench.mining_memory import make_corpus, run_job
 from models_ml.mining.lha import mine_lha
 from models_ml.mining.types import MiningDocument
 
 CONFIG = {"k_documents": 1, "theta_d": 0.3, "k_sentences": 1, "theta_s": 0.5, "min_overlap": None}
-
-
-def make_corpus(name: str, documents: int, sentences: int, vectors: np.ndarray, encoder: Encoder, owner, side: str):
-    """``documents`` documents of ``sentences`` sentences, with ``vectors`` (documents * sentences, d) as the encoder's."""
-    corpus, _ = corpus_get_or_create(name=name, language="en", owner=owner)
-    for start in range(0, documents, 1000):
-        with transaction.atomic():
-            docs = Document.objects.bulk_create(
-                Document(
-                    corpus=corpus, external_id=f"{name}-{d}", level="adv", raw_text="x", content_hash=f"{name}{d}", text_hash=f"{name}{d}"
-                )
-                for d in range(start, min(start + 1000, documents))
-            )
-            paragraphs = Paragraph.objects.bulk_create(Paragraph(document=doc, index=0, char_start=0, char_end=1) for doc in docs)
-            rows = Sentence.objects.bulk_create(
-                Sentence(
-                    document=doc,
-                    paragraph=par,
-                    index=s,
-                    index_in_paragraph=s,
-                    text=f"{side}{d}s{s} word{d % 97} term{s} about {side}",
-                    char_start=0,
-                    char_end=1,
-                )  # fmt: skip
-                for d, (doc, par) in enumerate(zip(docs, paragraphs), start=start)
-                for s in range(sentences)
-            )
-            first = start * sentences
-            copy_binary(
-                SentenceEmbedding, ("sentence_id", "encoder_id", "vector", "created_at"), ("int8", "int8", "vector", "timestamptz"),
-                ((row.pk, encoder.pk, vectors[first + k], docs[0].created_at) for k, row in enumerate(rows)),
-            )  # fmt: skip
-    return corpus
 
 
 def setup(size: int, sentences: int, dim: int, owner, encoder: Encoder):
@@ -86,8 +50,18 @@ def setup(size: int, sentences: int, dim: int, owner, encoder: Encoder):
     source_vectors /= np.linalg.norm(source_vectors, axis=1, keepdims=True)
     target_vectors /= np.linalg.norm(target_vectors, axis=1, keepdims=True)
     documents = size // sentences
-    source = make_corpus(f"lha-src-{size}", documents, sentences, source_vectors, encoder, owner, "s")
-    target = make_corpus(f"lha-tgt-{size}", documents, sentences, target_vectors, encoder, owner, "t")
+    source, target = (
+        make_corpus(
+            f"lha-{side}-{size}",
+            documents,
+            sentences,
+            vectors,
+            encoder,
+            owner,
+            lambda d, s, side=side: f"{side}{d}s{s} word{d % 97} term{s}",
+        )
+        for side, vectors in (("src", source_vectors), ("tgt", target_vectors))
+    )
     job = mining.mining_job_create(source_corpus=source, target_corpus=target, config={"encoder": encoder.name, **CONFIG})[0]
     return job, source, target
 

@@ -29,6 +29,7 @@ import re
 import time
 import tracemalloc
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 from _django import setup_django
@@ -40,6 +41,7 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
+from alignment.copying import copy_binary
 from alignment.mining import service as mining
 from alignment.mining.models import MiningShard
 from alignment.models import Document, Encoder, Paragraph, Sentence, SentenceEmbedding
@@ -50,34 +52,32 @@ from bench._muss_phases import PhaseClock
 from models_ml.mining.muss import access_attributes
 
 
-def make_corpus(name: str, documents: int, sentences: int, vectors: np.ndarray, encoder: Encoder, owner) -> object:
+def make_corpus(
+    name: str, documents: int, sentences: int, vectors: np.ndarray, encoder: Encoder, owner, text: Callable[[int, int], str] | None = None
+) -> object:
+    """``documents`` documents of ``sentences`` sentences (``text(document, sentence)``), with ``vectors``
+    (documents * sentences, d) stored as ``encoder``'s by binary COPY."""
+    text = text or (lambda d, s: f"w{d}s{s} word{d % 97} term{s}")
     corpus, _ = corpus_get_or_create(name=name, language="en", owner=owner)
-    for start in range(0, documents, 500):
+    for start in range(0, documents, 1000):
         with transaction.atomic():
             docs = Document.objects.bulk_create(
                 Document(
                     corpus=corpus, external_id=f"{name}-{d}", level="adv", raw_text="x", content_hash=f"{name}{d}", text_hash=f"{name}{d}"
                 )
-                for d in range(start, min(start + 500, documents))
+                for d in range(start, min(start + 1000, documents))
             )
             paragraphs = Paragraph.objects.bulk_create(Paragraph(document=doc, index=0, char_start=0, char_end=1) for doc in docs)
             rows = Sentence.objects.bulk_create(
-                Sentence(
-                    document=doc,
-                    paragraph=par,
-                    index=s,
-                    index_in_paragraph=s,
-                    text=f"w{d}s{s} word{d % 97} term{s}",
-                    char_start=0,
-                    char_end=1,
-                )
+                Sentence(document=doc, paragraph=par, index=s, index_in_paragraph=s, text=text(d, s), char_start=0, char_end=1)
                 for d, (doc, par) in enumerate(zip(docs, paragraphs), start=start)
                 for s in range(sentences)
             )
-            SentenceEmbedding.objects.bulk_create(
-                SentenceEmbedding(sentence=row, encoder=encoder, vector=vectors[start * sentences + k].tolist())
-                for k, row in enumerate(rows)
-            )
+            first = start * sentences
+            copy_binary(
+                SentenceEmbedding, ("sentence_id", "encoder_id", "vector", "created_at"), ("int8", "int8", "vector", "timestamptz"),
+                ((row.pk, encoder.pk, vectors[first + k], docs[0].created_at) for k, row in enumerate(rows)),
+            )  # fmt: skip
     return corpus
 
 

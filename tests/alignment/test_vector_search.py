@@ -78,10 +78,8 @@ def test_an_index_build_gets_the_memory_its_graph_needs_up_to_the_setting(settin
     assert services.index_build_memory_mb(1_000_000, 384) == 2048  # capped (2,930 MB needed)
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_large_build_raises_maintenance_work_mem_for_itself_only(embedded_tram_corpus, monkeypatch):
-    encoder, _ = embedded_tram_corpus
-    seen = []
+def _watch_index_builds(monkeypatch, seen: list[str]) -> None:
+    """Record ``maintenance_work_mem`` as each ``CREATE INDEX`` starts, on every cursor of this process."""
     execute = connection.cursor().__class__.execute
 
     def watch(self, sql, params=None):
@@ -90,8 +88,15 @@ def test_a_large_build_raises_maintenance_work_mem_for_itself_only(embedded_tram
             seen.append(self.fetchone()[0])
         return execute(self, sql, params)
 
-    monkeypatch.setattr(services, "index_build_memory_mb", lambda vectors, dimensions: 300)
     monkeypatch.setattr(connection.cursor().__class__, "execute", watch)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_large_build_raises_maintenance_work_mem_for_itself_only(embedded_tram_corpus, monkeypatch):
+    encoder, _ = embedded_tram_corpus
+    seen = []
+    monkeypatch.setattr(services, "index_build_memory_mb", lambda vectors, dimensions: 300)
+    _watch_index_builds(monkeypatch, seen)
     with connection.cursor() as cursor:
         cursor.execute("SHOW maintenance_work_mem")
         (before,) = cursor.fetchone()
@@ -111,16 +116,8 @@ def test_a_mining_index_build_also_gets_the_memory_its_graph_needs_for_itself_on
 
     encoder, _ = embedded_tram_corpus
     seen, sizes = [], []
-    execute = connection.cursor().__class__.execute
-
-    def watch(self, sql, params=None):
-        if "CREATE INDEX" in str(sql):
-            execute(self, "SHOW maintenance_work_mem")
-            seen.append(self.fetchone()[0])
-        return execute(self, sql, params)
-
     monkeypatch.setattr(search_backend, "index_build_memory_mb", lambda vectors, dimensions: sizes.append((vectors, dimensions)) or 300)
-    monkeypatch.setattr(connection.cursor().__class__, "execute", watch)
+    _watch_index_builds(monkeypatch, seen)
     with connection.cursor() as cursor:
         cursor.execute("SHOW maintenance_work_mem")
         (before,) = cursor.fetchone()
