@@ -1,17 +1,20 @@
 """An LHA job in the app beside the in-memory pipeline it persists, on the same corpora and vectors, in one run.
 
-    .venv/bin/python bench/lha_scale.py [--sequences 30000,300000] [--sentences 10] [--dim 384]
+    .venv/bin/python bench/lha_scale.py [--sequences 30000,300000] [--search faiss,pgvector] [--sentences 10] [--dim 384]
 
 For each size (sentences per corpus) it makes two corpora of size / ``--sentences`` documents each, a source and a
 "simplified" copy whose sentence vectors are the source's plus noise (random unit vectors, stored directly by binary
 ``COPY``: no encoder, so only the pipeline is timed), then runs:
 
-app        the app's LHA job in this process, as a worker would: its prepare (both corpora's document vectors and
-           their HNSW index) and every shard (each source document's nearest target documents, their sentences
-           aligned, the pairs stored); seconds of each;
+app        the app's LHA job in this process, as a worker would, with each ``--search`` backend in turn
+           (``MINING_SEARCH_BACKEND``): its prepare (both corpora's document vectors, and for pgvector their HNSW
+           index) and every shard (each source document's nearest target documents, their sentences aligned, the
+           pairs stored); seconds of each;
 in-memory  ``models_ml.mining.lha.mine_lha`` on the same documents, the same stored vectors and the job's LHAConfig,
-           its documents searched exactly (the job searches pgvector's HNSW index over the document vectors, which no
-           in-memory pipeline can share; at these sizes and on these vectors it finds the exact nearest documents).
+           its documents searched by the same index as the job's where one exists in memory: for faiss the job's
+           FaissIndex (exact below 20,000 documents, HNSW above, the same settings); for pgvector exactly (no in-memory
+           pipeline can share pgvector's HNSW index; at 3,000 documents it finds the exact nearest documents, at 30,000
+           it missed 540 of them).
 
 It prints documents/s of both (source documents mined per second, the job's prepare included), their ratio (issue
 36's goal: the app at >= 0.5x), and the pairs each found and how many they share.
@@ -20,6 +23,7 @@ It prints documents/s of both (source documents mined per second, the job's prep
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import time
 
@@ -29,21 +33,25 @@ os.environ.setdefault("DEBUG", "0")  # DEBUG keeps a log of every SQL query, as 
 setup_django()
 
 import numpy as np
+from django.conf import settings
 
 from alignment.mining import service as mining
+from alignment.mining.ivf_search import worker_threads
 from alignment.mining.lha_service import lha_config
 from alignment.mining.lha_shard import document_sides
 from alignment.mining.models import MinedPair
 from alignment.models import Document, Encoder
 from bench._django import bench_owner
 from bench.mining_memory import make_corpus, run_job
+from models_ml.mining.knn import Neighbours, top_k
 from models_ml.mining.lha import mine_lha
 from models_ml.mining.types import MiningDocument
+from models_ml.mining.vector_index import FaissIndex
 
 CONFIG = {"k_documents": 1, "theta_d": 0.3, "k_sentences": 1, "theta_s": 0.5, "min_overlap": None}
 
 
-def setup(size: int, sentences: int, dim: int, owner, encoder: Encoder):
+def setup(size: int, sentences: int, dim: int, owner, encoder: Encoder, search: str):
     rng = np.random.default_rng(size)
     source_vectors = rng.normal(size=(size, dim)).astype(np.float32)
     target_vectors = source_vectors + 0.35 * rng.normal(size=source_vectors.shape).astype(np.float32)
@@ -52,7 +60,7 @@ def setup(size: int, sentences: int, dim: int, owner, encoder: Encoder):
     documents = size // sentences
     source, target = (
         make_corpus(
-            f"lha-{side}-{size}",
+            f"lha-{side}-{size}-{search}",
             documents,
             sentences,
             vectors,
@@ -66,7 +74,13 @@ def setup(size: int, sentences: int, dim: int, owner, encoder: Encoder):
     return job, source, target
 
 
-def in_memory(job, source, target, encoder: Encoder) -> tuple[float, set]:
+def faiss_search(queries: np.ndarray, keys: np.ndarray, k: int) -> Neighbours:
+    """mine_lha's document search by the index a job's worker builds over the target documents (alignment.mining.lha_search)."""
+    index = FaissIndex(keys, np.arange(len(keys)), ef_search=int(settings.MINING_EF_SEARCH), threads=worker_threads())
+    return index.search(queries, k)
+
+
+def in_memory(job, source, target, encoder: Encoder, search: str) -> tuple[float, set]:
     """Seconds and pairs of mine_lha over both corpora, the stored vectors looked up by text (read before the clock)."""
     sides, lookup = [], {}
     for corpus in (source, target):
@@ -81,7 +95,13 @@ def in_memory(job, source, target, encoder: Encoder) -> tuple[float, set]:
     started = time.perf_counter()
     found = {
         (int(p.source_doc), tuple(p.source), int(p.target_doc), tuple(p.target))
-        for p in mine_lha(sides[0], sides[1], encode=lambda texts: np.stack([lookup[t] for t in texts]), config=config)
+        for p in mine_lha(
+            sides[0],
+            sides[1],
+            encode=lambda texts: np.stack([lookup[t] for t in texts]),
+            config=config,
+            search=faiss_search if search == "faiss" else top_k,
+        )
     }
     return time.perf_counter() - started, found
 
@@ -94,27 +114,30 @@ def stored_pairs(job) -> set:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sequences", default="30000,300000", help="comma-separated sizes in sentences per corpus")
+    parser.add_argument("--search", default="faiss,pgvector", help="comma-separated MINING_SEARCH_BACKEND values, each in turn")
     parser.add_argument("--sentences", type=int, default=10, help="sentences per document")
     parser.add_argument("--dim", type=int, default=384)
     args = parser.parse_args()
     owner = bench_owner()
     print(f"LHA, {args.sentences} sentences per document, {args.dim}-d random unit sentence vectors (no encoder)")
-    print(f"{'sentences':>9} {'documents':>9} | {'app s':>7} {'docs/s':>7} | {'memory s':>8} {'docs/s':>7} | {'ratio':>5} | "
+    print(f"{'sentences':>9} {'documents':>9} {'search':>8} | {'app s':>7} {'docs/s':>7} | {'memory s':>8} {'docs/s':>7} | {'ratio':>5} | "
           f"{'pairs app':>9} {'memory':>7} {'shared':>7} | phases (app)")  # fmt: skip
-    for size in map(int, args.sequences.split(",")):
-        # an encoder of its own per size: its document index is built by this job's prepare, not filled by one
-        # vector at a time as an earlier size's index would be (a second corpus of one encoder pays that, see the docs)
-        encoder, _ = Encoder.objects.get_or_create(name=f"bench-lha-random-{size}", defaults={"dimensions": args.dim})
-        job, source, target = setup(size, args.sentences, args.dim, owner, encoder)
+    for size, search in itertools.product(map(int, args.sequences.split(",")), args.search.split(",")):
+        # corpora and an encoder of their own per size and search: each job's prepare stores its document vectors (and
+        # builds pgvector's index over them, not filled one vector at a time as an earlier job's index would be: a
+        # second corpus of one encoder pays that, see the docs)
+        encoder, _ = Encoder.objects.get_or_create(name=f"bench-lha-random-{size}-{search}", defaults={"dimensions": args.dim})
+        job, source, target = setup(size, args.sentences, args.dim, owner, encoder, search)
+        settings.MINING_SEARCH_BACKEND = search
         started, prepared, finished, phases = run_job(job, None)
         job.refresh_from_db()
         assert job.status == "succeeded", job.error
         app_seconds = finished - started
-        memory_seconds, memory_pairs = in_memory(job, source, target, encoder)
+        memory_seconds, memory_pairs = in_memory(job, source, target, encoder, search)
         app_pairs = stored_pairs(job)
         documents = size // args.sentences
         print(
-            f"{size:>9,} {documents:>9,} | {app_seconds:>7.1f} {documents / app_seconds:>7.1f} | {memory_seconds:>8.1f} "
+            f"{size:>9,} {documents:>9,} {search:>8} | {app_seconds:>7.1f} {documents / app_seconds:>7.1f} | {memory_seconds:>8.1f} "
             f"{documents / memory_seconds:>7.1f} | {memory_seconds / app_seconds:>5.2f} | {len(app_pairs):>9,} {len(memory_pairs):>7,} "
             f"{len(app_pairs & memory_pairs):>7,} | prepare {prepared - started:.1f}, shards "
             + ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in sorted(phases.items())),

@@ -258,14 +258,14 @@ def setup_muss(
     return job
 
 
-def setup_lha(size: int, sentences: int, dim: int, owner, rng, encoder) -> object:
+def setup_lha(size: int, sentences: int, dim: int, owner, rng, encoder, tag: str = "") -> object:
     count = size * sentences
     source_vectors = rng.normal(size=(count, dim)).astype(np.float32)
     target_vectors = source_vectors + 0.35 * rng.normal(size=source_vectors.shape).astype(np.float32)
     source_vectors /= np.linalg.norm(source_vectors, axis=1, keepdims=True)
     target_vectors /= np.linalg.norm(target_vectors, axis=1, keepdims=True)
-    source = make_corpus(f"src{size}", size, sentences, source_vectors, encoder, owner)
-    target = make_corpus(f"tgt{size}", size, sentences, target_vectors, encoder, owner)
+    source = make_corpus(f"src{size}{tag}", size, sentences, source_vectors, encoder, owner)
+    target = make_corpus(f"tgt{size}{tag}", size, sentences, target_vectors, encoder, owner)
     config = {"encoder": encoder.name, "k_documents": 1, "theta_d": 0.3, "k_sentences": 1, "theta_s": 0.5, "min_overlap": None}
     return mining.mining_job_create(source_corpus=source, target_corpus=target, config=config)[0]
 
@@ -298,12 +298,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="300,1200,4000")
     parser.add_argument("--sentences", type=int, default=10)
     parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--search", default="pgvector", help="MUSS: MINING_SEARCH_BACKEND(s) to run in turn, e.g. pgvector,faiss")
+    parser.add_argument("--search", default="pgvector", help="MINING_SEARCH_BACKEND(s) to run in turn, e.g. pgvector,faiss")
     parser.add_argument("--retrieval", choices=["dense", "hybrid"], default="dense", help="MUSS: the job's retrieval")
     args = parser.parse_args()
     backends = args.search.split(",")
-    if any(b not in ("pgvector", "faiss") for b in backends) or (args.method == "lha" and backends != ["pgvector"]):
-        parser.error("--search takes pgvector and/or faiss, for --method muss only (LHA searches documents in pgvector)")
+    if any(b not in ("pgvector", "faiss") for b in backends):
+        parser.error("--search takes pgvector and/or faiss")
     owner = bench_owner()
     encoder, _ = Encoder.objects.get_or_create(name="bench-random", defaults={"dimensions": args.dim})
     rng = np.random.default_rng(0)
@@ -320,7 +320,7 @@ def main() -> None:
     for size, backend in ((int(n), b) for n in args.sizes.split(",") for b in backends):
         settings.MINING_SEARCH_BACKEND = backend
         if args.method == "lha":
-            job, encode = setup_lha(size, args.sentences, args.dim, owner, rng, encoder), None
+            job, encode = setup_lha(size, args.sentences, args.dim, owner, rng, encoder, f"-{backend}"), None
         else:
             job, encode = setup_muss(size, args.sentences, owner, corpora, args.retrieval), topic_encoder(args.dim)
         clock = PhaseClock()

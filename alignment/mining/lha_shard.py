@@ -5,8 +5,9 @@ pgvector's text format by the ORM, its nearest target documents, each target's v
 shard's position and the job's counters), so it ran at a small fraction of ``models_ml.mining.lha.mine_lha``'s pace
 on the same vectors (docs/benchmarks.md, "Mining at scale"). Now a batch of source documents (at most
 ``BATCH_DOCUMENTS``, and no more of their sentences than ``BATCH_SENTENCES`` unless one document alone holds more) takes
-one query for every document's nearest target documents (a LATERAL join over the document vectors' HNSW index; a
-hybrid job asks per document, :func:`~alignment.mining.lha_service.hybrid_document_neighbours`), one binary read of the
+one query for every document's nearest target documents (a LATERAL join over the document vectors' HNSW index, or one
+faiss search in the worker where mining searches with faiss, :mod:`alignment.mining.lha_search`; a hybrid job asks
+per document, :func:`~alignment.mining.lha_service.hybrid_document_neighbours`), one binary read of the
 sentences and vectors of the batch's documents and their targets, and one transaction with the pairs (binary COPY),
 the shard's position and the job's counters. A cancel is looked for before each batch; a crash loses at most the batch
 in flight, which the resumed shard mines again (the pairs are unique per job, so none is stored twice).
@@ -25,6 +26,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F
 
 from alignment.copying import vector_cursor
+from alignment.mining.lha_search import faiss_document_neighbours, searched_in_worker
 from alignment.mining.lha_service import hybrid_document_neighbours, hybrid_sentence_vectors
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
 from alignment.mining.muss_service import mined_pairs_store
@@ -43,13 +45,14 @@ Side = tuple[list[str], np.ndarray]  # a document's current sentences' texts and
 def lha_shard_run(
     job: MiningJob, shard: MiningShard, ids: list[int], config: LHAConfig, encoder: Encoder, cancelled: Callable[[], bool]
 ) -> bool:
-    """Mine the shard's source documents from its position, a batch at a time; False when it stopped for a cancel."""
+    """Mine the shard's source documents (``ids``, from its start to its end) from its position, a batch at a time;
+    False when it stopped for a cancel."""
     position = shard.position
     while position < shard.end:
         if cancelled():
             return False
         started = time.perf_counter()
-        batch = document_batch(ids, position, shard.end)
+        batch = document_batch(ids, position - shard.start, len(ids))
         found = mine_batch(job, batch, config, encoder)
         with transaction.atomic():
             mined_pairs_store(found)
@@ -82,6 +85,8 @@ def mine_batch(job: MiningJob, batch: list[int], config: LHAConfig, encoder: Enc
             d: hybrid_document_neighbours(job=job, document_id=d, encoder=encoder, k=config.k_documents, theta_d=config.theta_d)
             for d in batch
         }
+    elif searched_in_worker(job):
+        neighbours = faiss_document_neighbours(job, batch, encoder, config.k_documents, config.theta_d)
     else:
         neighbours = dense_neighbours(job, batch, encoder, config.k_documents, config.theta_d)
     sides = document_sides(batch + [t for d in batch for t, _ in neighbours.get(d, [])], encoder)

@@ -18,27 +18,26 @@ import json
 from collections.abc import Callable
 
 import numpy as np
-import psycopg
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, connection, models, transaction
+from django.db import connection, models, transaction
 from django.db.models import Count, F
 from django.template.defaultfilters import pluralize
 
-from alignment.copying import copy_binary
 from alignment.errors import ServiceError
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
 from alignment.mining.cancelling import NEVER, CancelCheck, PrepareCancelled
 from alignment.mining.index_store import index_forget
+from alignment.mining.lha_search import searched_in_worker
 from alignment.mining.lha_service import (
     lexical_documents_ensure,
     lha_config,
     lha_retrieval_for,
     lha_stored_config,
 )
-from alignment.mining.lha_shard import document_batch, document_sides, lha_shard_run
+from alignment.mining.lha_shard import lha_shard_run
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
 from alignment.mining.muss_encoding import encode_shard_run
 from alignment.mining.muss_service import (
@@ -52,7 +51,8 @@ from alignment.mining.search_backend import partial_hnsw_index
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
 from models_ml.similarity.multilingual import encoder_for_language
 
-SHARD_DOCUMENTS = 50
+SHARD_DOCUMENTS = 500  # about a second of work a shard (50 was chosen when a shard mined 20 documents/s; at 500/s a
+# shard's own bookkeeping, its pickup, counts and finish, became a fifth of a 3,000-document job: bench/lha_scale.py)
 
 
 def mining_job_create(
@@ -163,8 +163,11 @@ def _fail(job_id: int, error: str) -> None:
     MiningJob(pk=job_id).mark_failed(error)
 
 
-def _source_document_ids(job: MiningJob) -> list[int]:
-    return list(Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True))
+def _shard_document_ids(job: MiningJob, shard: MiningShard) -> list[int]:
+    """The shard's source documents: the source corpus's from its start to its end by pk (not the whole corpus's ids,
+    read again by each shard)."""
+    documents = Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True)
+    return list(documents[shard.start : shard.end])
 
 
 def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder, check: CancelCheck = NEVER, index: bool = True) -> int:
@@ -178,37 +181,48 @@ def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder, check: CancelCh
             f"corpus {corpus.name!r}: {_sentences(missing_vectors)} {'has' if missing_vectors == 1 else 'have'} no vector from "
             f"{encoder.name}; run its embedding job first"
         )
-    todo = list(Document.objects.filter(corpus=corpus).exclude(embeddings__encoder=encoder).order_by("pk").values_list("pk", flat=True))
-    position = 0
-    while position < len(todo):  # a batch of documents at a time: their sentences' vectors in one read, their means in one insert
-        batch = document_batch(todo, position, len(todo))
-        sides = document_sides(batch, encoder)
-        _document_vectors_store([(d, encoder.pk, _unit_mean(sides[d][1], int(encoder.dimensions))) for d in batch])
-        position += len(batch)
+    added, after = 0, 0
+    while after is not None:  # a batch of documents at a time, by pk, until none is left without a vector
+        after, stored = _document_vectors_store(corpus, encoder, after)
+        added += stored
         check()
     if index:
         _document_index_ensure(encoder, check)
-    return len(todo)
+    return added
 
 
-def _document_vectors_store(rows: list[tuple[int, int, np.ndarray]]) -> None:
-    """``(document, encoder, vector)`` rows by binary COPY (the ORM's INSERT formatted each vector as text: 2.1 s of
-    6,000 documents' 4.2 s prepare in bench/lha_scale.py); should a second prepare over the same corpus (another
-    job's) have stored some first, the unique key refuses the COPY and they go in row by row, skipping those."""
-    try:
-        with transaction.atomic():  # a savepoint: the fallback below runs in the caller's transaction, if any
-            copy_binary(DocumentEmbedding, ("document_id", "encoder_id", "vector"), ("int8", "int8", "vector"), rows)
-    except (IntegrityError, psycopg.IntegrityError):
-        DocumentEmbedding.objects.bulk_create(
-            [DocumentEmbedding(document_id=d, encoder_id=e, vector=v) for d, e, v in rows], ignore_conflicts=True
-        )
+DOCUMENT_VECTOR_BATCH = 1_000
 
 
-def _unit_mean(vectors: np.ndarray, dimensions: int) -> np.ndarray:
-    """The mean of a document's sentence vectors (m, d), renormalised; zeros for a document without sentences."""
-    mean = vectors.mean(axis=0) if len(vectors) else np.zeros(dimensions, dtype=np.float32)
-    norm = float(np.linalg.norm(mean))
-    return mean / norm if norm > 0 else mean
+def _document_vectors_store(corpus: Corpus, encoder: Encoder, after: int) -> tuple[int | None, int]:
+    """The next DOCUMENT_VECTOR_BATCH documents of ``corpus`` after pk ``after`` without a vector from ``encoder`` get the
+    unit mean of their current sentences' vectors (zeros for a document without any), computed where the vectors are
+    (pgvector's ``avg`` and ``l2_normalize``): the last pk of the batch (None when there was none) and how many were
+    stored. A vector another prepare over the same corpus stored first is kept (the unique key, ``DO NOTHING``).
+
+    Reading every sentence vector into the worker to average it there, then writing the means back, was 1.1 s of
+    3,000 + 3,000 documents' 1.5 s prepare (bench/lha_scale.py, py-spy)."""
+    quote = connection.ops.quote_name
+    vectors, documents, sentences, embeddings = (
+        quote(model._meta.db_table) for model in (DocumentEmbedding, Document, Sentence, SentenceEmbedding)
+    )
+    sql = (
+        f"WITH batch AS (SELECT d.id FROM {documents} AS d WHERE d.corpus_id = %(corpus)s AND d.id > %(after)s AND NOT EXISTS "
+        f"(SELECT 1 FROM {vectors} AS v WHERE v.document_id = d.id AND v.encoder_id = %(encoder)s) ORDER BY d.id LIMIT %(limit)s), "
+        f"stored AS (INSERT INTO {vectors} (document_id, encoder_id, vector) "
+        "SELECT b.id, %(encoder)s, COALESCE(l2_normalize(avg(e.vector)), array_fill(0::real, ARRAY[%(dimensions)s])::vector) "
+        f"FROM batch AS b LEFT JOIN {sentences} AS s ON s.document_id = b.id AND s.retired_by_id IS NULL "
+        f"LEFT JOIN {embeddings} AS e ON e.sentence_id = s.id AND e.encoder_id = %(encoder)s GROUP BY b.id "
+        "ON CONFLICT (document_id, encoder_id) DO NOTHING RETURNING 1) "
+        "SELECT (SELECT max(id) FROM batch), (SELECT count(*) FROM stored)"
+    )
+    parameters = {
+        "corpus": corpus.pk, "after": after, "encoder": encoder.pk, "limit": DOCUMENT_VECTOR_BATCH, "dimensions": int(encoder.dimensions)
+    }  # fmt: skip
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, parameters)
+        last, stored = cursor.fetchone()
+    return last, int(stored)
 
 
 def _document_index_ensure(encoder: Encoder, check: CancelCheck) -> None:
@@ -270,12 +284,13 @@ def _lha_prepare(job: MiningJob) -> list[int]:
         statistics_refresh([Sentence, SentenceEmbedding])
     for corpus in corpora:
         document_vectors_ensure(corpus=corpus, encoder=encoder, check=check, index=False)
-    _document_index_ensure(encoder, check)
+    if not searched_in_worker(job):  # pgvector's document index; faiss builds its own in each worker
+        _document_index_ensure(encoder, check)
     if new:
         statistics_refresh([Document, DocumentEmbedding])
     if job.retrieval == MiningJob.Retrieval.HYBRID:
         lexical_documents_ensure(job, check)
-    total = len(_source_document_ids(job))
+    total = Document.objects.filter(corpus=job.source_corpus).count()
     size = int(job.config["shard_documents"])
     with transaction.atomic():
         for index, start in enumerate(range(0, total, size)):
@@ -310,7 +325,7 @@ def mining_shard_execute(*, shard_id: int, encode: Callable[[list[str]], np.ndar
         return _muss_shard_execute(shard, encode)
     config = lha_config(job.config)
     encoder = Encoder.objects.get(name=job.config["encoder"])
-    ids = _source_document_ids(job)
+    ids = _shard_document_ids(job, shard)
     try:
         if not lha_shard_run(job, shard, ids, config, encoder, lambda: MiningJob.objects.filter(pk=job.pk, cancel_requested=True).exists()):
             return _cancel(job, shard)
@@ -366,7 +381,7 @@ def _muss_shard_execute(shard: MiningShard, encode: Callable[[list[str]], np.nda
 
 
 def _count(job: MiningJob, shard: MiningShard, ids: list[int]) -> int:
-    return MinedPair.objects.filter(job=job, source_document_id__in=ids[shard.start : shard.end]).count()
+    return MinedPair.objects.filter(job=job, source_document_id__in=ids).count()
 
 
 def _finish(job_id: int) -> None:

@@ -140,7 +140,11 @@ def test_a_dense_lha_job_keeps_the_identity_it_had_before_hybrid_retrieval(owner
     job, created = mining.mining_job_create(source_corpus=source, target_corpus=target, config={"theta_s": 0.6})
     assert created and job.retrieval == MiningJob.Retrieval.DENSE and job.lexical_idf is None
     assert "retrieval" not in job.config and "dense_weight" not in job.config and job.config["theta_d"] == 0.5
-    legacy = {**asdict(LHAConfig(theta_s=0.6)), "encoder": settings.ENCODER_MODEL, "shard_documents": 50}  # as stored before
+    legacy = {
+        **asdict(LHAConfig(theta_s=0.6)),
+        "encoder": settings.ENCODER_MODEL,
+        "shard_documents": mining.SHARD_DOCUMENTS,
+    }  # as stored before
     key = json.dumps({"method": "lha", "source": source.pk, "target": target.pk, "config": legacy}, sort_keys=True)
     assert job.config == legacy and job.config_hash == hashlib.sha256(key.encode()).hexdigest()
     again, created = mining.mining_job_create(source_corpus=source, target_corpus=target, config={"theta_s": 0.6, "retrieval": "dense"})

@@ -5,10 +5,12 @@ and only the current segmentation is read."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from django.conf import settings
+from django.db import connection
 
 from alignment import services
-from alignment.mining import lha_shard
+from alignment.mining import lha_search, lha_shard
 from alignment.mining import service as mining
 from alignment.mining.lha_service import lha_config
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob
@@ -21,8 +23,8 @@ from tests.alignment.test_mining import embedded_news_corpora
 SETTINGS = {"k_documents": 1, "theta_d": 0.3, "k_sentences": 1, "theta_s": 0.5}
 
 
-def _mine(source, target, run_worker) -> MiningJob:
-    job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config=SETTINGS, shard_documents=2)
+def _mine(source, target, run_worker, config: dict = SETTINGS) -> MiningJob:
+    job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config=config, shard_documents=2)
     run_worker(["mining"])
     job.refresh_from_db()
     assert job.status == MiningJob.Status.SUCCEEDED, job.error
@@ -34,7 +36,9 @@ def _stored(job: MiningJob) -> set[tuple]:
     return {(s, tuple(ss), t, tuple(ts)) for s, ss, t, ts in rows}
 
 
-def test_the_job_finds_what_mine_lha_finds_on_the_same_vectors(owner, run_worker, monkeypatch) -> None:
+@pytest.mark.parametrize("backend", ["pgvector", "faiss"])
+def test_the_job_finds_what_mine_lha_finds_on_the_same_vectors(owner, run_worker, monkeypatch, settings, backend) -> None:
+    settings.MINING_SEARCH_BACKEND = backend  # faiss: the document step searches in the worker (alignment/mining/lha_search.py)
     source, target = embedded_news_corpora(owner, run_worker)
     monkeypatch.setattr(lha_shard, "BATCH_DOCUMENTS", 3)  # batches that end inside a shard and across its two
     job = _mine(source, target, run_worker)
@@ -58,6 +62,42 @@ def test_the_job_finds_what_mine_lha_finds_on_the_same_vectors(owner, run_worker
     }
     assert served[0] == len(stored) and len(expected) >= 8
     assert _stored(job) == expected
+    with connection.cursor() as cursor:  # faiss builds its index in the worker: none over the document vectors in PostgreSQL
+        cursor.execute("SELECT count(*) FROM pg_indexes WHERE indexname = %s", [f"document_embedding_hnsw_{encoder.pk}"])
+        assert cursor.fetchone()[0] == (backend == "pgvector")
+
+
+def test_a_one_corpus_job_searched_in_the_worker_never_pairs_a_document_with_itself(owner, run_worker, settings) -> None:
+    source, _ = embedded_news_corpora(owner, run_worker)
+    found = {}
+    for backend in ("pgvector", "faiss"):
+        settings.MINING_SEARCH_BACKEND = backend
+        loose = {"k_documents": 2, "theta_d": 0.0, "k_sentences": 1, "theta_s": 0.2, "min_overlap": None}  # pairs however unlike
+        job = _mine(source, source, run_worker, loose)  # a corpus mined against itself
+        found[backend] = _stored(job)
+        MiningJob.objects.filter(pk=job.pk).delete()  # the next backend's job is a new one, not this finished one
+    assert found["faiss"] == found["pgvector"] and found["faiss"]
+    assert all(source_document != target_document for source_document, _, target_document, _ in found["faiss"])
+
+
+def test_the_worker_builds_its_document_index_again_when_the_target_corpus_grows(owner, run_worker, settings) -> None:
+    settings.MINING_SEARCH_BACKEND = "faiss"
+    source, target = embedded_news_corpora(owner, run_worker)
+    job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config=SETTINGS)
+    mining.mining_job_prepare(job_id=job.pk)
+    encoder = Encoder.objects.get(name=settings.ENCODER_MODEL)
+    assert lha_search.searched_in_worker(job)
+    index = lha_search.target_index(job, encoder)
+    assert index.size == target.documents.count() and lha_search.target_index(job, encoder) is index  # kept
+    added = DocumentEmbedding.objects.filter(document__corpus=source).first()
+    moved = Document.objects.create(corpus=target, external_id="late", level="ele", raw_text="")
+    DocumentEmbedding.objects.create(document=moved, encoder=encoder, vector=added.vector)
+    rebuilt = lha_search.target_index(job, encoder)
+    assert rebuilt is not index and rebuilt.size == index.size + 1
+    neighbours = lha_search.faiss_document_neighbours(job, [added.document_id], encoder, k=1, theta_d=0.99)
+    assert neighbours == {added.document_id: [(moved.pk, pytest.approx(1.0, abs=1e-5))]}
+    settings.MINING_FAISS_MAX_SEQUENCES = target.documents.count() - 1  # past the worker's bound: pgvector searches
+    assert not lha_search.searched_in_worker(job)
 
 
 def test_a_batch_is_bounded_by_documents_and_sentences_but_holds_one_document_at_least(owner, run_worker, monkeypatch) -> None:
@@ -107,15 +147,35 @@ def test_a_sentence_split_on_screen_is_mined_as_the_current_segmentation(owner, 
     assert pairs and all(p.source_text == " ".join(texts[i] for i in p.source_sentences) for p in pairs)
 
 
-def test_document_vectors_stored_by_another_prepare_first_are_kept_and_the_rest_added(owner, run_worker) -> None:
+def test_document_vectors_stored_by_another_prepare_first_are_kept_and_the_rest_added(owner, run_worker, monkeypatch) -> None:
     source, _ = embedded_news_corpora(owner, run_worker)
     encoder = Encoder.objects.get(name=settings.ENCODER_MODEL)
     ids = list(Document.objects.filter(corpus=source).order_by("pk").values_list("pk", flat=True))
     first = np.eye(1, int(encoder.dimensions), dtype=np.float32)[0]
-    mining._document_vectors_store([(ids[0], encoder.pk, first)])  # another job's prepare, a moment earlier
+    DocumentEmbedding.objects.create(document_id=ids[1], encoder=encoder, vector=first)  # another job's prepare, a moment earlier
+    monkeypatch.setattr(mining, "DOCUMENT_VECTOR_BATCH", 2)  # batches of two, one of them holding the stored document
     assert mining.document_vectors_ensure(corpus=source, encoder=encoder) == len(ids) - 1
     rows = dict(DocumentEmbedding.objects.filter(encoder=encoder).values_list("document_id", "vector"))
-    assert sorted(rows) == ids and np.array_equal(np.asarray(rows[ids[0]]), first)
-    mining._document_vectors_store([(ids[0], encoder.pk, -first), (ids[1], encoder.pk, -first)])  # both there: the COPY is refused
-    assert DocumentEmbedding.objects.filter(encoder=encoder).count() == len(ids)
-    assert np.array_equal(np.asarray(DocumentEmbedding.objects.get(document_id=ids[0], encoder=encoder).vector), first)
+    assert sorted(rows) == ids and np.array_equal(np.asarray(rows[ids[1]]), first)
+    assert mining._document_vectors_store(source, encoder, 0) == (None, 0)  # nothing left
+    DocumentEmbedding.objects.filter(document_id=ids[0]).delete()
+    DocumentEmbedding.objects.create(document_id=ids[0], encoder=encoder, vector=-first)  # stored while this batch was chosen
+    assert mining.document_vectors_ensure(corpus=source, encoder=encoder) == 0
+    assert np.array_equal(np.asarray(DocumentEmbedding.objects.get(document_id=ids[0], encoder=encoder).vector), -first)
+
+
+def test_a_document_vector_is_the_unit_mean_of_its_current_sentences_vectors(owner, run_worker) -> None:
+    source, _ = embedded_news_corpora(owner, run_worker)
+    encoder = Encoder.objects.get(name=settings.ENCODER_MODEL)
+    document = Document.objects.filter(corpus=source).order_by("pk").first()
+    first = Sentence.objects.get(document=document, index=0)
+    sentence_split(sentence_id=first.pk, offset=first.text.index(" ", 8), by=owner)  # two current sentences, one retired
+    services.embedding_run_create(corpus=source, encoder_name=settings.ENCODER_MODEL)
+    run_worker(["embedding"])
+    empty = Document.objects.create(corpus=source, external_id="empty", level="adv", raw_text="")  # no sentence at all
+    mining.document_vectors_ensure(corpus=source, encoder=encoder, index=False)
+    sentences = lha_shard.document_sides([document.pk], encoder)[document.pk][1]
+    mean = sentences.mean(axis=0)
+    stored = np.asarray(DocumentEmbedding.objects.get(document=document, encoder=encoder).vector)
+    np.testing.assert_allclose(stored, mean / np.linalg.norm(mean), atol=1e-6)
+    assert not np.any(np.asarray(DocumentEmbedding.objects.get(document=empty, encoder=encoder).vector))

@@ -81,20 +81,20 @@ def test_a_cancel_during_the_faiss_build_stops_it_between_chunks_and_stores_no_i
 def test_an_lha_prepare_cancelled_after_a_batch_keeps_its_vectors_and_resumes(owner, run_worker, monkeypatch) -> None:
     source, target = embedded_news_corpora(owner, run_worker)
     job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config={"theta_d": 0.3}, shard_documents=2)
-    monkeypatch.setattr(lha_shard, "BATCH_DOCUMENTS", 1)  # a batch of one document
-    original = mining.document_sides
+    monkeypatch.setattr(mining, "DOCUMENT_VECTOR_BATCH", 1)  # a batch of one document
+    original = mining._document_vectors_store
 
-    def cancel_on_first(documents, encoder):
+    def cancel_on_first(corpus, encoder, after):
         mining.mining_job_cancel(job=job)
-        return original(documents, encoder)
+        return original(corpus, encoder, after)
 
-    monkeypatch.setattr(mining, "document_sides", cancel_on_first)
+    monkeypatch.setattr(mining, "_document_vectors_store", cancel_on_first)
     mining.mining_job_prepare(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == MiningJob.Status.CANCELLED
     assert DocumentEmbedding.objects.count() == 1 and not MiningShard.objects.filter(job=job).exists()
 
-    monkeypatch.setattr(mining, "document_sides", original)
+    monkeypatch.setattr(mining, "_document_vectors_store", original)
     assert not mining.mining_job_create(source_corpus=source, target_corpus=target, config={"theta_d": 0.3}, shard_documents=2)[1]
     mining.mining_job_prepare(job_id=job.pk)
     job.refresh_from_db()
