@@ -25,11 +25,11 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.models import Count, F
 
-from alignment.copying import vector_cursor
+from alignment.copying import unpacked_vectors, vector_cursor
 from alignment.mining.lha_search import faiss_document_neighbours, searched_in_worker
 from alignment.mining.lha_service import hybrid_document_neighbours, hybrid_sentence_vectors
-from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
-from alignment.mining.muss_service import mined_pairs_store
+from alignment.mining.models import DocumentEmbedding, MiningJob, MiningShard
+from alignment.mining.pair_store import PairRow, mined_pairs_store
 from alignment.mining.search_backend import hnsw_search_settings
 from alignment.models import Document, Encoder, Sentence, SentenceEmbedding
 from models_ml.mining.copies import near_identical
@@ -77,7 +77,7 @@ def document_batch(ids: list[int], position: int, end: int) -> list[int]:
     return batch
 
 
-def mine_batch(job: MiningJob, batch: list[int], config: LHAConfig, encoder: Encoder) -> list[MinedPair]:
+def mine_batch(job: MiningJob, batch: list[int], config: LHAConfig, encoder: Encoder) -> list[PairRow]:
     """The pairs of ``batch``'s source documents, in the batch's order (then each document's targets' order)."""
     hybrid = job.retrieval == MiningJob.Retrieval.HYBRID
     if hybrid:
@@ -90,7 +90,7 @@ def mine_batch(job: MiningJob, batch: list[int], config: LHAConfig, encoder: Enc
     else:
         neighbours = dense_neighbours(job, batch, encoder, config.k_documents, config.theta_d)
     sides = document_sides(batch + [t for d in batch for t, _ in neighbours.get(d, [])], encoder)
-    found: list[MinedPair] = []
+    found: list[PairRow] = []
     for document_id in batch:
         for target_id, doc_score in neighbours.get(document_id, []):
             found += _pairs(job, config, (document_id, sides[document_id]), (target_id, sides[target_id]), doc_score, hybrid)
@@ -124,8 +124,8 @@ def document_sides(documents: list[int], encoder: Encoder) -> dict[int, Side]:
     """Each document's current sentences' texts and vectors, in order, in one binary read (an empty side for none)."""
     wanted = sorted(set(documents))
     sentences, embeddings = (connection.ops.quote_name(m._meta.db_table) for m in (Sentence, SentenceEmbedding))
-    rows: dict[int, list[tuple[str, np.ndarray]]] = {d: [] for d in wanted}
-    with vector_cursor() as cursor:
+    rows: dict[int, tuple[list[str], list[bytes]]] = {d: ([], []) for d in wanted}
+    with vector_cursor(packed=True) as cursor:
         cursor.execute(
             f"SELECT s.document_id, s.text, e.vector FROM {sentences} AS s JOIN {embeddings} AS e ON e.sentence_id = s.id "
             "AND e.encoder_id = %s WHERE s.document_id = ANY(%s) AND s.retired_by_id IS NULL ORDER BY s.document_id, s.index",
@@ -133,17 +133,15 @@ def document_sides(documents: list[int], encoder: Encoder) -> dict[int, Side]:
             binary=True,
         )
         for document_id, text, vector in cursor:
-            rows[document_id].append((text, vector.to_numpy()))
-    empty = np.zeros((0, int(encoder.dimensions)), dtype=np.float32)
-    return {
-        d: ([text for text, _ in side], np.stack([v for _, v in side]).astype(np.float32, copy=False) if side else empty)
-        for d, side in rows.items()
-    }
+            texts, vectors = rows[document_id]
+            texts.append(text)
+            vectors.append(vector)
+    return {d: (texts, unpacked_vectors(vectors, int(encoder.dimensions))) for d, (texts, vectors) in rows.items()}
 
 
 def _pairs(
     job: MiningJob, config: LHAConfig, source: tuple[int, Side], target: tuple[int, Side], doc_score: float, hybrid: bool
-) -> list[MinedPair]:
+) -> list[PairRow]:
     """One document pair's sentence groups as MinedPair rows, after the job's filters; a hybrid job scores by the fused score."""
     (source_id, (source_texts, source_rows)), (target_id, (target_texts, target_rows)) = source, target
     if hybrid:  # rows whose inner products are the fused scores
@@ -161,8 +159,8 @@ def _pairs(
         if config.min_levenshtein is not None and near_identical(source_text, target_text, min_levenshtein=config.min_levenshtein):
             continue  # a near-copy: nothing to learn from (LHAConfig.min_levenshtein)
         found.append(
-            MinedPair(
-                job=job, source_document_id=source_id, target_document_id=target_id,
+            PairRow(
+                job_id=job.pk, source_document_id=source_id, target_document_id=target_id,
                 source_sentences=list(groups_source), target_sentences=list(groups_target),
                 source_key=",".join(map(str, groups_source)), target_key=",".join(map(str, groups_target)),
                 source_text=source_text, target_text=target_text, source_count=len(groups_source), target_count=len(groups_target),

@@ -30,12 +30,12 @@ import psycopg
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
-from psycopg.types.json import Jsonb
 
 from alignment.copying import copy_binary, packed_half_rows, packed_sparse_rows
 from alignment.mining.cancelling import CancelCheck
-from alignment.mining.models import MinedPair, MiningJob, MiningNeighbours, MiningSequence, MiningShard
+from alignment.mining.models import MiningJob, MiningNeighbours, MiningSequence, MiningShard
 from alignment.mining.muss_rows import SequenceRow, batch_rows
+from alignment.mining.pair_store import PairRow, mined_pairs_store
 from alignment.mining.search_backend import hybrid_settings, nearest_sequences, search_prepare
 from alignment.models import Sentence
 from models_ml.mining.muss import (
@@ -312,8 +312,8 @@ def _as_sequence(row: SequenceRow) -> Sequence:
     return Sequence(str(row.document_id), row.start, row.end, row.text)
 
 
-def pairs_batch(job: MiningJob, begin: int, end: int) -> list[MinedPair]:
-    """The mined pairs emitted by sequences [begin, end), as unsaved MinedPair rows."""
+def pairs_batch(job: MiningJob, begin: int, end: int) -> list[PairRow]:
+    """The mined pairs emitted by sequences [begin, end), as rows to store."""
     config = muss_config(job.config)
     rows, others = batch_rows(job, begin, end)  # plain rows: model instances were half of a batch
     found = []
@@ -334,8 +334,8 @@ def pairs_batch(job: MiningJob, begin: int, end: int) -> list[MinedPair]:
                 continue
             features = {"cosine": cosine, "margin": margin, **access_attributes(source.text, target.text, config.language)}
             found.append(
-                MinedPair(
-                    job=job, source_document_id=low.document_id, target_document_id=high.document_id,
+                PairRow(
+                    job_id=job.pk, source_document_id=low.document_id, target_document_id=high.document_id,
                     source_sentences=list(range(low.start, low.end)), target_sentences=list(range(high.start, high.end)),
                     source_key=f"{low.start}-{low.end}", target_key=f"{high.start}-{high.end}",
                     source_text=low.text, target_text=high.text, source_count=low.end - low.start, target_count=high.end - high.start,
@@ -344,52 +344,6 @@ def pairs_batch(job: MiningJob, begin: int, end: int) -> list[MinedPair]:
                 )
             )  # fmt: skip
     return found
-
-
-PAIR_COLUMNS = (
-    "job_id", "source_document_id", "target_document_id", "source_sentences", "target_sentences", "source_key", "target_key",
-    "source_text", "target_text", "source_count", "target_count", "source_tokens", "target_tokens", "score", "doc_score",
-    "length_ratio", "overlap", "features",
-)  # fmt: skip
-PAIR_TYPES = (
-    "int8", "int8", "int8", "jsonb", "jsonb", "varchar", "varchar", "text", "text", "int2", "int2", "int4", "int4", "float8", "float8",
-    "float8", "float8", "jsonb",
-)  # fmt: skip
-
-
-def mined_pairs_store(pairs: list[MinedPair]) -> None:
-    """A batch's pairs by binary COPY (``bulk_create`` compiled an INSERT of 18 placeholders a row: a tenth of the pairs
-    phase). The batch commits with its shard's position, so a resumed shard never stores it twice; should a second
-    worker on the same shard have stored it first (a requeued stalled task), the unique key refuses the COPY and the
-    batch goes in row by row, skipping the pairs already there."""
-    rows = (
-        (
-            p.job_id,
-            p.source_document_id,
-            p.target_document_id,
-            Jsonb(p.source_sentences),
-            Jsonb(p.target_sentences),
-            p.source_key,
-            p.target_key,
-            p.source_text,
-            p.target_text,
-            p.source_count,
-            p.target_count,
-            p.source_tokens,
-            p.target_tokens,
-            p.score,
-            p.doc_score,
-            p.length_ratio,
-            p.overlap,
-            Jsonb(p.features),
-        )  # fmt: skip
-        for p in pairs
-    )
-    try:
-        with transaction.atomic():  # a savepoint: the fallback below runs in the batch's transaction
-            copy_binary(MinedPair, PAIR_COLUMNS, PAIR_TYPES, rows)
-    except (IntegrityError, psycopg.IntegrityError):  # the COPY runs on psycopg's own cursor: its error is psycopg's
-        MinedPair.objects.bulk_create(pairs, ignore_conflicts=True, batch_size=1000)
 
 
 def muss_shard_run(shard: MiningShard, cancelled: Callable[[], bool]) -> bool:

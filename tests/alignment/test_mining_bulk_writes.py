@@ -11,7 +11,7 @@ from django.db import connection
 
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
-from alignment.mining import muss_service
+from alignment.mining import muss_service, pair_store
 from alignment.mining import service as mining
 from alignment.mining.models import MinedPair, MiningJob, MiningNeighbours, MiningSequence, MiningShard
 from alignment.models import Document, Sentence
@@ -71,7 +71,7 @@ def test_a_pairs_batch_stored_twice_keeps_one_row_per_pair_and_the_job_finds_wha
     assert job.status == "succeeded" and job.pairs_found > 0
     found = set(MinedPair.objects.filter(job=job).values_list("source_document_id", "source_key", "target_document_id", "target_key"))
     again = muss_service.pairs_batch(job, 0, MiningSequence.objects.filter(job=job).count())  # a second worker's copy of them all
-    muss_service.mined_pairs_store(again)  # the COPY meets the unique key and falls back to skipping what is there
+    pair_store.mined_pairs_store(again)  # the COPY meets the unique key and falls back to skipping what is there
     assert MinedPair.objects.filter(job=job).count() == len(found) == len(again)
 
     assert found == _exact_pairs(job)

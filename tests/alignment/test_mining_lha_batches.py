@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import connection
 
 from alignment import services
+from alignment.copying import unpacked_vectors, vector_cursor
 from alignment.mining import lha_search, lha_shard
 from alignment.mining import service as mining
 from alignment.mining.lha_service import lha_config
@@ -179,3 +180,16 @@ def test_a_document_vector_is_the_unit_mean_of_its_current_sentences_vectors(own
     stored = np.asarray(DocumentEmbedding.objects.get(document=document, encoder=encoder).vector)
     np.testing.assert_allclose(stored, mean / np.linalg.norm(mean), atol=1e-6)
     assert not np.any(np.asarray(DocumentEmbedding.objects.get(document=empty, encoder=encoder).vector))
+
+
+def test_vectors_read_packed_are_the_stored_vectors_bit_for_bit(db) -> None:
+    values = np.array([[0.1, -2.5, 3e-8], [1e30, -0.0, 7.0]], dtype=np.float32)
+    with vector_cursor(packed=True) as cursor:
+        cursor.execute("SELECT %s::vector, %s::vector", [str(values[0].tolist()), str(values[1].tolist())], binary=True)
+        packed = list(cursor.fetchone())
+    assert all(isinstance(row, bytes) for row in packed)
+    unpacked = unpacked_vectors(packed, 3)
+    assert unpacked.dtype == np.float32 and np.array_equal(unpacked, values)
+    assert unpacked_vectors([], 3).shape == (0, 3)
+    with pytest.raises(ValueError, match="expected vectors of 4 dimensions, got \\[3\\]"):
+        unpacked_vectors(packed, 4)

@@ -9,7 +9,7 @@ import time
 import pytest
 from django.db import connection, connections
 
-from alignment.mining import cancelling, lha_shard, search_backend
+from alignment.mining import cancelling, search_backend
 from alignment.mining import service as mining
 from alignment.mining.cancelling import PrepareCancelled
 from alignment.mining.models import DocumentEmbedding, MiningIndexPart, MiningJob, MiningSequence, MiningShard
