@@ -3,9 +3,8 @@
 Scoring a short pair (a few dozen sentences) is about 30 ms of Python and NumPy on one core. Reading the pair
 (sentence counts, texts, vectors) and storing it (candidates by COPY, heatmaps, the commit's foreign-key checks)
 took another 15 ms or so, most of it waiting for PostgreSQL, which works on the other core meanwhile
-(docs/benchmarks.md, "Corpus scale"). With :class:`RunIO` one helper thread with its own connection reads the
-next pairs ahead and stores the aligned ones behind, in the order it is given them, while the run's thread
-scores. The helper holds the GIL only while it builds rows or parses results.
+(docs/benchmarks.md, "Corpus scale"). With :class:`~alignment.jobs.helper_io.RunIO` one helper thread with its own
+connection reads the next pairs ahead and stores the aligned ones behind, in order, while the run's thread scores. The helper holds the GIL only while it builds rows or parses results.
 
 Bounds: at most ``READ_AHEAD`` pairs read ahead (a pair too big to score whole is not read ahead: only its
 sentence counts are), and one batch of :class:`~alignment.aligning.storing.PendingWrites` being stored while the
@@ -19,52 +18,16 @@ rows: there everything runs on the caller's connection, inline and in order, as 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from collections.abc import Iterator
+from concurrent.futures import Future
 
-from django.db import connection, connections
 from django.db.models import QuerySet
 
 from alignment.aligning.reading import PairRead, pair_read
+from alignment.jobs.helper_io import RunIO
 from alignment.models import DocumentPair
 
 READ_AHEAD = 4  # pairs read before the one being scored needs them
-
-
-class RunIO:
-    """The run's reads and writes, run in the order given on one helper thread (or inline in a transaction)."""
-
-    def __init__(self) -> None:
-        self.threaded = not connection.in_atomic_block
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="alignment-io") if self.threaded else None
-        self._unwatched: list[Future] = []
-
-    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
-        """Run ``fn`` after what was handed over before it; its Future. Inline, it has run (and raised) already."""
-        self.raise_failed()
-        if self._pool is None:
-            done: Future = Future()
-            done.set_result(fn(*args, **kwargs))
-            return done
-        return self._pool.submit(fn, *args, **kwargs)
-
-    def later(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-        """``fn`` that nobody waits for (a heartbeat); an error of it is raised by the next call to this object."""
-        self._unwatched.append(self.submit(fn, *args, **kwargs))
-
-    def raise_failed(self) -> None:
-        finished = [future for future in self._unwatched if future.done()]
-        self._unwatched = [future for future in self._unwatched if not future.done()]
-        for future in finished:
-            future.result()
-
-    def close(self) -> None:
-        """Finish what was handed over (reads ahead, a batch being stored), close the helper's connection, stop it."""
-        if self._pool is not None:
-            self._pool.submit(connections.close_all)  # runs on the helper: closes its own connection
-            self._pool.shutdown(wait=True)
-            self._pool = None
 
 
 def read_ahead(pending: QuerySet[DocumentPair], encoder_name: str, io: RunIO) -> Iterator[tuple[DocumentPair, PairRead | None]]:

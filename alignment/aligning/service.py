@@ -15,12 +15,13 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import QuerySet
 
-from alignment.aligning.pipeline import RunIO, read_ahead
+from alignment.aligning.pipeline import read_ahead
 from alignment.aligning.reading import PairRead, pair_sides, stored_vectors
 from alignment.aligning.scoring import PairScorer, SideSentences
 from alignment.aligning.storing import AlignedOutcome, PendingWrites, store_block, store_blocked_pair
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
+from alignment.jobs.helper_io import RunIO
 from alignment.jobs.models import Job, Pickup, error_text
 from alignment.jobs.slices import SliceOver, TimeSlice, slice_check
 from alignment.models import (

@@ -19,7 +19,7 @@ from alignment.jobs.database import commit_without_flush
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, DocumentPair, PairBlock, ParagraphAlignment
 
 if TYPE_CHECKING:
-    from alignment.aligning.pipeline import RunIO
+    from alignment.jobs.helper_io import RunIO
 
 PARAGRAPH_COLUMNS = ("run_id", "pair_id", "simple_paragraphs", "complex_paragraphs")
 ALIGNED_PAIR_COLUMNS = ("run_id", "pair_id", "simple_count", "complex_count", "matrices", "viterbi", "seconds", "created_at")
@@ -93,7 +93,7 @@ class PendingWrites:
     writes and a commit each); a batch pays them once. Bounds: ``MAX_PAIRS`` pairs, ``MAX_CELLS`` cells of their
     score matrices in memory, ``MAX_SECONDS`` before they are stored; a stop or the end of a time slice stores them
     first, and an error loses only them (they are not marked aligned, so the run aligns them again when retried).
-    With ``io`` (:class:`~alignment.aligning.pipeline.RunIO`) a batch is stored on its helper thread while the next
+    With ``io`` (:class:`~alignment.jobs.helper_io.RunIO`) a batch is stored on its helper thread while the next
     fills: :meth:`store` hands it over (after the batch before it is stored), :meth:`flush` also waits for it.
     """
 

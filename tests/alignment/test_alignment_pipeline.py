@@ -10,11 +10,12 @@ from __future__ import annotations
 import pytest
 from django.db import connection, transaction
 
-from alignment.aligning import pipeline, storing
+from alignment.aligning import storing
 from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_create, alignment_run_execute
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
+from alignment.jobs import helper_io
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, ParagraphAlignment
 from alignment.services import corpus_get_or_create
 from tests.alignment.conftest import synthetic_sentences
@@ -43,13 +44,13 @@ def nine_pairs(owner):
 def helpers_seen(monkeypatch):
     """``threaded`` of every RunIO made, so a test knows which path it ran."""
     seen: list[bool] = []
-    made = pipeline.RunIO.__init__
+    made = helper_io.RunIO.__init__
 
     def record(self):
         made(self)
         seen.append(self.threaded)
 
-    monkeypatch.setattr(pipeline.RunIO, "__init__", record)
+    monkeypatch.setattr(helper_io.RunIO, "__init__", record)
     monkeypatch.setattr(storing.PendingWrites, "MAX_PAIRS", 4)  # three batches for nine pairs
     return seen
 

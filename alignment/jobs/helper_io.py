@@ -1,0 +1,52 @@
+"""A job's database work on one helper thread with its own connection, so that its round trips overlap the job's
+computing on the other core: an alignment run reads pairs ahead and stores them behind
+(:mod:`alignment.aligning.pipeline`), an LHA shard reads its next batch ahead and stores the last one behind
+(:mod:`alignment.mining.lha_shard`).
+
+Work handed over runs in the order given. An error on the helper is raised on the job's thread by the next call that
+waits for it or hands it work. Inside a transaction (a test that is rolled back afterwards), a second connection would
+not see the caller's rows: there everything runs on the caller's connection, inline and in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from django.db import connection, connections
+
+
+class RunIO:
+    """A job's reads and writes, run in the order given on one helper thread (or inline in a transaction)."""
+
+    def __init__(self) -> None:
+        self.threaded = not connection.in_atomic_block
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="job-io") if self.threaded else None
+        self._unwatched: list[Future] = []
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
+        """Run ``fn`` after what was handed over before it; its Future. Inline, it has run (and raised) already."""
+        self.raise_failed()
+        if self._pool is None:
+            done: Future = Future()
+            done.set_result(fn(*args, **kwargs))
+            return done
+        return self._pool.submit(fn, *args, **kwargs)
+
+    def later(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """``fn`` that nobody waits for (a heartbeat); an error of it is raised by the next call to this object."""
+        self._unwatched.append(self.submit(fn, *args, **kwargs))
+
+    def raise_failed(self) -> None:
+        finished = [future for future in self._unwatched if future.done()]
+        self._unwatched = [future for future in self._unwatched if not future.done()]
+        for future in finished:
+            future.result()
+
+    def close(self) -> None:
+        """Finish what was handed over (reads ahead, a batch being stored), close the helper's connection, stop it."""
+        if self._pool is not None:
+            self._pool.submit(connections.close_all)  # runs on the helper: closes its own connection
+            self._pool.shutdown(wait=True)
+            self._pool = None
