@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 
 import numpy as np
 from django.db import connection, transaction
 from django.db.models import Count, F
 
 from alignment.copying import unpacked_vectors, vector_cursor
+from alignment.jobs.helper_io import RunIO
 from alignment.mining.lha_search import faiss_document_neighbours, searched_in_worker
 from alignment.mining.lha_service import hybrid_document_neighbours, hybrid_sentence_vectors
 from alignment.mining.models import DocumentEmbedding, MiningJob, MiningShard
@@ -46,22 +48,62 @@ def lha_shard_run(
     job: MiningJob, shard: MiningShard, ids: list[int], config: LHAConfig, encoder: Encoder, cancelled: Callable[[], bool]
 ) -> bool:
     """Mine the shard's source documents (``ids``, from its start to its end) from its position, a batch at a time;
-    False when it stopped for a cancel."""
-    position = shard.position
-    while position < shard.end:
-        if cancelled():
-            return False
-        started = time.perf_counter()
-        batch = document_batch(ids, position - shard.start, len(ids))
-        found = mine_batch(job, batch, config, encoder)
-        with transaction.atomic():
-            mined_pairs_store(found)
-            shard.heartbeat(position=position + len(batch))
-            MiningJob.objects.filter(pk=job.pk).update(
-                documents_done=F("documents_done") + len(batch), busy_seconds=F("busy_seconds") + (time.perf_counter() - started)
-            )
-        position += len(batch)
-    return True
+    False when it stopped for a cancel.
+
+    A helper thread with its own connection (:class:`~alignment.jobs.helper_io.RunIO`) reads the next batch ahead and
+    stores the last one behind while this thread mines: PostgreSQL's side of a batch (the sentences' read, the COPY,
+    the commit's foreign-key checks) was 1.3 s of a 3,000-document job's 3.1 s of shards, waited for in turn
+    (bench/lha_scale.py, py-spy). At most one batch is read ahead and one stored behind; a cancel or a crash waits for
+    the one being stored, and a resumed shard starts after the last one stored."""
+    io = RunIO()
+    storing: Future | None = None
+    try:
+        position = shard.position
+        batch = document_batch(ids, position - shard.start, len(ids)) if position < shard.end else []
+        reading = io.submit(batch_read, job, batch, config, encoder) if batch else None
+        clock = _BusyClock()
+        while batch:
+            if cancelled():
+                break
+            started = time.perf_counter()
+            read = reading.result()
+            following = position + len(batch)
+            upcoming = document_batch(ids, following - shard.start, len(ids)) if following < shard.end else []
+            reading = io.submit(batch_read, job, upcoming, config, encoder) if upcoming else None
+            found = mine_batch(job, batch, config, encoder, read)
+            if storing is not None:
+                storing.result()  # one batch stored behind at most
+            storing = io.submit(_store, job, shard, found, following, len(batch), clock.since(started))
+            position, batch = following, upcoming
+        if storing is not None:
+            storing.result()
+        return not batch
+    finally:
+        io.close()
+
+
+class _BusyClock:
+    """A job's busy seconds, a batch at a time, without counting twice the time two batches overlapped (the next one
+    mined while the last one was stored)."""
+
+    def __init__(self) -> None:
+        self._last = 0.0
+
+    def since(self, started: float) -> Callable[[], float]:
+        def seconds() -> float:  # on the helper, when the batch is stored
+            now = time.perf_counter()
+            busy, self._last = now - max(started, self._last), now
+            return busy
+
+        return seconds
+
+
+def _store(job: MiningJob, shard: MiningShard, found: list[PairRow], position: int, documents: int, busy: Callable[[], float]) -> None:
+    """One batch's pairs, the shard's new position and the job's counters, in one transaction."""
+    with transaction.atomic():
+        mined_pairs_store(found)
+        shard.heartbeat(position=position)
+        MiningJob.objects.filter(pk=job.pk).update(documents_done=F("documents_done") + documents, busy_seconds=F("busy_seconds") + busy())
 
 
 def document_batch(ids: list[int], position: int, end: int) -> list[int]:
@@ -77,10 +119,12 @@ def document_batch(ids: list[int], position: int, end: int) -> list[int]:
     return batch
 
 
-def mine_batch(job: MiningJob, batch: list[int], config: LHAConfig, encoder: Encoder) -> list[PairRow]:
-    """The pairs of ``batch``'s source documents, in the batch's order (then each document's targets' order)."""
-    hybrid = job.retrieval == MiningJob.Retrieval.HYBRID
-    if hybrid:
+Neighbours = dict[int, list[tuple[int, float]]]  # source document -> [(target document, document score)], nearest first
+
+
+def batch_read(job: MiningJob, batch: list[int], config: LHAConfig, encoder: Encoder) -> tuple[Neighbours, dict[int, Side]]:
+    """What mining ``batch`` reads: each source document's nearest target documents, then every one's sentences."""
+    if job.retrieval == MiningJob.Retrieval.HYBRID:
         neighbours = {
             d: hybrid_document_neighbours(job=job, document_id=d, encoder=encoder, k=config.k_documents, theta_d=config.theta_d)
             for d in batch
@@ -89,7 +133,16 @@ def mine_batch(job: MiningJob, batch: list[int], config: LHAConfig, encoder: Enc
         neighbours = faiss_document_neighbours(job, batch, encoder, config.k_documents, config.theta_d)
     else:
         neighbours = dense_neighbours(job, batch, encoder, config.k_documents, config.theta_d)
-    sides = document_sides(batch + [t for d in batch for t, _ in neighbours.get(d, [])], encoder)
+    return neighbours, document_sides(batch + [t for d in batch for t, _ in neighbours.get(d, [])], encoder)
+
+
+def mine_batch(
+    job: MiningJob, batch: list[int], config: LHAConfig, encoder: Encoder, read: tuple[Neighbours, dict[int, Side]] | None = None
+) -> list[PairRow]:
+    """The pairs of ``batch``'s source documents, in the batch's order (then each document's targets' order), from
+    ``read`` (:func:`batch_read`'s, read ahead) or read here."""
+    neighbours, sides = read if read is not None else batch_read(job, batch, config, encoder)
+    hybrid = job.retrieval == MiningJob.Retrieval.HYBRID
     found: list[PairRow] = []
     for document_id in batch:
         for target_id, doc_score in neighbours.get(document_id, []):
@@ -97,7 +150,7 @@ def mine_batch(job: MiningJob, batch: list[int], config: LHAConfig, encoder: Enc
     return found
 
 
-def dense_neighbours(job: MiningJob, documents: list[int], encoder: Encoder, k: int, theta_d: float) -> dict[int, list[tuple[int, float]]]:
+def dense_neighbours(job: MiningJob, documents: list[int], encoder: Encoder, k: int, theta_d: float) -> Neighbours:
     """Each document's K nearest documents of the job's target corpus (pgvector HNSW, the document itself left out),
     with cosine >= theta_d, nearest first: one LATERAL query for the batch, each row's search as the index serves one."""
     table, dimensions = connection.ops.quote_name(DocumentEmbedding._meta.db_table), int(encoder.dimensions)

@@ -89,11 +89,11 @@ def test_a_crashed_shard_resumes_where_it_stopped(two_corpora, run_worker, monke
     real = lha_shard.mine_batch
     calls = []
 
-    def crash_on_third(job, batch, config, encoder):
+    def crash_on_third(job, batch, config, encoder, read=None):
         calls.append(batch)
         if len(calls) == 3:
             raise MemoryError("worker ran out of memory")
-        return real(job, batch, config, encoder)
+        return real(job, batch, config, encoder, read)
 
     monkeypatch.setattr(lha_shard, "mine_batch", crash_on_third)
     job, _ = _mine(source, target, run_worker, k_documents=1, theta_d=0.3, theta_s=0.5)
@@ -115,9 +115,9 @@ def test_cancel_stops_between_batches_and_keeps_the_pairs_found(two_corpora, run
     monkeypatch.setattr(lha_shard, "BATCH_DOCUMENTS", 1)  # a batch of one document
     original = lha_shard.mine_batch
 
-    def cancel_after_first(job_, batch, config, encoder):
+    def cancel_after_first(job_, batch, config, encoder, read=None):
         MiningJob.objects.filter(pk=job.pk).update(cancel_requested=True)
-        return original(job_, batch, config, encoder)
+        return original(job_, batch, config, encoder, read)
 
     monkeypatch.setattr(lha_shard, "mine_batch", cancel_after_first)
     mining.mining_shard_execute(shard_id=shard.pk)

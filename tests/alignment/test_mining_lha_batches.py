@@ -4,6 +4,9 @@ and only the current segmentation is read."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 from django.conf import settings
@@ -193,3 +196,25 @@ def test_vectors_read_packed_are_the_stored_vectors_bit_for_bit(db) -> None:
     assert unpacked_vectors([], 3).shape == (0, 3)
     with pytest.raises(ValueError, match="expected vectors of 4 dimensions, got \\[3\\]"):
         unpacked_vectors(packed, 4)
+
+
+def test_a_shard_reads_ahead_and_stores_behind_on_its_helper_thread(owner, run_worker, monkeypatch) -> None:
+    source, target = embedded_news_corpora(owner, run_worker)
+    monkeypatch.setattr(lha_shard, "BATCH_DOCUMENTS", 1)  # four batches in one shard
+    threads: dict[str, set[str]] = {"read": set(), "mine": set(), "store": set()}
+    for step, name in (("read", "batch_read"), ("mine", "mine_batch"), ("store", "_store")):
+        original = getattr(lha_shard, name)
+
+        def recorded(*args, step=step, original=original, **kwargs):
+            threads[step].add(threading.current_thread().name.split("_")[0])
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(lha_shard, name, recorded)
+    job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config=SETTINGS, shard_documents=4)
+    started = time.perf_counter()
+    run_worker(["mining"])
+    wall = time.perf_counter() - started
+    job.refresh_from_db()
+    assert job.status == MiningJob.Status.SUCCEEDED and job.documents_done == 4 and job.pairs_found
+    assert threads["read"] == threads["store"] == {"job-io"} and "job-io" not in threads["mine"]
+    assert 0 < job.busy_seconds <= wall  # batches that overlapped are not counted twice
