@@ -10,11 +10,15 @@ not see the caller's rows: there everything runs on the caller's connection, inl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connection, connections
+
+T = TypeVar("T")  # a batch
+R = TypeVar("R")  # what reading it gave
+W = TypeVar("W")  # what working on it made, to store
 
 
 class RunIO:
@@ -50,3 +54,33 @@ class RunIO:
             self._pool.submit(connections.close_all)  # runs on the helper: closes its own connection
             self._pool.shutdown(wait=True)
             self._pool = None
+
+
+def run_overlapped(
+    io: RunIO,
+    batches: Iterator[T],
+    read: Callable[[T], R],
+    work: Callable[[T, R], W],
+    store: Callable[[T, W], None],
+    cancelled: Callable[[], bool],
+) -> bool:
+    """Work through ``batches`` here while ``io``'s helper reads the next one ahead (``read``) and stores the last one
+    behind (``store``, given what ``work`` made of it): at most one batch read ahead and one being stored. A cancel is
+    looked for before each batch; False when it stopped for one. Either way, and on an error here, the batch being
+    stored is finished first (an error of the helper's is raised here by the next wait for it)."""
+    storing: Future | None = None
+    upcoming = next(batches, None)
+    reading = io.submit(read, upcoming) if upcoming is not None else None
+    while upcoming is not None and reading is not None:
+        if cancelled():
+            break
+        batch, read_result = upcoming, reading.result()
+        upcoming = next(batches, None)
+        reading = io.submit(read, upcoming) if upcoming is not None else None
+        result = work(batch, read_result)
+        if storing is not None:
+            storing.result()  # one batch stored behind at most
+        storing = io.submit(store, batch, result)
+    if storing is not None:
+        storing.result()
+    return upcoming is None

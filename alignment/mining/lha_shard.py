@@ -19,15 +19,14 @@ also took those of sentences split or merged on screen, whose vectors then misal
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from concurrent.futures import Future
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from django.db import connection, transaction
 from django.db.models import Count, F
 
 from alignment.copying import unpacked_vectors, vector_cursor
-from alignment.jobs.helper_io import RunIO
+from alignment.jobs.helper_io import RunIO, run_overlapped
 from alignment.mining.lha_search import faiss_document_neighbours, searched_in_worker
 from alignment.mining.lha_service import hybrid_document_neighbours, hybrid_sentence_vectors
 from alignment.mining.models import DocumentEmbedding, MiningJob, MiningShard
@@ -50,60 +49,54 @@ def lha_shard_run(
     """Mine the shard's source documents (``ids``, from its start to its end) from its position, a batch at a time;
     False when it stopped for a cancel.
 
-    A helper thread with its own connection (:class:`~alignment.jobs.helper_io.RunIO`) reads the next batch ahead and
-    stores the last one behind while this thread mines: PostgreSQL's side of a batch (the sentences' read, the COPY,
-    the commit's foreign-key checks) was 1.3 s of a 3,000-document job's 3.1 s of shards, waited for in turn
-    (bench/lha_scale.py, py-spy). At most one batch is read ahead and one stored behind; a cancel or a crash waits for
-    the one being stored, and a resumed shard starts after the last one stored."""
-    io = RunIO()
-    storing: Future | None = None
-    try:
+    A helper thread with its own connection (:func:`~alignment.jobs.helper_io.run_overlapped`) reads the next batch
+    ahead and stores the last one behind while this thread mines: PostgreSQL's side of a batch (the sentences' read,
+    the COPY, the commit's foreign-key checks) was 1.3 s of a 3,000-document job's 3.1 s of shards, waited for in turn
+    (bench/lha_scale.py, py-spy). A cancel or a crash waits for the batch being stored, and a resumed shard starts
+    after the last one stored."""
+
+    def batches() -> Iterator[tuple[int, list[int]]]:  # (the shard's position after the batch, the batch's documents)
         position = shard.position
-        batch = document_batch(ids, position - shard.start, len(ids)) if position < shard.end else []
-        reading = io.submit(batch_read, job, batch, config, encoder) if batch else None
-        clock = _BusyClock()
-        while batch:
-            if cancelled():
-                break
-            started = time.perf_counter()
-            read = reading.result()
-            following = position + len(batch)
-            upcoming = document_batch(ids, following - shard.start, len(ids)) if following < shard.end else []
-            reading = io.submit(batch_read, job, upcoming, config, encoder) if upcoming else None
-            found = mine_batch(job, batch, config, encoder, read)
-            if storing is not None:
-                storing.result()  # one batch stored behind at most
-            storing = io.submit(_store, job, shard, found, following, len(batch), clock.since(started))
-            position, batch = following, upcoming
-        if storing is not None:
-            storing.result()
-        return not batch
+        while position < shard.end:
+            batch = document_batch(ids, position - shard.start, len(ids))
+            position += len(batch)
+            yield position, batch
+
+    clock = _BusyClock()
+    io = RunIO()
+    try:
+        return run_overlapped(
+            io,
+            batches(),
+            read=lambda item: batch_read(job, item[1], config, encoder),
+            work=lambda item, read: mine_batch(job, item[1], config, encoder, read),
+            store=lambda item, found: _store(job, shard, found, item[0], len(item[1]), clock),
+            cancelled=cancelled,
+        )
     finally:
         io.close()
 
 
 class _BusyClock:
-    """A job's busy seconds, a batch at a time, without counting twice the time two batches overlapped (the next one
-    mined while the last one was stored)."""
+    """A shard's busy seconds, a batch at a time: from the last batch stored (or the shard's start) to this one stored,
+    so that two batches that overlapped (the next one mined while the last one was stored) are not counted twice."""
 
     def __init__(self) -> None:
-        self._last = 0.0
+        self._last = time.perf_counter()
 
-    def since(self, started: float) -> Callable[[], float]:
-        def seconds() -> float:  # on the helper, when the batch is stored
-            now = time.perf_counter()
-            busy, self._last = now - max(started, self._last), now
-            return busy
-
-        return seconds
+    def lap(self) -> float:
+        now = time.perf_counter()
+        busy, self._last = now - self._last, now
+        return busy
 
 
-def _store(job: MiningJob, shard: MiningShard, found: list[PairRow], position: int, documents: int, busy: Callable[[], float]) -> None:
+def _store(job: MiningJob, shard: MiningShard, found: list[PairRow], position: int, documents: int, clock: _BusyClock) -> None:
     """One batch's pairs, the shard's new position and the job's counters, in one transaction."""
     with transaction.atomic():
         mined_pairs_store(found)
         shard.heartbeat(position=position)
-        MiningJob.objects.filter(pk=job.pk).update(documents_done=F("documents_done") + documents, busy_seconds=F("busy_seconds") + busy())
+        busy = clock.lap()  # the batch stored but for its commit
+        MiningJob.objects.filter(pk=job.pk).update(documents_done=F("documents_done") + documents, busy_seconds=F("busy_seconds") + busy)
 
 
 def document_batch(ids: list[int], position: int, end: int) -> list[int]:

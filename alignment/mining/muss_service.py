@@ -32,6 +32,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from alignment.copying import copy_binary, packed_half_rows, packed_sparse_rows
+from alignment.jobs.helper_io import RunIO, run_overlapped
 from alignment.mining.cancelling import CancelCheck
 from alignment.mining.models import MiningJob, MiningNeighbours, MiningSequence, MiningShard
 from alignment.mining.muss_rows import SequenceRow, batch_rows
@@ -314,8 +315,12 @@ def _as_sequence(row: SequenceRow) -> Sequence:
 
 def pairs_batch(job: MiningJob, begin: int, end: int) -> list[PairRow]:
     """The mined pairs emitted by sequences [begin, end), as rows to store."""
+    return pairs_of(job, *batch_rows(job, begin, end))  # plain rows: model instances were half of a batch
+
+
+def pairs_of(job: MiningJob, rows: list[SequenceRow], others: dict[int, SequenceRow]) -> list[PairRow]:
+    """The mined pairs that ``rows`` emit, their neighbours' rows in ``others`` (:func:`batch_rows`'s)."""
     config = muss_config(job.config)
-    rows, others = batch_rows(job, begin, end)  # plain rows: model instances were half of a batch
     found = []
     for row in rows:
         for other_index, cosine in zip(row.neighbour_ids or (), row.neighbour_scores or ()):
@@ -347,17 +352,39 @@ def pairs_batch(job: MiningJob, begin: int, end: int) -> list[PairRow]:
 
 
 def muss_shard_run(shard: MiningShard, cancelled: Callable[[], bool]) -> bool:
-    """Run the shard from its position in batches; False when it stopped for a cancel."""
+    """Run the shard from its position in batches; False when it stopped for a cancel. A pairs shard reads its next
+    batch's rows ahead and stores its last batch's pairs behind on a helper thread while it mines, as an LHA shard does
+    (:func:`~alignment.jobs.helper_io.run_overlapped`)."""
     job = shard.job
-    for begin in range(shard.position, shard.end, BATCH):
-        if cancelled():
-            return False
-        end = min(begin + BATCH, shard.end)
-        with transaction.atomic():
-            if shard.phase == MiningShard.Phase.NEIGHBOURS:
+    ranges = ((begin, min(begin + BATCH, shard.end)) for begin in range(shard.position, shard.end, BATCH))
+    if shard.phase == MiningShard.Phase.NEIGHBOURS:
+        for begin, end in ranges:
+            if cancelled():
+                return False
+            with transaction.atomic():
                 neighbours_batch(job, begin, end)
-            else:
-                mined_pairs_store(pairs_batch(job, begin, end))
-            shard.heartbeat(position=end)
-            MiningJob.objects.filter(pk=job.pk).update(documents_done=F("documents_done") + (end - begin))
-    return True
+                _advance(job, shard, begin, end)
+        return True
+    io = RunIO()
+    try:
+        return run_overlapped(
+            io,
+            ranges,
+            read=lambda span: batch_rows(job, *span),
+            work=lambda span, read: pairs_of(job, *read),
+            store=lambda span, found: _pairs_store(job, shard, span, found),
+            cancelled=cancelled,
+        )
+    finally:
+        io.close()
+
+
+def _pairs_store(job: MiningJob, shard: MiningShard, span: tuple[int, int], found: list[PairRow]) -> None:
+    with transaction.atomic():
+        mined_pairs_store(found)
+        _advance(job, shard, *span)
+
+
+def _advance(job: MiningJob, shard: MiningShard, begin: int, end: int) -> None:
+    shard.heartbeat(position=end)
+    MiningJob.objects.filter(pk=job.pk).update(documents_done=F("documents_done") + (end - begin))
