@@ -59,6 +59,8 @@ def lha_shard_run(
         position = shard.position
         while position < shard.end:
             batch = document_batch(ids, position - shard.start, len(ids))
+            if not batch:  # documents deleted from the corpus since the prepare: none is left to mine
+                return
             position += len(batch)
             yield position, batch
 

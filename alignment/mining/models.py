@@ -133,8 +133,12 @@ class MiningShard(Job):
     start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
     position = models.PositiveIntegerField(help_text="The next source document to mine: start <= position <= end.")
-    document_first = models.BigIntegerField(null=True, blank=True, help_text="MUSS encode shards: the first document id it encodes.")
-    document_last = models.BigIntegerField(null=True, blank=True, help_text="MUSS encode shards: the last document id it encodes.")
+    document_first = models.BigIntegerField(
+        null=True, blank=True, help_text="The first document id it mines (LHA) or encodes (MUSS encode shards)."
+    )
+    document_last = models.BigIntegerField(
+        null=True, blank=True, help_text="The last document id it mines (LHA) or encodes (MUSS encode shards)."
+    )
     pairs_found = models.PositiveIntegerField(default=0)
 
     class Meta:

@@ -163,10 +163,30 @@ def _fail(job_id: int, error: str) -> None:
     MiningJob(pk=job_id).mark_failed(error)
 
 
+def _shard_ranges(job: MiningJob, size: int) -> list[tuple[int, int, int, int]]:
+    """(start, end, first document id, last document id) of each LHA shard of ``size`` source documents in id order,
+    from one streamed read of the ids (the boundaries kept, not the ids)."""
+    ranges: list[tuple[int, int, int, int]] = []
+    ids = Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True)
+    count, first, last = 0, 0, 0
+    for position, document_id in enumerate(ids.iterator(chunk_size=10_000)):
+        count = position + 1
+        if position % size == 0:
+            first = document_id
+        last = document_id
+        if count % size == 0:
+            ranges.append((count - size, count, first, last))
+    if count % size:
+        ranges.append((count - count % size, count, first, last))
+    return ranges
+
+
 def _shard_document_ids(job: MiningJob, shard: MiningShard) -> list[int]:
-    """The shard's source documents: the source corpus's from its start to its end by pk (not the whole corpus's ids,
-    read again by each shard)."""
+    """The shard's source documents in id order: those between its first and last document id (a range read, however
+    far into the corpus the shard lies); a shard made before it kept its ids is read by position (``OFFSET``)."""
     documents = Document.objects.filter(corpus=job.source_corpus).order_by("pk").values_list("pk", flat=True)
+    if shard.document_first is not None and shard.document_last is not None:
+        return list(documents.filter(pk__gte=shard.document_first, pk__lte=shard.document_last))
     return list(documents[shard.start : shard.end])
 
 
@@ -290,13 +310,14 @@ def _lha_prepare(job: MiningJob) -> list[int]:
         statistics_refresh([Document, DocumentEmbedding])
     if job.retrieval == MiningJob.Retrieval.HYBRID:
         lexical_documents_ensure(job, check)
-    total = Document.objects.filter(corpus=job.source_corpus).count()
-    size = int(job.config["shard_documents"])
+    ranges = _shard_ranges(job, int(job.config["shard_documents"]))
+    total = ranges[-1][1] if ranges else 0
     with transaction.atomic():
-        for index, start in enumerate(range(0, total, size)):
+        for index, (start, end, first, last) in enumerate(ranges):
             MiningShard.objects.get_or_create(
-                job=job, index=index, defaults={"start": start, "end": min(start + size, total), "position": start}
-            )
+                job=job, index=index,
+                defaults={"start": start, "end": end, "position": start, "document_first": first, "document_last": last},
+            )  # fmt: skip
         shards = MiningShard.objects.filter(job=job)
         MiningJob.objects.filter(pk=job.pk).update(
             shards_total=shards.count(), documents_total=total, shards_done=shards.filter(status=MiningShard.Status.SUCCEEDED).count()

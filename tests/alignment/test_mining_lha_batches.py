@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from alignment import services
 from alignment.copying import unpacked_vectors, vector_cursor
 from alignment.mining import lha_search, lha_shard
 from alignment.mining import service as mining
 from alignment.mining.lha_service import lha_config
-from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob
+from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
 from alignment.models import Document, Encoder, Sentence
 from alignment.segmenting.service import sentence_split
 from models_ml.mining.lha import mine_lha
@@ -218,3 +219,35 @@ def test_a_shard_reads_ahead_and_stores_behind_on_its_helper_thread(owner, run_w
     assert job.status == MiningJob.Status.SUCCEEDED and job.documents_done == 4 and job.pairs_found
     assert threads["read"] == threads["store"] == {"job-io"} and "job-io" not in threads["mine"]
     assert 0 < job.busy_seconds <= wall  # batches that overlapped are not counted twice
+
+
+def test_shards_keep_their_first_and_last_document_and_read_their_ids_as_a_range(owner, run_worker) -> None:
+    source, target = embedded_news_corpora(owner, run_worker)
+    ids = list(Document.objects.filter(corpus=source).order_by("pk").values_list("pk", flat=True))  # 4 documents
+    job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config=SETTINGS, shard_documents=3)
+    assert mining._shard_ranges(job, 3) == [(0, 3, ids[0], ids[2]), (3, 4, ids[3], ids[3])]
+    assert mining._shard_ranges(job, 4) == [(0, 4, ids[0], ids[3])] and mining._shard_ranges(job, 1)[3] == (3, 4, ids[3], ids[3])
+    mining.mining_job_prepare(job_id=job.pk)
+    first, second = MiningShard.objects.filter(job=job).order_by("index")
+    assert (first.document_first, first.document_last, second.document_first, second.document_last) == (ids[0], ids[2], ids[3], ids[3])
+    with CaptureQueriesContext(connection) as queries:
+        assert mining._shard_document_ids(job, second) == ids[3:]
+    assert "OFFSET" not in queries[-1]["sql"].upper()  # a range of ids, not a scan past the shards before it
+    MiningShard.objects.filter(pk=second.pk).update(document_first=None, document_last=None)  # a shard made before the ids
+    second.refresh_from_db()
+    assert mining._shard_document_ids(job, second) == ids[3:]
+
+
+def test_a_source_document_deleted_after_the_prepare_leaves_the_shard_to_finish(owner, run_worker) -> None:
+    source, target = embedded_news_corpora(owner, run_worker)
+    job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config=SETTINGS, shard_documents=4)
+    mining.mining_job_prepare(job_id=job.pk)
+    last = Document.objects.filter(corpus=source).order_by("pk").last()
+    last.delete()  # the shard was cut for four documents; three are left
+    worker = threading.Thread(target=run_worker, args=(["mining"],), daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert not worker.is_alive(), "the shard never finished: it kept looking for its fourth document"
+    job.refresh_from_db()
+    assert job.status == MiningJob.Status.SUCCEEDED, job.error
+    assert job.pairs_found and not MinedPair.objects.filter(job=job, source_document_id=last.pk).exists()
