@@ -25,7 +25,7 @@ from alignment.copying import vector_cursor
 from alignment.mining.ivf_search import worker_threads
 from alignment.mining.models import DocumentEmbedding, MiningJob
 from alignment.models import Document, Encoder
-from models_ml.mining.vector_index import FaissIndex, faiss_available
+from models_ml.mining.vector_index import EXACT_BELOW, FaissIndex, faiss_available
 
 CHUNK = 20_000  # document vectors read at a time to build the index (30 MB as float32 at 384 dimensions)
 
@@ -41,6 +41,15 @@ def searched_in_worker(job: MiningJob) -> bool:
         and faiss_available()
         and Document.objects.filter(corpus_id=job.target_corpus_id).count() <= int(settings.MINING_FAISS_MAX_SEQUENCES)
     )
+
+
+def document_search(job: MiningJob) -> dict:
+    """How ``job``'s document step searches, as its page shows it (``MiningJob.search_index``, kind ``documents``)."""
+    documents = Document.objects.filter(corpus_id=job.target_corpus_id).count()
+    described = {"kind": "documents", "documents": documents, "ef_search": int(settings.MINING_EF_SEARCH)}
+    if searched_in_worker(job):
+        return {**described, "backend": "faiss", "index": "exact" if documents < EXACT_BELOW else "hnsw"}
+    return {**described, "backend": "pgvector", "index": "hnsw"}
 
 
 def faiss_document_neighbours(

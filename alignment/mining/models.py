@@ -71,7 +71,8 @@ class MiningJob(Job):
     search_index = models.JSONField(
         default=dict,
         blank=True,
-        help_text="MUSS: the IVF index's settings (cells, nprobe, PCA, sample), or the stored HNSW index's (kind, M, size).",
+        help_text="MUSS: the IVF index's settings (cells, nprobe, PCA, sample), or the stored HNSW index's (kind, M, size); "
+        "LHA: how its nearest documents are searched (kind documents: backend, index, target documents).",
     )
     cancel_requested = models.BooleanField(default=False)
     shards_total = models.PositiveIntegerField(default=0)

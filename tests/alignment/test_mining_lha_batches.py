@@ -12,6 +12,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from alignment import services
 from alignment.copying import unpacked_vectors, vector_cursor
@@ -42,7 +43,7 @@ def _stored(job: MiningJob) -> set[tuple]:
 
 
 @pytest.mark.parametrize("backend", ["pgvector", "faiss"])
-def test_the_job_finds_what_mine_lha_finds_on_the_same_vectors(owner, run_worker, monkeypatch, settings, backend) -> None:
+def test_the_job_finds_what_mine_lha_finds_on_the_same_vectors(owner, run_worker, monkeypatch, settings, backend, client) -> None:
     settings.MINING_SEARCH_BACKEND = backend  # faiss: the document step searches in the worker (alignment/mining/lha_search.py)
     source, target = embedded_news_corpora(owner, run_worker)
     monkeypatch.setattr(lha_shard, "BATCH_DOCUMENTS", 3)  # batches that end inside a shard and across its two
@@ -70,6 +71,16 @@ def test_the_job_finds_what_mine_lha_finds_on_the_same_vectors(owner, run_worker
     with connection.cursor() as cursor:  # faiss builds its index in the worker: none over the document vectors in PostgreSQL
         cursor.execute("SELECT count(*) FROM pg_indexes WHERE indexname = %s", [f"document_embedding_hnsw_{encoder.pk}"])
         assert cursor.fetchone()[0] == (backend == "pgvector")
+    job.refresh_from_db()
+    targets = target.documents.count()
+    assert job.search_index == {
+        "kind": "documents", "documents": targets, "ef_search": settings.MINING_EF_SEARCH, "backend": backend,
+        "index": "exact" if backend == "faiss" else "hnsw",
+    }  # fmt: skip
+    client.force_login(owner)
+    html = client.get(reverse("alignment:mining_job", args=[job.pk])).content.decode()
+    shown = "exact (faiss flat), in each worker" if backend == "faiss" else f"pgvector HNSW, ef_search {settings.MINING_EF_SEARCH}"
+    assert f"Documents searched: {shown}, {targets} target documents" in html
 
 
 def test_a_one_corpus_job_searched_in_the_worker_never_pairs_a_document_with_itself(owner, run_worker, settings) -> None:
