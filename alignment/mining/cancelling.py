@@ -24,7 +24,8 @@ CHECK_EVERY = 1.0  # seconds between two reads of the flag (a check after every 
 
 
 class PrepareCancelled(Exception):
-    """The job's cancel was asked for while its prepare ran."""
+    """The job's cancel was asked for while its prepare ran (or while an LHA shard's worker built the job's document
+    index, :mod:`alignment.mining.lha_search`)."""
 
 
 class CancelCheck:

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import connection
 
 from alignment.copying import vector_cursor
+from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.ivf_search import worker_threads
 from alignment.mining.models import DocumentEmbedding, MiningJob
 from alignment.models import Document, Encoder
@@ -53,11 +54,13 @@ def document_search(job: MiningJob) -> dict:
 
 
 def faiss_document_neighbours(
-    job: MiningJob, documents: list[int], encoder: Encoder, k: int, theta_d: float
+    job: MiningJob, documents: list[int], encoder: Encoder, k: int, theta_d: float, check: CancelCheck = NEVER
 ) -> dict[int, list[tuple[int, float]]]:
     """Each document's K nearest documents of the job's target corpus with cosine >= theta_d, nearest first, the
-    document itself left out: the rows :func:`alignment.mining.lha_shard.dense_neighbours` gives from pgvector."""
-    index = target_index(job, encoder)
+    document itself left out: the rows :func:`alignment.mining.lha_shard.dense_neighbours` gives from pgvector.
+    ``check``: called between chunks of the index's build (a cancel raises from it: a build over a large corpus
+    takes minutes)."""
+    index = target_index(job, encoder, check)
     if index is None:
         return {}
     ids, queries = _vectors(encoder, "e.document_id = ANY(%s)", [list(documents)])
@@ -70,7 +73,7 @@ def faiss_document_neighbours(
     return neighbours
 
 
-def target_index(job: MiningJob, encoder: Encoder) -> FaissIndex | None:
+def target_index(job: MiningJob, encoder: Encoder, check: CancelCheck = NEVER) -> FaissIndex | None:
     """The index over the target corpus's stored document vectors, built on first use in this process and kept for the
     job's next batches (None when the corpus has none)."""
     global _cached
@@ -82,8 +85,8 @@ def target_index(job: MiningJob, encoder: Encoder) -> FaissIndex | None:
         _cached = None  # free the previous job's index before reading this one's vectors
         if count == 0:
             return None
-        threads = {"ef_search": int(settings.MINING_EF_SEARCH), "threads": worker_threads()}
-        index = FaissIndex.from_chunks(_target_chunks(job, encoder), count, **threads)
+        options = {"ef_search": int(settings.MINING_EF_SEARCH), "threads": worker_threads()}
+        index = FaissIndex.from_chunks(_target_chunks(job, encoder), count, between_chunks=check, **options)
         _cached = (key, index)
         return index
 

@@ -27,6 +27,7 @@ from django.db.models import Count, F
 
 from alignment.copying import unpacked_vectors, vector_cursor
 from alignment.jobs.helper_io import RunIO, run_overlapped
+from alignment.mining.cancelling import CancelCheck
 from alignment.mining.lha_search import faiss_document_neighbours, searched_in_worker
 from alignment.mining.lha_service import hybrid_document_neighbours, hybrid_sentence_vectors
 from alignment.mining.models import DocumentEmbedding, MiningJob, MiningShard
@@ -125,7 +126,7 @@ def batch_read(job: MiningJob, batch: list[int], config: LHAConfig, encoder: Enc
             for d in batch
         }
     elif searched_in_worker(job):
-        neighbours = faiss_document_neighbours(job, batch, encoder, config.k_documents, config.theta_d)
+        neighbours = faiss_document_neighbours(job, batch, encoder, config.k_documents, config.theta_d, CancelCheck(job))
     else:
         neighbours = dense_neighbours(job, batch, encoder, config.k_documents, config.theta_d)
     return neighbours, document_sides(batch + [t for d in batch for t, _ in neighbours.get(d, [])], encoder)

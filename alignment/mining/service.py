@@ -351,6 +351,8 @@ def mining_shard_execute(*, shard_id: int, encode: Callable[[list[str]], np.ndar
     try:
         if not lha_shard_run(job, shard, ids, config, encoder, lambda: MiningJob.objects.filter(pk=job.pk, cancel_requested=True).exists()):
             return _cancel(job, shard)
+    except PrepareCancelled:  # during the worker's build of the job's document index
+        return _cancel(job, shard)
     except Exception as exc:
         if not database_lost(exc):  # a lost database leaves the shard running: the task's retry resumes it
             shard.mark_failed(error_text(exc))

@@ -22,6 +22,7 @@ from alignment.mining.lha_service import lha_config
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
 from alignment.models import Document, Encoder, Sentence
 from alignment.segmenting.service import sentence_split
+from models_ml.mining import vector_index
 from models_ml.mining.lha import mine_lha
 from models_ml.mining.types import MiningDocument
 from tests.alignment.test_mining import embedded_news_corpora
@@ -262,3 +263,30 @@ def test_a_source_document_deleted_after_the_prepare_leaves_the_shard_to_finish(
     job.refresh_from_db()
     assert job.status == MiningJob.Status.SUCCEEDED, job.error
     assert job.pairs_found and not MinedPair.objects.filter(job=job, source_document_id=last.pk).exists()
+
+
+def test_a_cancel_while_the_worker_builds_its_document_index_stops_the_build_and_cancels_the_job(owner, run_worker, settings, monkeypatch):
+    settings.MINING_SEARCH_BACKEND = "faiss"
+    source, target = embedded_news_corpora(owner, run_worker)
+    job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config=SETTINGS, shard_documents=4)
+    mining.mining_job_prepare(job_id=job.pk)
+    monkeypatch.setattr(vector_index, "ADD_CHUNK", 1)  # a check between every two vectors of the build
+    monkeypatch.setattr(lha_search, "_cached", None)
+    chunks = []
+
+    class CancelledWhileBuilt(vector_index.FaissIndex):
+        @classmethod
+        def from_chunks(cls, chunks_, total, *, between_chunks=None, **options):
+            def counted() -> None:
+                chunks.append(1)
+                mining.mining_job_cancel(job=job)  # the user presses Cancel while the build runs
+                between_chunks()
+
+            return super().from_chunks(chunks_, total, between_chunks=counted, **options)
+
+    monkeypatch.setattr(lha_search, "FaissIndex", CancelledWhileBuilt)
+    shard = MiningShard.objects.get(job=job)
+    mining.mining_shard_execute(shard_id=shard.pk)
+    job.refresh_from_db()
+    assert job.status == MiningJob.Status.CANCELLED and chunks == [1]  # stopped at the first check, not failed
+    assert not MinedPair.objects.filter(job=job).exists() and lha_search._cached is None
