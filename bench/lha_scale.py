@@ -20,6 +20,10 @@ It prints documents/s of both (source documents mined per second, the job's prep
 of two runs, one before the job and one after it: one run after it took 1.2-1.9 s at 30,000 sentences, as PostgreSQL
 was still busy with the job's rows or not), their ratio (the goal: the app at >= 0.5x), and the pairs each found and
 how many they share.
+
+What the profiles of the job found, step by step, and what is left: docs/benchmarks.md, "An LHA job beside
+``mine_lha``" (in short: PostgreSQL's side of a batch now overlaps the mining on a helper thread; what remains is the
+process's Python, about twice ``mine_lha``'s, the helper's and the sentence step's sharing the GIL).
 """
 
 from __future__ import annotations

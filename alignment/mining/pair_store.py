@@ -44,7 +44,6 @@ PAIR_TYPES = (
     "int8", "int8", "int8", "jsonb", "jsonb", "varchar", "varchar", "text", "text", "int2", "int2", "int4", "int4", "float8", "float8",
     "float8", "float8", "jsonb",
 )  # fmt: skip
-_JSON = frozenset(i for i, kind in enumerate(PAIR_TYPES) if kind == "jsonb")
 
 
 def mined_pairs_store(pairs: list[PairRow]) -> None:
@@ -52,7 +51,7 @@ def mined_pairs_store(pairs: list[PairRow]) -> None:
     phase). The batch commits with its shard's position, so a resumed shard never stores it twice; should a second
     worker on the same shard have stored it first (a requeued stalled task), the unique key refuses the COPY and the
     batch goes in row by row, skipping the pairs already there."""
-    rows = (tuple(Jsonb(value) if i in _JSON else value for i, value in enumerate(pair)) for pair in pairs)
+    rows = ((*p[:3], Jsonb(p.source_sentences), Jsonb(p.target_sentences), *p[5:17], Jsonb(p.features)) for p in pairs)
     try:
         with transaction.atomic():  # a savepoint: the fallback below runs in the batch's transaction
             copy_binary(MinedPair, PairRow._fields, PAIR_TYPES, rows)
