@@ -60,7 +60,13 @@ def faiss_document_neighbours(
     document itself left out: the rows :func:`alignment.mining.lha_shard.dense_neighbours` gives from pgvector.
     ``check``: called between chunks of the index's build (a cancel raises from it: a build over a large corpus
     takes minutes)."""
-    index = target_index(job, encoder, check)
+    return index_neighbours(target_index(job, encoder, check), documents, encoder, k, theta_d)
+
+
+def index_neighbours(
+    index: FaissIndex | None, documents: list[int], encoder: Encoder, k: int, theta_d: float
+) -> dict[int, list[tuple[int, float]]]:
+    """:func:`faiss_document_neighbours` with the index in hand (a shard gets it once, not a count query a batch)."""
     if index is None:
         return {}
     ids, queries = _vectors(encoder, "e.document_id = ANY(%s)", [list(documents)])

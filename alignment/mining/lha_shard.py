@@ -28,7 +28,7 @@ from django.db.models import Count, F
 from alignment.copying import unpacked_vectors, vector_cursor
 from alignment.jobs.helper_io import RunIO, run_overlapped
 from alignment.mining.cancelling import CancelCheck
-from alignment.mining.lha_search import faiss_document_neighbours, searched_in_worker
+from alignment.mining.lha_search import index_neighbours, searched_in_worker, target_index
 from alignment.mining.lha_service import hybrid_document_neighbours, hybrid_sentence_vectors
 from alignment.mining.models import DocumentEmbedding, MiningJob, MiningShard
 from alignment.mining.pair_store import PairRow, mined_pairs_store
@@ -36,6 +36,7 @@ from alignment.mining.search_backend import hnsw_search_settings
 from alignment.models import Document, Encoder, Sentence, SentenceEmbedding
 from models_ml.mining.copies import near_identical
 from models_ml.mining.lha import LHAConfig, align_sentences
+from models_ml.mining.vector_index import FaissIndex
 from models_ml.similarity.stop_words import unigram_overlap
 
 BATCH_DOCUMENTS = 100
@@ -65,13 +66,14 @@ def lha_shard_run(
             position += len(batch)
             yield position, batch
 
+    search = document_searcher(job, config, encoder)
     clock = _BusyClock()
     io = RunIO()
     try:
         return run_overlapped(
             io,
             batches(),
-            read=lambda item: batch_read(job, item[1], config, encoder),
+            read=lambda item: batch_read(job, item[1], config, encoder, search),
             work=lambda item, read: mine_batch(job, item[1], config, encoder, read),
             store=lambda item, found: _store(job, shard, found, item[0], len(item[1]), clock),
             cancelled=cancelled,
@@ -118,17 +120,33 @@ def document_batch(ids: list[int], position: int, end: int) -> list[int]:
 Neighbours = dict[int, list[tuple[int, float]]]  # source document -> [(target document, document score)], nearest first
 
 
-def batch_read(job: MiningJob, batch: list[int], config: LHAConfig, encoder: Encoder) -> tuple[Neighbours, dict[int, Side]]:
-    """What mining ``batch`` reads: each source document's nearest target documents, then every one's sentences."""
+DocumentSearch = Callable[[list[int]], Neighbours]  # a batch's source documents -> their nearest target documents
+
+
+def document_searcher(job: MiningJob, config: LHAConfig, encoder: Encoder) -> DocumentSearch:
+    """How this job finds a batch's nearest target documents, chosen once for a shard: hybrid (per document), faiss in
+    this worker (its index fetched on the first batch, then kept: no count queries a batch), or pgvector."""
+    k, theta_d = config.k_documents, config.theta_d
     if job.retrieval == MiningJob.Retrieval.HYBRID:
-        neighbours = {
-            d: hybrid_document_neighbours(job=job, document_id=d, encoder=encoder, k=config.k_documents, theta_d=config.theta_d)
-            for d in batch
-        }
-    elif searched_in_worker(job):
-        neighbours = faiss_document_neighbours(job, batch, encoder, config.k_documents, config.theta_d, CancelCheck(job))
-    else:
-        neighbours = dense_neighbours(job, batch, encoder, config.k_documents, config.theta_d)
+        return lambda batch: {d: hybrid_document_neighbours(job=job, document_id=d, encoder=encoder, k=k, theta_d=theta_d) for d in batch}
+    if not searched_in_worker(job):
+        return lambda batch: dense_neighbours(job, batch, encoder, k, theta_d)
+    held: list[FaissIndex | None] = []
+
+    def in_worker(batch: list[int]) -> Neighbours:
+        if not held:  # when the first batch is read (on the helper thread): a build checks for a cancel between chunks
+            held.append(target_index(job, encoder, CancelCheck(job)))
+        return index_neighbours(held[0], batch, encoder, k, theta_d)
+
+    return in_worker
+
+
+def batch_read(
+    job: MiningJob, batch: list[int], config: LHAConfig, encoder: Encoder, search: DocumentSearch | None = None
+) -> tuple[Neighbours, dict[int, Side]]:
+    """What mining ``batch`` reads: each source document's nearest target documents (``search``, or one chosen here),
+    then every one's sentences."""
+    neighbours = (search or document_searcher(job, config, encoder))(batch)
     return neighbours, document_sides(batch + [t for d in batch for t, _ in neighbours.get(d, [])], encoder)
 
 
