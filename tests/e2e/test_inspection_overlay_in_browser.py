@@ -94,6 +94,7 @@ def test_switching_measure_and_run_keeps_sort_and_filters_and_the_address_reprod
     page.evaluate("window.__sameDocument = true")
     page.get_by_role("link", name=re.compile(r"^Disagreement")).click()  # htmx: the table only
     expect(page).to_have_url(re.compile(r"sort=-disagreement"))
+    expect(page.get_by_role("link", name="Disagreement ↓")).to_be_visible()  # the table swapped in: its filters are the new ones
     page.locator("select[name=label]").select_option("predicted")
     expect(page).to_have_url(re.compile(r"label=predicted"))
     page.locator("tr.candidate-row td.text").first.click()
