@@ -21,7 +21,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from alignment.copying import vector_cursor
+from alignment.copying import unpacked_vectors, vector_cursor
 from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.ivf_search import worker_threads
 from alignment.mining.models import DocumentEmbedding, MiningJob
@@ -110,7 +110,7 @@ def _target_chunks(job: MiningJob, encoder: Encoder) -> Iterator[tuple[np.ndarra
 def _vectors(encoder: Encoder, where: str, params: list, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(document ids (n,), float32 vectors (n, d)) of the encoder's stored document vectors matching ``where``, by id."""
     table, documents = (connection.ops.quote_name(m._meta.db_table) for m in (DocumentEmbedding, Document))
-    with vector_cursor() as cursor:
+    with vector_cursor(packed=True) as cursor:
         cursor.execute(
             f"SELECT e.document_id, e.vector FROM {table} AS e JOIN {documents} AS d ON d.id = e.document_id "
             f"WHERE e.encoder_id = %s AND {where} ORDER BY e.document_id" + (f" LIMIT {int(limit)}" if limit else ""),
@@ -118,7 +118,5 @@ def _vectors(encoder: Encoder, where: str, params: list, limit: int | None = Non
             binary=True,
         )
         rows = cursor.fetchall()
-    vectors = np.empty((len(rows), int(encoder.dimensions)), dtype=np.float32)
-    for row, (_, vector) in enumerate(rows):
-        vectors[row] = vector.to_numpy()
+    vectors = unpacked_vectors([vector for _, vector in rows], int(encoder.dimensions))
     return np.array([row[0] for row in rows], dtype=np.int64), vectors
