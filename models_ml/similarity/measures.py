@@ -27,6 +27,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -150,12 +151,14 @@ def _unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def _term_matrix(term_lists: Sequence[Sequence[str]], vocabulary: dict[str, int]) -> sparse.csr_matrix:
-    """Term counts, shape (len(term_lists), len(vocabulary)); every term must be in the vocabulary."""
-    indptr = [0]
-    indices: list[int] = []
-    for terms in term_lists:
-        indices.extend(vocabulary[term] for term in terms)
-        indptr.append(len(indices))
+    """Term counts, shape (len(term_lists), len(vocabulary)); every term must be in the vocabulary.
+
+    The terms are looked up and the row pointers summed in C (``np.fromiter`` over ``map``): a Python loop over every
+    term, with :func:`_vocabulary`'s and the document frequencies', was half of a character 3-gram cosine's time."""
+    lengths = [len(terms) for terms in term_lists]
+    indptr = np.zeros(len(term_lists) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=indptr[1:])
+    indices = np.fromiter(map(vocabulary.__getitem__, chain.from_iterable(term_lists)), dtype=np.int32, count=int(indptr[-1]))
     data = np.ones(len(indices), dtype=np.float32)
     matrix = sparse.csr_matrix((data, indices, indptr), shape=(len(term_lists), len(vocabulary)))
     matrix.sum_duplicates()  # repeated terms become counts
@@ -163,12 +166,9 @@ def _term_matrix(term_lists: Sequence[Sequence[str]], vocabulary: dict[str, int]
 
 
 def _vocabulary(*term_lists: Sequence[Sequence[str]]) -> dict[str, int]:
-    vocabulary: dict[str, int] = {}
-    for lists in term_lists:
-        for terms in lists:
-            for term in terms:
-                vocabulary.setdefault(term, len(vocabulary))
-    return vocabulary
+    """Each term's column: the order in which the lists first name it."""
+    terms = dict.fromkeys(chain.from_iterable(chain.from_iterable(term_lists)))
+    return dict(zip(terms, range(len(terms))))
 
 
 class JaccardSimilarity:
@@ -222,19 +222,23 @@ class TfidfCosine:
         simple_terms = [self._analyze(s) for s in validate_sentences(simple, "simple")]
         complex_terms = [self._analyze(c) for c in validate_sentences(complex, "complex")]
         vocabulary = _vocabulary(simple_terms, complex_terms)
-        idf = self._idf(vocabulary, simple_terms + complex_terms)  # (V,)
-        simple_tfidf = _l2_normalise_rows(_term_matrix(simple_terms, vocabulary) @ sparse.diags(idf))  # (m, V)
-        complex_tfidf = _l2_normalise_rows(_term_matrix(complex_terms, vocabulary) @ sparse.diags(idf))  # (n, V)
+        simple_counts = _term_matrix(simple_terms, vocabulary)  # (m, V)
+        complex_counts = _term_matrix(complex_terms, vocabulary)  # (n, V)
+        idf = self._idf(vocabulary, simple_counts, complex_counts)  # (V,)
+        simple_tfidf = _l2_normalise_rows(simple_counts @ sparse.diags(idf))  # (m, V)
+        complex_tfidf = _l2_normalise_rows(complex_counts @ sparse.diags(idf))  # (n, V)
         scores = (simple_tfidf @ complex_tfidf.T).toarray()  # (m, n)
         return np.clip(scores, 0.0, 1.0).astype(np.float32, copy=False)
 
-    def _idf(self, vocabulary: dict[str, int], document_terms: list[list[str]]) -> np.ndarray:
+    def _idf(self, vocabulary: dict[str, int], *counts: sparse.csr_matrix) -> np.ndarray:
+        """Each column's IDF: from ``counts``, the sentences being scored (a column's stored entries, one a sentence
+        that has the term), or from the fitted corpus."""
         if self._corpus_df is None:
-            df = Counter(term for terms in document_terms for term in set(terms))
-            size = len(document_terms)
+            size = sum(matrix.shape[0] for matrix in counts)
+            frequencies = sum(np.bincount(matrix.indices, minlength=len(vocabulary)) for matrix in counts).astype(np.float32)  # (V,)
         else:
-            df, size = self._corpus_df, self._corpus_size
-        frequencies = np.array([df.get(term, 0) for term in vocabulary], dtype=np.float32)  # (V,)
+            size = self._corpus_size
+            frequencies = np.array([self._corpus_df.get(term, 0) for term in vocabulary], dtype=np.float32)  # (V,)
         return (np.log((1.0 + size) / (1.0 + frequencies)) + 1.0).astype(np.float32)
 
 

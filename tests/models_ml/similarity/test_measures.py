@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -104,6 +106,27 @@ def test_tfidf_without_corpus_fits_idf_on_both_documents():
     scores = TfidfCosine().score(["the volcano", "the cat"], ["the volcano", "the dog"])
     assert scores[0, 0] == pytest.approx(1.0, abs=1e-6)
     assert 0 < scores[1, 1] < 0.5
+
+
+@pytest.mark.parametrize("analyzer", ["word", "char3"])
+def test_tfidf_cosine_is_the_textbook_formula_with_counts_and_smoothed_idf(analyzer):
+    # Repeated terms count, a term's document frequency is the number of sentences that hold it, an empty sentence
+    # scores 0 and still counts as a document.
+    simple = ["the cat saw the other cat", "", "a dog"]
+    complex_side = ["the cat", "dogs and cats and dogs", "the the the"]
+    analyze = {"word": word_tokens, "char3": char_trigrams}[analyzer]
+    documents = [Counter(analyze(sentence)) for sentence in simple + complex_side]
+    vocabulary = sorted({term for counts in documents for term in counts})
+    df = {term: sum(term in counts for counts in documents) for term in vocabulary}
+    idf = {term: math.log((1 + len(documents)) / (1 + df[term])) + 1 for term in vocabulary}
+    rows = np.array([[counts[term] * idf[term] for term in vocabulary] for counts in documents])  # (6, V)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    unit = np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+    expected = unit[: len(simple)] @ unit[len(simple) :].T  # (3, 3)
+    scores = TfidfCosine(analyzer).score(simple, complex_side)
+    assert scores.dtype == np.float32 and scores.shape == (3, 3)
+    np.testing.assert_allclose(scores, np.clip(expected, 0, 1), atol=1e-6)
+    assert not scores[1].any() and scores[0, 0] > 0
 
 
 def test_a_bare_string_or_non_string_sentence_is_rejected():
