@@ -12,8 +12,9 @@ document pair plus noise, so documents d and d + N/2 hold near-paraphrases) inst
 then every neighbours and pairs shard runs in-process. It prints, per N:
 documents, sentences, prepare and shard seconds, documents/s, pairs found, and the peak of
 the memory the job allocates in this process (tracemalloc: every Python and NumPy
-allocation, reset before the job; faiss's own C++ memory is not in it), plus the process RSS before and at its peak during the job
-(RSS keeps memory freed earlier, so it only bounds from above). A bounded job keeps the
+allocation, reset before the job; faiss's own C++ memory is not in it), plus the process RSS before, at its peak during the job and after it
+(RSS keeps memory freed earlier, so it only bounds from above; after the job, the worker's in-memory index of it is
+let go of, ``alignment/mining/worker_index.py``). A bounded job keeps the
 tracemalloc peak flat as N grows; PostgreSQL's own memory is not in these figures.
 For MUSS a second line splits the time by step (``bench/_muss_phases.py``): prepare into sequence
 building, encoding, storing the rows and the HNSW build; the neighbours phase's search; the pairs
@@ -313,7 +314,7 @@ def main() -> None:
     )
     print(
         f"{'search':>8} {'documents':>9} {'sentences':>9} | {'prepare s':>9} {'shards s':>8} {'docs/s':>7} {'pairs':>7} | "
-        f"{'job peak alloc':>14} {'RSS before -> peak':>20} | shard seconds by phase"
+        f"{'job peak alloc':>14} {'RSS before -> peak -> after':>28} | shard seconds by phase"
     )
     corpora: dict[int, object] = {}
     access_attributes("A warm-up pair.", "A pair to warm up.", "en")  # wordfreq's lists load once, not in the first job
@@ -331,12 +332,13 @@ def main() -> None:
             started, prepared, finished, phases = run_job(job, encode and clock.encoder(encode))
         allocated_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
+        after = memory.process.memory_info().rss  # the job finished here: its in-memory index let go of
         job.refresh_from_db()
         assert job.status == "succeeded", job.error
         shard_seconds = finished - prepared
         print(
             f"{backend:>8} {size:>9,} {size * args.sentences:>9,} | {prepared - started:>9.1f} {shard_seconds:>8.1f} {size / shard_seconds:>7.1f} "
-            f"{job.pairs_found:>7,} | {allocated_peak / 2**20:>10.1f} MiB {baseline / 2**20:>8.0f} -> {memory.peak / 2**20:.0f} MiB | "
+            f"{job.pairs_found:>7,} | {allocated_peak / 2**20:>10.1f} MiB {baseline / 2**20:>8.0f} -> {memory.peak / 2**20:.0f} -> {after / 2**20:.0f} MiB | "
             + ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in sorted(phases.items())),
             flush=True,
         )

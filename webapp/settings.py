@@ -344,6 +344,11 @@ if MINING_SEARCH_BACKEND not in ("pgvector", "faiss"):
     raise ImproperlyConfigured(f"MINING_SEARCH_BACKEND={MINING_SEARCH_BACKEND!r}: choose pgvector or faiss")
 # faiss holds a job's vectors in each worker's memory (1.6 KB a sequence at 384-d) up to this many sequences.
 MINING_FAISS_MAX_SEQUENCES = envint("MINING_FAISS_MAX_SEQUENCES", 2_000_000)
+# A worker keeps a job's in-memory index for its next shards, and lets go of it after this many seconds unasked for
+# (alignment/mining/worker_index.py): an idle worker does not hold a finished job's vectors.
+MINING_WORKER_INDEX_IDLE_SECONDS = envint("MINING_WORKER_INDEX_IDLE_SECONDS", 120)
+if MINING_WORKER_INDEX_IDLE_SECONDS < 1:
+    raise ImproperlyConfigured(f"MINING_WORKER_INDEX_IDLE_SECONDS={MINING_WORKER_INDEX_IDLE_SECONDS}: at least 1 second")
 # Past it, a dense MUSS job's neighbours come from the MUSS paper's IVF-SQ8 index (alignment/mining/ivf_search.py):
 # cells (0: about 4 sqrt(n)) and the cells each query looks into (bench/ivf_recall.py measured the default's recall@8).
 MINING_IVF_CELLS = envint("MINING_IVF_CELLS", 0)

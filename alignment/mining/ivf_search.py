@@ -13,7 +13,6 @@ deterministic (faiss's k-means seed, the same sample), so an index built again i
 from __future__ import annotations
 
 import os
-import threading
 
 import numpy as np
 from django.conf import settings
@@ -22,39 +21,36 @@ from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.index_store import index_store, index_stored, ivf_load
 from alignment.mining.models import MiningJob, MiningSequence
 from alignment.mining.vectors import as_float32, stored_rows, vector_chunks, vectors_of
+from alignment.mining.worker_index import WorkerIndex
 from models_ml.mining.ivf_index import IvfIndex
 
-_lock = threading.Lock()
-_cached: tuple[tuple[int, int], IvfIndex] | None = None
+_ivf_index: WorkerIndex[IvfIndex] = WorkerIndex()  # key (job, sequences)
 
 
 def ivf_prepare(job: MiningJob, count: int, check: CancelCheck) -> None:
     """The prepare's part: the job's IVF index over its ``count`` sequences, built once (``check`` between chunks) and
     stored for the workers, unless it is stored already (a resumed prepare builds nothing); kept for shards run here."""
-    global _cached
     if index_stored(job, count):
         return
     index = _built(job, count, check)
     index_store(job, index, count, {"kind": "ivf", **index.settings.as_dict()})
-    with _lock:
-        _cached = ((int(job.pk), count), index)
+    _ivf_index.keep((int(job.pk), count), index)
 
 
 def job_ivf_index(job: MiningJob, count: int) -> IvfIndex:
     """The job's IVF index over its ``count`` stored sequences: the stored one, read on first use in this process and
-    kept (built here where none is stored, and recorded on the job)."""
-    global _cached
-    key = (int(job.pk), count)
-    with _lock:
-        if _cached is not None and _cached[0] == key:
-            return _cached[1]
-        _cached = None
+    kept while the job's shards come (built here where none is stored, and recorded on the job)."""
+
+    def build() -> IvfIndex:
         index = ivf_load(job, count, threads=worker_threads())
         if index is None:
             index = _built(job, count, NEVER)
             MiningJob.objects.filter(pk=job.pk).update(search_index={"kind": "ivf", **index.settings.as_dict()})
-        _cached = (key, index)
         return index
+
+    index = _ivf_index.get((int(job.pk), count), build)
+    assert index is not None  # build never gives None
+    return index
 
 
 def worker_threads() -> int:

@@ -14,7 +14,6 @@ changes (documents added to the corpus while it is mined).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -25,13 +24,13 @@ from alignment.copying import unpacked_vectors, vector_cursor
 from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.ivf_search import worker_threads
 from alignment.mining.models import DocumentEmbedding, MiningJob
+from alignment.mining.worker_index import WorkerIndex
 from alignment.models import Document, Encoder
 from models_ml.mining.vector_index import EXACT_BELOW, FaissIndex, faiss_available
 
 CHUNK = 20_000  # document vectors read at a time to build the index (30 MB as float32 at 384 dimensions)
 
-_lock = threading.Lock()
-_cached: tuple[tuple[int, int, int], FaissIndex] | None = None  # ((job, encoder, documents), index): one job per worker process
+_documents_index: WorkerIndex[FaissIndex] = WorkerIndex()  # key (job, encoder, documents): one job per worker process
 
 
 def searched_in_worker(job: MiningJob) -> bool:
@@ -81,20 +80,16 @@ def index_neighbours(
 
 def target_index(job: MiningJob, encoder: Encoder, check: CancelCheck = NEVER) -> FaissIndex | None:
     """The index over the target corpus's stored document vectors, built on first use in this process and kept for the
-    job's next batches (None when the corpus has none)."""
-    global _cached
+    job's next batches while they come (:mod:`alignment.mining.worker_index`; None when the corpus has none)."""
     count = DocumentEmbedding.objects.filter(encoder=encoder, document__corpus_id=job.target_corpus_id).count()
-    key = (int(job.pk), int(encoder.pk), count)
-    with _lock:  # a worker may run several shards of one job at once: build once
-        if _cached is not None and _cached[0] == key:
-            return _cached[1]
-        _cached = None  # free the previous job's index before reading this one's vectors
+
+    def build() -> FaissIndex | None:
         if count == 0:
             return None
         options = {"ef_search": int(settings.MINING_EF_SEARCH), "threads": worker_threads()}
-        index = FaissIndex.from_chunks(_target_chunks(job, encoder), count, between_chunks=check, **options)
-        _cached = (key, index)
-        return index
+        return FaissIndex.from_chunks(_target_chunks(job, encoder), count, between_chunks=check, **options)
+
+    return _documents_index.get((int(job.pk), int(encoder.pk), count), build)
 
 
 def _target_chunks(job: MiningJob, encoder: Encoder) -> Iterator[tuple[np.ndarray, np.ndarray]]:

@@ -19,8 +19,6 @@ left out, so the pairs phase cannot tell them apart.
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 from django.conf import settings
 from django.core import checks
@@ -33,12 +31,12 @@ from alignment.mining.index_store import faiss_kind, index_load, index_store, in
 from alignment.mining.ivf_search import ivf_nearest, ivf_prepare, worker_threads
 from alignment.mining.models import MiningJob, MiningSequence
 from alignment.mining.vectors import stored_rows, unit_rows, vector_chunks
+from alignment.mining.worker_index import WorkerIndex
 from models_ml.mining.hybrid_index import HybridIndex
 from models_ml.mining.retrieval import LEXICAL_DIMENSIONS
 from models_ml.mining.vector_index import FaissIndex, faiss_available
 
-_lock = threading.Lock()
-_cached: tuple[tuple[int, int], FaissIndex | HybridIndex] | None = None  # ((job pk, sequences), index): one job per worker process
+_job_index: WorkerIndex[FaissIndex | HybridIndex] = WorkerIndex()  # key (job, sequences): one job per worker process
 
 
 HYBRID_DEPTH = 32  # hybrid: candidates each view proposes per sequence before the fused score ranks them
@@ -126,14 +124,12 @@ def _faiss_prepare(job: MiningJob, count: int, check: CancelCheck) -> None:
     """The job's faiss index (HNSW from 20,000 sequences), built once here with every thread the host gives and stored
     for the workers (unless it is stored already: a resumed prepare builds nothing); this process keeps it for shards
     it runs itself."""
-    global _cached
     if index_stored(job, count):
         return
     index = _built_index(job, count, _search_settings(), check)
     index_store(job, index, count, faiss_kind(index))
     if job.retrieval != MiningJob.Retrieval.HYBRID:
-        with _lock:
-            _cached = ((int(job.pk), count), index)
+        _job_index.keep((int(job.pk), count), index)
 
 
 def _built_index(job: MiningJob, count: int, settings_: dict, check: CancelCheck = NEVER) -> FaissIndex:
@@ -239,25 +235,23 @@ def _faiss_nearest(job: MiningJob, rows: list[MiningSequence], k: int) -> list[l
 
 
 def job_index(job: MiningJob) -> FaissIndex | HybridIndex:
-    """The job's in-memory index, built from its stored vectors on first use in this process and kept for its shards:
-    faiss over the dense vectors, or for a hybrid job a :class:`HybridIndex` over both views."""
-    global _cached
+    """The job's in-memory index, built from its stored vectors on first use in this process and kept while its shards
+    come (:mod:`alignment.mining.worker_index`): faiss over the dense vectors, or for a hybrid job a
+    :class:`HybridIndex` over both views."""
     count = MiningSequence.objects.filter(job=job).count()
-    key = (int(job.pk), count)
-    with _lock:  # a worker may run several shards of one job at once: build once
-        if _cached is not None and _cached[0] == key:
-            return _cached[1]
-        _cached = None  # free the previous job's index before reading this one's vectors
+
+    def build() -> FaissIndex | HybridIndex:
         settings_ = _search_settings()
         stored = index_load(job, count, **settings_)  # the prepare's, where it built one: no build here
         if job.retrieval == MiningJob.Retrieval.HYBRID:
             ids, vectors, lexical = _stored_views(job, count)
             weight = float(job.config["dense_weight"])
-            index = HybridIndex(vectors, lexical, ids, dense_weight=weight, depth=HYBRID_DEPTH, dense_index=stored, **settings_)
-        else:
-            index = stored or _built_index(job, count, settings_)
-        _cached = (key, index)
-        return index
+            return HybridIndex(vectors, lexical, ids, dense_weight=weight, depth=HYBRID_DEPTH, dense_index=stored, **settings_)
+        return stored or _built_index(job, count, settings_)
+
+    index = _job_index.get((int(job.pk), count), build)
+    assert index is not None  # build never gives None
+    return index
 
 
 def _stored_views(job: MiningJob, count: int) -> tuple[np.ndarray, np.ndarray, sparse.csr_matrix]:

@@ -48,6 +48,7 @@ from alignment.mining.muss_service import (
     pairs_shards_create,
 )
 from alignment.mining.search_backend import partial_hnsw_index
+from alignment.mining.worker_index import worker_indexes_release
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
 from models_ml.similarity.multilingual import encoder_for_language
 
@@ -161,6 +162,7 @@ def mining_job_cancel(*, job: MiningJob) -> MiningJob:
 
 def _fail(job_id: int, error: str) -> None:
     MiningJob(pk=job_id).mark_failed(error)
+    worker_indexes_release(job_id)
 
 
 def _shard_ranges(job: MiningJob, size: int) -> list[tuple[int, int, int, int]]:
@@ -278,6 +280,7 @@ def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray]
         pending = muss_prepare(job, encode) if job.method == MiningJob.Method.MUSS else _lha_prepare(job)
     except PrepareCancelled:
         job.mark_cancelled()
+        worker_indexes_release(job_id)
         return MiningJob.objects.get(pk=job_id)
     except ValueError as error:
         _fail(job_id, str(error))
@@ -368,6 +371,7 @@ def mining_shard_execute(*, shard_id: int, encode: Callable[[list[str]], np.ndar
 def _cancel(job: MiningJob, shard: MiningShard) -> MiningShard:
     MiningShard.objects.filter(pk=shard.pk).update(status=MiningShard.Status.QUEUED)  # resumable when the job is queued again
     job.mark_cancelled()
+    worker_indexes_release(job.pk)
     return MiningShard.objects.get(pk=shard.pk)
 
 
@@ -415,6 +419,7 @@ def _finish(job_id: int) -> None:
         if job.status == MiningJob.Status.RUNNING and job.shards_done >= job.shards_total:
             job.mark_succeeded(pairs_found=MinedPair.objects.filter(job=job).count())
             index_forget(job)
+            worker_indexes_release(job_id)  # this worker's; the others' let go of theirs once idle
 
 
 def mining_job_statistics(job: MiningJob) -> dict:

@@ -10,6 +10,7 @@ from django.urls import reverse
 from alignment.mining import ivf_search, search_backend
 from alignment.mining import service as mining
 from alignment.mining.models import MiningIndexPart, MiningJob, MiningSequence
+from alignment.mining.worker_index import WorkerIndex
 from alignment.services import corpus_get_or_create
 from models_ml.mining.vector_index import FaissIndex
 from tests.alignment.test_mining_search import _import_paraphrases
@@ -43,7 +44,7 @@ def builds(monkeypatch) -> list[int]:
             super()._start(dimensions, total, *args)
 
     monkeypatch.setattr(search_backend, "FaissIndex", Counted)
-    monkeypatch.setattr(search_backend, "_cached", None)
+    monkeypatch.setattr(search_backend, "_job_index", WorkerIndex())
     return built
 
 
@@ -122,7 +123,7 @@ def test_past_the_faiss_limit_the_prepare_stores_the_ivf_index_and_no_worker_tra
     search_backend.search_prepare(job, count)  # a resumed prepare: nothing trained, nothing rewritten
     assert trained == [count] and _part_versions(job) == stored
 
-    monkeypatch.setattr(ivf_search, "_cached", None)  # a worker that never saw the prepare
+    ivf_search._ivf_index.release(job.pk)  # a worker that never saw the prepare
     run_worker(["mining"])
     job.refresh_from_db()
     assert job.status == MiningJob.Status.SUCCEEDED, job.error

@@ -20,6 +20,7 @@ from alignment.mining import lha_search, lha_shard
 from alignment.mining import service as mining
 from alignment.mining.lha_service import lha_config
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
+from alignment.mining.worker_index import WorkerIndex
 from alignment.models import Document, Encoder, Sentence
 from alignment.segmenting.service import sentence_split
 from models_ml.mining import vector_index
@@ -271,7 +272,7 @@ def test_a_cancel_while_the_worker_builds_its_document_index_stops_the_build_and
     job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config=SETTINGS, shard_documents=4)
     mining.mining_job_prepare(job_id=job.pk)
     monkeypatch.setattr(vector_index, "ADD_CHUNK", 1)  # a check between every two vectors of the build
-    monkeypatch.setattr(lha_search, "_cached", None)
+    monkeypatch.setattr(lha_search, "_documents_index", WorkerIndex())
     chunks = []
 
     class CancelledWhileBuilt(vector_index.FaissIndex):
@@ -289,4 +290,4 @@ def test_a_cancel_while_the_worker_builds_its_document_index_stops_the_build_and
     mining.mining_shard_execute(shard_id=shard.pk)
     job.refresh_from_db()
     assert job.status == MiningJob.Status.CANCELLED and chunks == [1]  # stopped at the first check, not failed
-    assert not MinedPair.objects.filter(job=job).exists() and lha_search._cached is None
+    assert not MinedPair.objects.filter(job=job).exists() and lha_search._documents_index.held() is None
