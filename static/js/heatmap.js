@@ -263,6 +263,27 @@
     window.location.assign(url.toString());
   }
 
+  // The table's sort links and its filter form were rendered with the table: a filter changed, or a sort clicked, while
+  // the table was being replaced went out with the other one's old value, and whichever answer came back last undid
+  // the other choice. Each table request now carries the filters as they stand in the form and the sort last clicked
+  // (kept in the form's hidden field), and replaces one still on its way (hx-sync on the table's section).
+  const FILTERS = ["label", "min_disagreement", "human"];
+  function keepLatestChoices(event) {
+    const detail = event.detail, elt = detail.elt;
+    const section = detail.verb === "get" && elt.closest ? elt.closest("#candidates") : null;
+    const form = section ? section.querySelector("form.filters") : null;
+    if (!form || elt.tagName !== "A") return; // the form's own request reads the form
+    const url = new URL(detail.path, window.location.href);
+    form.elements.sort.value = url.searchParams.get("sort") || "";
+    for (const name of FILTERS) {
+      const field = form.elements[name];
+      if (!field) continue;
+      if (field.value) url.searchParams.set(name, field.value);
+      else url.searchParams.delete(name);
+    }
+    detail.path = url.pathname + url.search;
+  }
+
   // The table's sort links and filter form were rendered before the last click: give their requests the open pair.
   function keepOpenPair(event) {
     const detail = event.detail;
@@ -348,6 +369,7 @@
     document.querySelectorAll("form[data-autosubmit] select").forEach((select) => {
       select.addEventListener("change", () => switchTo(select));
     });
+    document.addEventListener("htmx:configRequest", keepLatestChoices);
     document.addEventListener("htmx:configRequest", keepOpenPair);
 
     const canvas = document.getElementById("heatmap");
