@@ -68,10 +68,10 @@ def _stored(run: AlignmentRun) -> dict:
 
 
 def _backends() -> set[int]:
-    """The server processes connected to this test database (by pid: a connection an earlier test left may close
-    meanwhile, so a count would not say whose it was)."""
+    """The clients' server processes on this test database, autovacuum's left out (by pid: a connection an earlier
+    test left may close meanwhile, so a count would not say whose it was)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'")
         return {pid for (pid,) in cursor.fetchall()}
 
 
