@@ -33,21 +33,21 @@ CHUNK = 20_000  # document vectors read at a time to build the index (30 MB as f
 _documents_index: WorkerIndex[FaissIndex] = WorkerIndex()  # key (job, encoder, documents): one job per worker process
 
 
-def searched_in_worker(job: MiningJob) -> bool:
-    """Whether ``job``'s document step runs in the worker (faiss) rather than in PostgreSQL (pgvector)."""
-    return (
-        job.retrieval != MiningJob.Retrieval.HYBRID
-        and settings.MINING_SEARCH_BACKEND == "faiss"
-        and faiss_available()
-        and Document.objects.filter(corpus_id=job.target_corpus_id).count() <= int(settings.MINING_FAISS_MAX_SEQUENCES)
-    )
+def searched_in_worker(job: MiningJob, documents: int | None = None) -> bool:
+    """Whether ``job``'s document step runs in the worker (faiss) rather than in PostgreSQL (pgvector); ``documents``:
+    the target corpus's count where the caller has it (counted here otherwise)."""
+    if job.retrieval == MiningJob.Retrieval.HYBRID or settings.MINING_SEARCH_BACKEND != "faiss" or not faiss_available():
+        return False
+    if documents is None:
+        documents = Document.objects.filter(corpus_id=job.target_corpus_id).count()
+    return documents <= int(settings.MINING_FAISS_MAX_SEQUENCES)
 
 
 def document_search(job: MiningJob) -> dict:
     """How ``job``'s document step searches, as its page shows it (``MiningJob.search_index``, kind ``documents``)."""
     documents = Document.objects.filter(corpus_id=job.target_corpus_id).count()
     described = {"kind": "documents", "documents": documents, "ef_search": int(settings.MINING_EF_SEARCH)}
-    if searched_in_worker(job):
+    if searched_in_worker(job, documents):
         return {**described, "backend": "faiss", "index": "exact" if documents < EXACT_BELOW else "hnsw"}
     return {**described, "backend": "pgvector", "index": "hnsw"}
 

@@ -30,7 +30,7 @@ from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
 from alignment.mining.cancelling import NEVER, CancelCheck, PrepareCancelled
 from alignment.mining.index_store import index_forget
-from alignment.mining.lha_search import document_search, searched_in_worker
+from alignment.mining.lha_search import document_search
 from alignment.mining.lha_service import (
     lexical_documents_ensure,
     lha_config,
@@ -307,9 +307,10 @@ def _lha_prepare(job: MiningJob) -> list[int]:
         statistics_refresh([Sentence, SentenceEmbedding])
     for corpus in corpora:
         document_vectors_ensure(corpus=corpus, encoder=encoder, check=check, index=False)
-    if not searched_in_worker(job):  # pgvector's document index; faiss builds its own in each worker
+    search = document_search(job)
+    if search["backend"] == "pgvector":  # pgvector's document index; faiss builds its own in each worker
         _document_index_ensure(encoder, check)
-    MiningJob.objects.filter(pk=job.pk).update(search_index=document_search(job))
+    MiningJob.objects.filter(pk=job.pk).update(search_index=search)
     if new:
         statistics_refresh([Document, DocumentEmbedding])
     if job.retrieval == MiningJob.Retrieval.HYBRID:
