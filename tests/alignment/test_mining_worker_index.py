@@ -12,6 +12,7 @@ from alignment.mining import service as mining
 from alignment.mining.models import MiningJob, MiningShard
 from alignment.mining.worker_index import WorkerIndex
 from tests.alignment.test_mining_lha_batches import SETTINGS, embedded_news_corpora
+from tests.alignment.test_mining_search import settings_refusal
 
 EXPIRY_POLLS = 500  # 10 ms apart: a hang guard while the idle timer fires, not a timing assertion
 
@@ -116,3 +117,8 @@ def test_a_job_cancelled_or_failed_on_this_worker_lets_go_of_its_index(owner, ru
     lha_search._documents_index.keep((job.pk, 1, 3), object())
     mining._fail(job.pk, "a shard failed")
     assert lha_search._documents_index.held() is None
+
+
+def test_an_idle_time_below_one_second_stops_the_settings_naming_it() -> None:
+    assert "MINING_WORKER_INDEX_IDLE_SECONDS=0: at least 1 second" in settings_refusal("MINING_WORKER_INDEX_IDLE_SECONDS", "0")
+    assert "MINING_WORKER_INDEX_IDLE_SECONDS" in settings_refusal("MINING_WORKER_INDEX_IDLE_SECONDS", "soon")  # not a number
