@@ -19,6 +19,7 @@ import numpy as np
 
 from models_ml.aligning.aligner_config import LEARNED, LEXICAL_MEASURES
 from models_ml.similarity.measures import SimilarityMeasure
+from models_ml.similarity.pair_features import CHAR3_FEATURE
 
 if TYPE_CHECKING:  # torch comes with the aligner: imported by whoever aligns, not by every process that reads a run
     from models_ml.aligning.aligner import Aligner, AlignmentResult
@@ -90,8 +91,7 @@ class PairScorer:
         matrices: dict[str, np.ndarray] = {}
         encoder_seconds = 0.0
         started = time.perf_counter()
-        raw: dict[str, np.ndarray] = {}  # the lexical measures as they return them (the learned scorer reuses char 3-grams)
-        for name in sorted(self.measures, key=lambda name: name == LEARNED):  # the learned scorer last
+        for name in sorted(self.measures, key=lambda name: name != LEARNED):  # the learned scorer first: it has char 3-grams
             stored = simple.vectors is not None and complex_side.vectors is not None
             if name == "embedding_cosine" and stored:
                 matrices[name] = stored_vector_cosine(simple.vectors, complex_side.vectors)
@@ -100,15 +100,16 @@ class PairScorer:
                 measure_started = time.perf_counter()
                 cosine = stored_vector_cosine(simple.vectors, complex_side.vectors) if stored and self.aligner.uses_encoder else None
                 scorer = self.measure(name)
-                matrices[name] = scorer.score(  # type: ignore[call-arg]
-                    simple.texts, complex_side.texts, embedding_cosine=cosine, char3_cosine=raw.get("char3_tfidf_cosine")
-                )
+                features = scorer.features(simple.texts, complex_side.texts, embedding_cosine=cosine)  # type: ignore[attr-defined]
+                matrices[name] = scorer.logits(features)  # type: ignore[attr-defined]
+                matrices["char3_tfidf_cosine"] = np.ascontiguousarray(features[..., CHAR3_FEATURE])  # the measure's own scores
                 if self.aligner.uses_encoder and cosine is None:
                     encoder_seconds += time.perf_counter() - measure_started
                 continue
+            if name in matrices:  # the char 3-gram cosine, from the learned scorer's features
+                continue
             measure_started = time.perf_counter()
-            raw[name] = self.measure(name).score(simple.texts, complex_side.texts)
-            matrices[name] = np.asarray(raw[name], dtype=np.float32)
+            matrices[name] = np.asarray(self.measure(name).score(simple.texts, complex_side.texts), dtype=np.float32)
             if name not in LEXICAL_MEASURES:  # the others run the transformer
                 encoder_seconds += time.perf_counter() - measure_started
         matrices = {name: matrices[name] for name in self.measures}  # the run's order

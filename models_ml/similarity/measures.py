@@ -193,6 +193,15 @@ class JaccardSimilarity:
 _ANALYZERS: dict[str, Callable[[str], list[str]]] = {"word": word_tokens, "char3": char_trigrams}
 
 
+@dataclass(frozen=True)
+class TermCounts:
+    """A pair's term counts: ``simple`` (m, V) and ``complex`` (n, V), sparse, no stored zeros; ``vocabulary``: term -> column."""
+
+    simple: sparse.csr_matrix
+    complex: sparse.csr_matrix
+    vocabulary: dict[str, int]
+
+
 class TfidfCosine:
     """Cosine of TF-IDF vectors over words (Paetzold et al. 2017) or character 3-grams (CATS' C3G).
 
@@ -219,11 +228,19 @@ class TfidfCosine:
             self._corpus_size = len(corpus_terms)
 
     def score(self, simple: Sequence[str], complex: Sequence[str]) -> np.ndarray:
+        return self.score_counts(self.term_counts(simple, complex))
+
+    def term_counts(self, simple: Sequence[str], complex: Sequence[str]) -> TermCounts:
+        """Both sides' terms counted over one vocabulary: what :meth:`score_counts` scores, and what the learned
+        scorer's cover features read too (so a pair's 3-grams are taken once)."""
         simple_terms = [self._analyze(s) for s in validate_sentences(simple, "simple")]
         complex_terms = [self._analyze(c) for c in validate_sentences(complex, "complex")]
         vocabulary = _vocabulary(simple_terms, complex_terms)
-        simple_counts = _term_matrix(simple_terms, vocabulary)  # (m, V)
-        complex_counts = _term_matrix(complex_terms, vocabulary)  # (n, V)
+        return TermCounts(_term_matrix(simple_terms, vocabulary), _term_matrix(complex_terms, vocabulary), vocabulary)
+
+    def score_counts(self, counts: TermCounts) -> np.ndarray:
+        """:meth:`score` of counts from :meth:`term_counts` (of this analyzer)."""
+        vocabulary, simple_counts, complex_counts = counts.vocabulary, counts.simple, counts.complex  # (m, V), (n, V)
         idf = self._idf(vocabulary, simple_counts, complex_counts)  # (V,)
         simple_tfidf = _l2_normalise_rows(simple_counts @ sparse.diags(idf))  # (m, V)
         complex_tfidf = _l2_normalise_rows(complex_counts @ sparse.diags(idf))  # (n, V)

@@ -35,10 +35,10 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import sparse
 
-from models_ml.similarity.measures import TfidfCosine, char_trigrams, validate_sentences
+from models_ml.similarity.measures import TfidfCosine, validate_sentences
 from models_ml.similarity.stop_words import STOP_WORDS
 
-__all__ = ["BASE_FEATURES", "EMBEDDING_FEATURES", "feature_names", "pair_features"]
+__all__ = ["BASE_FEATURES", "CHAR3_FEATURE", "EMBEDDING_FEATURES", "feature_names", "pair_features"]
 
 _WORD = re.compile(r"[^\W\d_]+")  # letters only: numbers and punctuation carry no content here
 _STOP = frozenset().union(*STOP_WORDS.values())
@@ -53,6 +53,7 @@ BASE_FEATURES = (
     "length_ratio",
     "position",
 )
+CHAR3_FEATURE = BASE_FEATURES.index("char3_cosine")  # its column: the char 3-gram TF-IDF measure's scores as they are
 RELATIVE_OF = ("char3_cosine", "char3_cover_simple", "word_cover_simple")
 EMBEDDING_FEATURES = ("embedding_cosine",)
 
@@ -78,11 +79,10 @@ def pair_features(
     names = feature_names(with_embedding)
     if m == 0 or n == 0:
         return np.zeros((m, n, len(names)), dtype=np.float32)
-    char3 = TfidfCosine("char3").score(simple, complex) if char3_cosine is None else np.asarray(char3_cosine)
-    views: dict[str, np.ndarray] = {"char3_cosine": char3}
-    views["char3_cover_simple"], views["char3_cover_complex"] = _set_cover(
-        [set(char_trigrams(s)) for s in simple], [set(char_trigrams(c)) for c in complex], None
-    )
+    char3 = TfidfCosine("char3")
+    counts = char3.term_counts(simple, complex)  # the pair's 3-grams, taken once for the cosine and the covers
+    views: dict[str, np.ndarray] = {"char3_cosine": char3.score_counts(counts) if char3_cosine is None else np.asarray(char3_cosine)}
+    views["char3_cover_simple"], views["char3_cover_complex"] = _cover(_indicator_of(counts.simple), _indicator_of(counts.complex), None)
     simple_words, complex_words = [_content_stems(s) for s in simple], [_content_stems(c) for c in complex]
     views["word_cover_simple"], views["word_cover_complex"] = _set_cover(simple_words, complex_words, _idf(simple_words + complex_words))
     simple_length = np.array([len(s) for s in simple], dtype=np.float32)  # (m,)
@@ -130,8 +130,13 @@ def _set_cover(
     if weights is not None:
         for term, index in vocabulary.items():
             weight[index] = weights[term]
-    simple_matrix = _indicator(simple_sets, vocabulary)  # (m, V)
-    complex_matrix = _indicator(complex_sets, vocabulary)  # (n, V)
+    return _cover(_indicator(simple_sets, vocabulary), _indicator(complex_sets, vocabulary), weight)
+
+
+def _cover(simple_matrix: sparse.csr_matrix, complex_matrix: sparse.csr_matrix, weight: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_set_cover` of 0/1 matrices (m, V) and (n, V) over one vocabulary; ``weight`` (V,), or None for 1 each."""
+    if weight is None:
+        weight = np.ones(simple_matrix.shape[1], dtype=np.float32)  # (V,)
     shared = (simple_matrix @ sparse.diags(weight) @ complex_matrix.T).toarray()  # (m, n) weighted intersection
     simple_mass = np.asarray(simple_matrix @ weight).ravel()  # (m,)
     complex_mass = np.asarray(complex_matrix @ weight).ravel()  # (n,)
@@ -145,6 +150,11 @@ def _indicator(term_sets: Sequence[set[str]], vocabulary: dict[str, int]) -> spa
     indptr = np.cumsum([0, *(len(terms) for terms in term_sets)])
     data = np.ones(len(indices), dtype=np.float32)
     return sparse.csr_matrix((data, indices, indptr), shape=(len(term_sets), len(vocabulary)))
+
+
+def _indicator_of(counts: sparse.csr_matrix) -> sparse.csr_matrix:
+    """The 0/1 matrix of term counts (each sentence's distinct terms), same shape and columns."""
+    return sparse.csr_matrix((np.ones(len(counts.data), dtype=np.float32), counts.indices, counts.indptr), shape=counts.shape)
 
 
 def _neighbour(score: np.ndarray) -> np.ndarray:

@@ -35,13 +35,13 @@ def test_a_learned_scorer_reading_vectors_takes_the_stored_ones() -> None:
     assert [(g.complex, g.simple) for g in outcome.result.groups] == [((2,), (0,)), ((0,), (1,))]
 
 
-def test_the_learned_scorer_reuses_the_runs_char3_measure_and_scores_exactly_the_same(monkeypatch) -> None:
+def test_the_run_takes_a_pairs_char3_grams_once_for_both_measures_and_scores_exactly_the_same(monkeypatch) -> None:
     names = feature_names(False)
     weights = np.linspace(-1.0, 1.0, len(names))  # every feature counts, the character 3-gram ones included
     parameters = ScorerParameters(names, np.zeros(len(names)), np.ones(len(names)), weights, -0.5)
     aligner = Aligner(learned_config(device="cpu", paragraph_variant="none", scorer=parameters.to_dict()))
     calls = []
-    real = TfidfCosine.score
+    real = TfidfCosine.term_counts
 
     def counting(self, simple, complex):
         calls.append(self.name)
@@ -50,11 +50,15 @@ def test_the_learned_scorer_reuses_the_runs_char3_measure_and_scores_exactly_the
     simple = SideSentences([1, 2], ["The cat sat.", "It was warm."], [0, 0], None)
     complex_side = SideSentences([3, 4, 5], ["The old cat sat on the mat.", "The sun was warm.", "Birds sang."], [0, 0, 0], None)
     alone = PairScorer(aligner, ["learned"], build=lambda name: aligner.measure).score(simple, complex_side)
-    monkeypatch.setattr(TfidfCosine, "score", counting)
+    measure = TfidfCosine("char3").score(simple.texts, complex_side.texts)
+    monkeypatch.setattr(TfidfCosine, "term_counts", counting)
     both = PairScorer(
-        aligner, ["learned", "char3_tfidf_cosine"], build=lambda name: aligner.measure if name == "learned" else build_measure(name)
+        aligner, ["char3_tfidf_cosine", "learned"], build=lambda name: aligner.measure if name == "learned" else build_measure(name)
     )
     together = both.score(simple, complex_side)
-    assert calls == ["char3_tfidf_cosine"], "the character 3-gram cosine is computed once per pair"
+    assert calls == ["char3_tfidf_cosine"], "the character 3-grams are taken once per pair, for the measure and the scorer"
     assert np.array_equal(alone.matrices["learned"], together.matrices["learned"])
-    assert list(together.matrices) == ["learned", "char3_tfidf_cosine"]
+    assert list(together.matrices) == ["char3_tfidf_cosine", "learned"], "the run's order"
+    assert together.matrices["char3_tfidf_cosine"].dtype == measure.dtype
+    assert np.array_equal(together.matrices["char3_tfidf_cosine"], measure), "the measure's own scores, bit for bit"
+    assert "char3_tfidf_cosine" not in alone.matrices, "a run that did not ask for it does not keep it"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from models_ml.similarity.measures import TfidfCosine, char_trigrams
 from models_ml.similarity.pair_features import feature_names, pair_features
 
 COMPLEX = ["Anna kauft im Laden Brot und Milch, weil sie Hunger hat.", "Der Zug nach Berlin fährt um acht Uhr."]
@@ -32,6 +33,18 @@ def test_a_split_part_is_covered_by_its_complex_sentence_but_not_the_reverse() -
     reverse = column(features, "word_cover_complex")
     assert reverse[0, 0] < 0.5  # one part covers little of the long sentence
     assert column(features, "char3_cosine")[3, 1] > column(features, "char3_cosine")[3, 0]
+
+
+def test_char3_covers_are_shares_of_distinct_3_grams_and_the_cosine_is_the_measures() -> None:
+    simple = [*SIMPLE, "Brot Brot Brot.", ""]  # repeated 3-grams count once in a cover; a blank sentence covers nothing
+    features = pair_features(simple, COMPLEX)
+    for j, sentence in enumerate(simple):
+        for i, other in enumerate(COMPLEX):
+            mine, theirs = set(char_trigrams(sentence)), set(char_trigrams(other))
+            shared = len(mine & theirs)
+            assert column(features, "char3_cover_simple")[j, i] == np.float32(shared / len(mine) if mine else 0.0)
+            assert column(features, "char3_cover_complex")[j, i] == np.float32(shared / len(theirs))
+    assert np.array_equal(column(features, "char3_cosine"), TfidfCosine("char3").score(simple, COMPLEX))
 
 
 def test_length_position_and_relative_views() -> None:
