@@ -88,6 +88,10 @@ class PairScorer:
         return self._built[name]
 
     def score(self, simple: SideSentences, complex_side: SideSentences) -> PairOutcome:
+        with one_blas_thread():  # a pair's matrix products are small: see one_blas_thread
+            return self._score(simple, complex_side)
+
+    def _score(self, simple: SideSentences, complex_side: SideSentences) -> PairOutcome:
         matrices: dict[str, np.ndarray] = {}
         encoder_seconds = 0.0
         started = time.perf_counter()
@@ -154,6 +158,30 @@ def torch_threads(count: int, *, when: bool = True) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+_BLAS_POOLS: list = []  # threadpoolctl's view of the BLAS libraries loaded, made at first use (numpy's is loaded by then)
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """Run the block with the BLAS libraries numpy and scipy call (OpenBLAS) on one thread, then restore them.
+
+    A pair's matrix products are small (a few dozen rows of 384), yet OpenBLAS splits them over its threads, and its
+    second thread then spins for the next product instead of sleeping: in a 1,000-pair alignment job it spent 9 s
+    of the job's 22 on the other core (per-thread CPU from ``/proc``), the core that PostgreSQL and the run's helper
+    thread work on. The setting is process-wide, as :func:`torch_threads`' is, and set and restored on the caller's
+    thread (a restore from another thread did not take, with OpenBLAS 0.3.30).
+    """
+    if not _BLAS_POOLS:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS_POOLS.append(ThreadpoolController().select(user_api="blas"))
+    limited = _BLAS_POOLS[0].limit(limits=1)
+    try:
+        yield
+    finally:
+        limited.restore_original_limits()
 
 
 def stored_vector_cosine(simple_vecs: np.ndarray, complex_vecs: np.ndarray) -> np.ndarray:

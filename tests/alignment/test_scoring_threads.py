@@ -1,4 +1,4 @@
-"""Pair scoring decodes small pairs on one torch thread (same results, thread count restored afterwards) and stores what it decoded."""
+"""Pair scoring decodes small pairs on one torch thread and scores on one BLAS thread (same results, thread counts restored afterwards) and stores what it decoded."""
 
 from __future__ import annotations
 
@@ -91,3 +91,47 @@ def test_the_stored_matrix_of_the_measure_the_crf_read_is_the_one_it_decoded_bit
     assert outcome.primary == "learned" and np.array_equal(stored["learned"], outcome.matrices["learned"])
     assert stored["tfidf_cosine"].dtype == np.float32  # the heatmaps' measures come back as float32 too (stored smaller)
     assert np.allclose(stored["tfidf_cosine"], outcome.matrices["tfidf_cosine"], atol=1e-3)
+
+
+def _blas_threads() -> set[int]:
+    from threadpoolctl import threadpool_info
+
+    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+
+@pytest.fixture
+def two_blas_threads():
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=2, user_api="blas"):  # so that one thread is a change on any machine
+        yield
+
+
+def test_a_pair_is_scored_with_one_blas_thread_and_the_count_is_restored(two_blas_threads) -> None:
+    assert _blas_threads() == {2}
+    scorer = _shipped_scorer()
+    seen: list[set[int]] = []
+    align = scorer.aligner.align
+
+    def recording_align(*args, **kwargs):
+        seen.append(_blas_threads())
+        return align(*args, **kwargs)
+
+    scorer.aligner.align = recording_align  # type: ignore[method-assign]
+    scorer.score(_side(DEMO / "Honeybees-ele.txt", 100), _side(DEMO / "Honeybees-adv.txt", 1))
+    assert seen == [{1}]
+    assert _blas_threads() == {2}
+
+
+def test_the_blas_count_is_restored_when_the_block_fails(two_blas_threads) -> None:
+    with pytest.raises(RuntimeError), scoring.one_blas_thread():
+        assert _blas_threads() == {1}
+        raise RuntimeError("a pair failed")
+    assert _blas_threads() == {2}
+
+
+def test_one_blas_thread_scores_the_same(two_blas_threads, monkeypatch) -> None:
+    pooled = _shipped_scorer()._score(_side(DEMO / "DeepSea-ele.txt", 100), _side(DEMO / "DeepSea-adv.txt", 1))
+    single = _shipped_scorer().score(_side(DEMO / "DeepSea-ele.txt", 100), _side(DEMO / "DeepSea-adv.txt", 1))
+    assert single.candidates == pooled.candidates
+    assert scoring.pack_matrices(single) == scoring.pack_matrices(pooled)
