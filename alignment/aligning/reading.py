@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import connection, models
 
 from alignment.aligning.scoring import SideSentences
-from alignment.copying import vector_cursor
+from alignment.copying import unpacked_vectors, vector_cursor
 from alignment.models import Encoder, Paragraph, Sentence, SentenceEmbedding
 
 
@@ -47,12 +47,12 @@ def stored_vectors(ids: Sequence[int], encoder_name: str) -> np.ndarray | None:
     """The (len(ids), d) stored vectors of these sentences, in order; None unless every one has a vector."""
     if not ids:
         return None
-    with vector_cursor() as cursor:
+    with vector_cursor(packed=True) as cursor:
         cursor.execute(STORED_VECTORS_SQL, [encoder_name, list(ids)], binary=True)
         stored = dict(cursor.fetchall())
     if len(stored) != len(ids):
         return None
-    return np.stack([stored[pk].to_numpy() for pk in ids]).astype(np.float32, copy=False)  # (count, d)
+    return unpacked_vectors([stored[pk] for pk in ids], (len(stored[ids[0]]) - 4) // 4)  # (count, d)
 
 
 STORED_VECTORS_SQL = (
@@ -74,12 +74,13 @@ def pair_read(simple_id: int, complex_id: int, encoder_name: str) -> PairRead | 
     """Both sides of a pair with their stored vectors; None for a pair past ``ALIGN_BLOCK_MIN_CELLS``, aligned block
     by block instead (only its sentence counts are read here, so a huge pair's text is never held twice).
 
-    Two prepared queries, no ORM: on the run's helper thread (:mod:`alignment.aligning.pipeline`) the time a read
-    holds the GIL is time the scoring waits, and building the ORM's three queries took 5 ms of a short pair's 30.
+    Two prepared queries, no ORM, vectors read packed (one matrix a side, not a ``Vector`` a row): on the run's helper
+    thread (:mod:`alignment.aligning.pipeline`) the time a read holds the GIL is time the scoring waits, and building
+    the ORM's three queries took 5 ms of a short pair's 30.
     """
     started = time.perf_counter()
     documents = [simple_id, complex_id]
-    with vector_cursor() as cursor:
+    with vector_cursor(packed=True) as cursor:
         cursor.execute(PAIR_SIZES_SQL, [documents], prepare=True)
         counts = dict(cursor.fetchall())
         if counts.get(simple_id, 0) * counts.get(complex_id, 0) > settings.ALIGN_BLOCK_MIN_CELLS:
@@ -89,13 +90,8 @@ def pair_read(simple_id: int, complex_id: int, encoder_name: str) -> PairRead | 
     by_document = _by_document(rows, documents)  # (pk, text, paragraph, vector) of each document's sentences
     simple, complex_side = (_side([row[:3] for row in by_document[document]]) for document in documents)
     if rows and all(row[4] is not None for row in rows):  # every sentence has a vector: (count, d) each, (0, d) for an empty side
-        width = len(rows[0][4].to_numpy())
-        simple.vectors, complex_side.vectors = (
-            np.stack([row[3].to_numpy() for row in by_document[document]]).astype(np.float32, copy=False)
-            if by_document[document]
-            else np.zeros((0, width), dtype=np.float32)
-            for document in documents
-        )
+        width = (len(rows[0][4]) - 4) // 4  # packed: a header, then d float32
+        simple.vectors, complex_side.vectors = (unpacked_vectors([row[3] for row in by_document[document]], width) for document in documents)
     return PairRead(simple, complex_side, time.perf_counter() - started)
 
 
