@@ -1,7 +1,7 @@
 """Time and queries of every page with many document pairs in one corpus and one project (issue 34).
 
     .venv/bin/python bench/page_scale.py [--pairs 10000] [--requests 20] [--pages "my tasks,agreement"]
-                                         [--sentences 3] [--links 1] [--cold | --after-label] [--http]
+                                         [--sentences 3] [--links 1] [--cold | --after-label] [--http] [--vectors 384]
 
 Builds, in a throw-away embedded database, the world of tests/page_scale_world.py with ``--pairs`` document pairs
 (three sentences a side, one alignment run over every pair, one project with two annotators who labelled every pair;
@@ -16,7 +16,9 @@ change; ``--cold`` empties it before every GET, so each is timed as if never cou
 always the cold count); ``--after-label`` has ben change a label before every GET, as while annotators work (figures
 slower than PROJECT_FIGURES_INLINE_MS are then shown as they were, with their age, and counted again in the background).
 ``--http`` sends the GETs with a real HTTP client to gunicorn as ``scripts/run.sh`` starts it (DEBUG off), as
-bench/corpus_scale.py's page stage does, instead of the test client (no query counts then).
+bench/corpus_scale.py's page stage does, instead of the test client (no query counts then). ``--vectors 384`` also stores a
+random vector for every sentence, as an embedding job would: the corpus page counts a corpus's vectors, which a
+world built without them never showed.
 """
 
 from __future__ import annotations
@@ -66,6 +68,21 @@ def _relabel(world) -> None:
     )  # fmt: skip
 
 
+def _vectors(world, dimensions: int) -> None:
+    """A random vector of ``dimensions`` floats for every sentence of the world's corpus, as an embedding job leaves
+    them (the corpus page counts them; the world alone has none), written by one INSERT."""
+    from alignment.models import Document, Encoder, Sentence, SentenceEmbedding
+
+    encoder = Encoder.objects.create(name="page-scale-encoder", dimensions=dimensions)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {SentenceEmbedding._meta.db_table} (sentence_id, encoder_id, vector, created_at) "
+            f"SELECT s.id, %s, (SELECT array_agg(random()) FROM generate_series(1, %s) WHERE s.id IS NOT NULL)::vector, now() "
+            f"FROM {Sentence._meta.db_table} s JOIN {Document._meta.db_table} d ON d.id = s.document_id WHERE d.corpus_id = %s",
+            [encoder.pk, dimensions, world.corpus.pk],
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=10_000)
@@ -77,6 +94,7 @@ def main() -> None:
     moment.add_argument("--cold", action="store_true", help="empty the cache before every GET: figures never counted before")
     moment.add_argument("--after-label", action="store_true", help="ben changes a label before every GET, as annotators at work do")
     parser.add_argument("--http", action="store_true", help="GETs with a real HTTP client against gunicorn (DEBUG off) instead")
+    parser.add_argument("--vectors", type=int, default=0, metavar="D", help="store a random D-float vector for every sentence too")
     args = parser.parse_args()
     if args.http and args.cold:
         parser.error("--cold empties this process's cache, not the server's: not with --http")
@@ -84,6 +102,8 @@ def main() -> None:
     wanted = {name.strip() for name in args.pages.split(",") if name.strip()}
     started = time.perf_counter()
     world = world_build(args.pairs, sentences=args.sentences, links=args.links)
+    if args.vectors:
+        _vectors(world, args.vectors)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # the statistics autovacuum keeps in a running database, which the planner's choices need
     cold = ", the cache emptied before each" if args.cold else ", a label changed before each" if args.after_label else ""
