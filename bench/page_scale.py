@@ -81,6 +81,11 @@ def _vectors(world, dimensions: int) -> None:
             f"FROM {Sentence._meta.db_table} s JOIN {Document._meta.db_table} d ON d.id = s.document_id WHERE d.corpus_id = %s",
             [encoder.pk, dimensions, world.corpus.pk],
         )
+        cursor.execute(f"SELECT count(DISTINCT vector::text) FROM (SELECT vector FROM {SentenceEmbedding._meta.db_table} LIMIT 1000) v")
+        distinct = cursor.fetchone()[0]
+    print(
+        f"{SentenceEmbedding.objects.filter(encoder=encoder).count():,} vectors of {dimensions} floats stored ({distinct} distinct of the first 1,000)"
+    )
 
 
 def main() -> None:
