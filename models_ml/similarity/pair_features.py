@@ -65,13 +65,11 @@ def feature_names(with_embedding: bool) -> tuple[str, ...]:
     return BASE_FEATURES + (EMBEDDING_FEATURES if with_embedding else ()) + relative
 
 
-def pair_features(
-    simple: Sequence[str], complex: Sequence[str], embedding_cosine: np.ndarray | None = None, char3_cosine: np.ndarray | None = None
-) -> np.ndarray:
+def pair_features(simple: Sequence[str], complex: Sequence[str], embedding_cosine: np.ndarray | None = None) -> np.ndarray:
     """Feature tensor (m, n, f) in the order of :func:`feature_names` (``embedding_cosine`` given or not).
 
-    ``char3_cosine``: the pair's character 3-gram TF-IDF cosine when the caller has it already (the app
-    scores it as a measure of its own), exactly as ``TfidfCosine("char3").score`` returns it."""
+    The ``char3_cosine`` column (:data:`CHAR3_FEATURE`) is exactly what ``TfidfCosine("char3").score`` returns: an
+    alignment run stores it as that measure's scores instead of computing them again."""
     simple = validate_sentences(simple, "simple")
     complex = validate_sentences(complex, "complex")
     m, n = len(simple), len(complex)
@@ -81,7 +79,7 @@ def pair_features(
         return np.zeros((m, n, len(names)), dtype=np.float32)
     char3 = TfidfCosine("char3")
     counts = char3.term_counts(simple, complex)  # the pair's 3-grams, taken once for the cosine and the covers
-    views: dict[str, np.ndarray] = {"char3_cosine": char3.score_counts(counts) if char3_cosine is None else np.asarray(char3_cosine)}
+    views: dict[str, np.ndarray] = {"char3_cosine": char3.score_counts(counts)}
     views["char3_cover_simple"], views["char3_cover_complex"] = _cover(_indicator_of(counts.simple), _indicator_of(counts.complex), None)
     simple_words, complex_words = [_content_stems(s) for s in simple], [_content_stems(c) for c in complex]
     views["word_cover_simple"], views["word_cover_complex"] = _set_cover(simple_words, complex_words, _idf(simple_words + complex_words))

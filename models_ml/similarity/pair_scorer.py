@@ -117,7 +117,6 @@ class LearnedPairScorer:
         simple: Sequence[str],
         complex: Sequence[str],
         embedding_cosine: np.ndarray | None = None,
-        char3_cosine: np.ndarray | None = None,
     ) -> np.ndarray:
         """The (m, n, f) features this model reads (embedding ones only when it uses them); see :func:`pair_features`."""
         if self.uses_embedding and embedding_cosine is None:
@@ -126,17 +125,16 @@ class LearnedPairScorer:
             if self.encoder is None:
                 raise ValueError("this pair scorer uses sentence vectors: pass embedding_cosine or give it an encoder")
             embedding_cosine = unit_cosine(self.encoder.encode(list(simple)), self.encoder.encode(list(complex)))
-        return pair_features(simple, complex, embedding_cosine if self.uses_embedding else None, char3_cosine)
+        return pair_features(simple, complex, embedding_cosine if self.uses_embedding else None)
 
     def score(
         self,
         simple: Sequence[str],
         complex: Sequence[str],
         embedding_cosine: np.ndarray | None = None,
-        char3_cosine: np.ndarray | None = None,
     ) -> np.ndarray:
         """(m, n) float32 log-odds, clipped to +-LOGIT_CLIP."""
-        return self.logits(self.features(simple, complex, embedding_cosine, char3_cosine))
+        return self.logits(self.features(simple, complex, embedding_cosine))
 
     def logits(self, features: np.ndarray) -> np.ndarray:
         """Log-odds for features of shape (..., f)."""
