@@ -91,7 +91,9 @@ def pair_read(simple_id: int, complex_id: int, encoder_name: str) -> PairRead | 
     simple, complex_side = (_side([row[:3] for row in by_document[document]]) for document in documents)
     if rows and all(row[4] is not None for row in rows):  # every sentence has a vector: (count, d) each, (0, d) for an empty side
         width = (len(rows[0][4]) - 4) // 4  # packed: a header, then d float32
-        simple.vectors, complex_side.vectors = (unpacked_vectors([row[3] for row in by_document[document]], width) for document in documents)
+        simple.vectors, complex_side.vectors = (
+            unpacked_vectors([row[3] for row in by_document[document]], width) for document in documents
+        )
     return PairRead(simple, complex_side, time.perf_counter() - started)
 
 
