@@ -160,7 +160,7 @@ def torch_threads(count: int, *, when: bool = True) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-_BLAS_POOLS: list = []  # threadpoolctl's view of the BLAS libraries loaded, made at first use (numpy's is loaded by then)
+_BLAS_POOLS: list = []  # threadpoolctl's view of the BLAS libraries loaded at first use: numpy's and scipy's (imported above)
 
 
 @contextmanager

@@ -94,9 +94,14 @@ def test_the_stored_matrix_of_the_measure_the_crf_read_is_the_one_it_decoded_bit
 
 
 def _blas_threads() -> set[int]:
+    """The thread counts of numpy's and scipy's BLAS (other libraries bring their own, e.g. faiss, which scoring never calls)."""
     from threadpoolctl import threadpool_info
 
-    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+    pools = [
+        pool for pool in threadpool_info() if pool["user_api"] == "blas" and ("numpy" in pool["filepath"] or "scipy" in pool["filepath"])
+    ]
+    assert pools, "numpy's BLAS is loaded"
+    return {pool["num_threads"] for pool in pools}
 
 
 @pytest.fixture
