@@ -74,10 +74,15 @@ def unpacked_vectors(packed: Sequence[bytes], dimensions: int) -> np.ndarray:
     big-endian float32, so n of them joined are an (n, d + 1) big-endian float32 matrix whose first column is the headers."""
     size = 4 + 4 * int(dimensions)
     if any(len(row) != size for row in packed):
-        raise ValueError(f"expected vectors of {dimensions} dimensions, got {sorted({(len(row) - 4) // 4 for row in packed})}")
+        raise ValueError(f"expected vectors of {dimensions} dimensions, got {sorted({packed_dimensions(row) for row in packed})}")
     if not packed:
         return np.zeros((0, int(dimensions)), dtype=np.float32)
     return np.frombuffer(b"".join(packed), dtype=">f4").reshape(len(packed), int(dimensions) + 1)[:, 1:].astype(np.float32)
+
+
+def packed_dimensions(row: bytes) -> int:
+    """The dimensions of one vector read packed (:func:`vector_cursor`): its bytes less the 4-byte header, over 4."""
+    return (len(row) - 4) // 4
 
 
 def copy_binary(model: type[models.Model], columns: Sequence[str], types: Sequence[str], rows: Iterable[Sequence[object]]) -> int:

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import connection, models
 
 from alignment.aligning.scoring import SideSentences
-from alignment.copying import unpacked_vectors, vector_cursor
+from alignment.copying import packed_dimensions, unpacked_vectors, vector_cursor
 from alignment.models import Encoder, Paragraph, Sentence, SentenceEmbedding
 
 
@@ -52,7 +52,7 @@ def stored_vectors(ids: Sequence[int], encoder_name: str) -> np.ndarray | None:
         stored = dict(cursor.fetchall())
     if len(stored) != len(ids):
         return None
-    return unpacked_vectors([stored[pk] for pk in ids], (len(stored[ids[0]]) - 4) // 4)  # (count, d)
+    return unpacked_vectors([stored[pk] for pk in ids], packed_dimensions(stored[ids[0]]))  # (count, d)
 
 
 STORED_VECTORS_SQL = (
@@ -90,7 +90,7 @@ def pair_read(simple_id: int, complex_id: int, encoder_name: str) -> PairRead | 
     by_document = _by_document(rows, documents)  # (pk, text, paragraph, vector) of each document's sentences
     simple, complex_side = (_side([row[:3] for row in by_document[document]]) for document in documents)
     if rows and all(row[4] is not None for row in rows):  # every sentence has a vector: (count, d) each, (0, d) for an empty side
-        width = (len(rows[0][4]) - 4) // 4  # packed: a header, then d float32
+        width = packed_dimensions(rows[0][4])
         simple.vectors, complex_side.vectors = (
             unpacked_vectors([row[3] for row in by_document[document]], width) for document in documents
         )

@@ -8,6 +8,7 @@ reviewed. At most ``(top_k + 1) * m + n`` candidates per pair, whatever its size
 
 from __future__ import annotations
 
+import functools
 import io
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -106,7 +107,8 @@ class PairScorer:
                 scorer = self.measure(name)
                 features = scorer.features(simple.texts, complex_side.texts, embedding_cosine=cosine)  # type: ignore[attr-defined]
                 matrices[name] = scorer.logits(features)  # type: ignore[attr-defined]
-                matrices["char3_tfidf_cosine"] = np.ascontiguousarray(features[..., CHAR3_FEATURE])  # the measure's own scores
+                if "char3_tfidf_cosine" in self.measures:  # the measure's own scores, read off the features
+                    matrices["char3_tfidf_cosine"] = np.ascontiguousarray(features[..., CHAR3_FEATURE])
                 if self.aligner.uses_encoder and cosine is None:
                     encoder_seconds += time.perf_counter() - measure_started
                 continue
@@ -160,7 +162,12 @@ def torch_threads(count: int, *, when: bool = True) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-_BLAS_POOLS: list = []  # threadpoolctl's view of the BLAS libraries loaded at first use: numpy's and scipy's (imported above)
+@functools.cache
+def _blas_pools():
+    """threadpoolctl's view of the BLAS libraries loaded at first use: numpy's and scipy's (imported above)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController().select(user_api="blas")
 
 
 @contextmanager
@@ -173,11 +180,7 @@ def one_blas_thread() -> Iterator[None]:
     thread work on. The setting is process-wide, as :func:`torch_threads`' is, and set and restored on the caller's
     thread (a restore from another thread did not take, with OpenBLAS 0.3.30).
     """
-    if not _BLAS_POOLS:
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS_POOLS.append(ThreadpoolController().select(user_api="blas"))
-    limited = _BLAS_POOLS[0].limit(limits=1)
+    limited = _blas_pools().limit(limits=1)
     try:
         yield
     finally:
