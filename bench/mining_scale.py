@@ -59,7 +59,7 @@ from bench.mining_memory import run_job, setup_muss, topic_encoder
 from models_ml.mining.ivf_index import IvfIndex
 from models_ml.mining.muss import access_attributes, mine_muss
 from models_ml.mining.types import MiningDocument
-from models_ml.mining.vector_index import FaissIndex
+from models_ml.mining.vector_index import SELF_SEARCH_EXACT_BELOW, FaissIndex
 
 
 def faiss_search(threads: int):
@@ -67,7 +67,8 @@ def faiss_search(threads: int):
 
     def search(vectors: np.ndarray, k: int):
         ids = np.arange(len(vectors), dtype=np.int64)
-        return FaissIndex(vectors, ids, ef_search=int(settings.MINING_EF_SEARCH), threads=threads).search(vectors, k, exclude=ids)
+        index = FaissIndex(vectors, ids, ef_search=int(settings.MINING_EF_SEARCH), threads=threads, exact_below=SELF_SEARCH_EXACT_BELOW)
+        return index.search(vectors, k, exclude=ids)
 
     return search
 

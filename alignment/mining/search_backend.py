@@ -6,7 +6,7 @@ pgvector  the default: one query per batch of sequences inside PostgreSQL, an HN
           sequence on the job's partial index (``hnsw.ef_search`` = ``MINING_EF_SEARCH``, iterative
           scans on).
 faiss     an in-memory faiss index per worker process (``models_ml.mining.vector_index``: exact up
-          to 20,000 sequences, HNSW above), and a batch of sequences is one search call. The prepare
+          to 50,000 sequences, HNSW above), and a batch of sequences is one search call. The prepare
           builds the HNSW index once and stores it in PostgreSQL (``alignment.mining.index_store``);
           a worker reads it instead of building its own. PostgreSQL stays the source of truth of the
           vectors. Memory: the job's vectors, about 1.6 KB per sequence at 384 dimensions, once per
@@ -34,7 +34,7 @@ from alignment.mining.vectors import stored_rows, unit_rows, vector_chunks
 from alignment.mining.worker_index import WorkerIndex
 from models_ml.mining.hybrid_index import HybridIndex
 from models_ml.mining.retrieval import LEXICAL_DIMENSIONS
-from models_ml.mining.vector_index import FaissIndex, faiss_available
+from models_ml.mining.vector_index import SELF_SEARCH_EXACT_BELOW, FaissIndex, faiss_available
 
 _job_index: WorkerIndex[FaissIndex | HybridIndex] = WorkerIndex()  # key (job, sequences): one job per worker process
 
@@ -121,7 +121,7 @@ def _dimensions(job: MiningJob) -> int:
 
 
 def _faiss_prepare(job: MiningJob, count: int, check: CancelCheck) -> None:
-    """The job's faiss index (HNSW from 20,000 sequences), built once here with every thread the host gives and stored
+    """The job's faiss index (HNSW from 50,000 sequences), built once here with every thread the host gives and stored
     for the workers (unless it is stored already: a resumed prepare builds nothing); this process keeps it for shards
     it runs itself."""
     if index_stored(job, count):
@@ -137,7 +137,9 @@ def _built_index(job: MiningJob, count: int, settings_: dict, check: CancelCheck
     holds the index and a chunk, not the float collection beside the index's own copy of it (twice the vectors)."""
     if count < 1:
         raise ValueError(f"mining job {job.pk} has no sequence vectors to search")
-    return FaissIndex.from_chunks(vector_chunks(job, count), count, between_chunks=check, **settings_)
+    return FaissIndex.from_chunks(
+        vector_chunks(job, count), count, between_chunks=check, exact_below=SELF_SEARCH_EXACT_BELOW, **settings_
+    )  # every sequence is a query: exact up to SELF_SEARCH_EXACT_BELOW
 
 
 def _search_settings() -> dict:

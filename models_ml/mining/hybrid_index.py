@@ -6,7 +6,7 @@ scoring every pair; instead each view proposes its ``depth`` best candidates and
 exactly, which finds every neighbour that is among the ``depth`` best of either view (a neighbour that
 is in neither list would need both cosines to be mediocre and their sum still to beat k others).
 
-* the dense candidates come from :class:`models_ml.mining.vector_index.FaissIndex` (exact up to 20,000
+* the dense candidates come from :class:`models_ml.mining.vector_index.FaissIndex` (exact up to 50,000
   vectors) when faiss-cpu is installed, else from an exact numpy product;
 * the lexical candidates from a sparse product in which each query keeps only its ``probe`` heaviest
   3-grams (the rare ones: common 3-grams like "en " are in most sentences and cost the most while
@@ -30,7 +30,7 @@ from scipy import sparse
 
 from models_ml.mining.knn import Neighbours, top_k_blocks
 from models_ml.mining.retrieval import _keep_heaviest
-from models_ml.mining.vector_index import FaissIndex, faiss_available
+from models_ml.mining.vector_index import SELF_SEARCH_EXACT_BELOW, FaissIndex, faiss_available
 
 __all__ = ["HybridIndex", "exact_hybrid"]
 
@@ -75,7 +75,7 @@ class HybridIndex:
     def __init__(
         self, dense: np.ndarray, lexical: sparse.csr_matrix, ids: np.ndarray, *, dense_weight: float, depth: int = 32,
         probe: int = DEFAULT_PROBE, postings: int = DEFAULT_POSTINGS, ef_search: int = 100, threads: int = 1,
-        dense_index: FaissIndex | None = None,
+        dense_index: FaissIndex | None = None, exact_below: int = SELF_SEARCH_EXACT_BELOW,
     ) -> None:  # fmt: skip
         self.dense, self.lexical, self.ids = _checked(dense, lexical, ids)
         if not 0.0 <= dense_weight <= 1.0 or min(depth, probe, postings) < 1:
@@ -86,7 +86,7 @@ class HybridIndex:
         self.size = len(self.ids)
         self._postings = _pruned_postings(self.lexical, postings)  # (D, n): the inverted lists, one row per 3-gram
         if dense_index is None and faiss_available():  # built here unless one over the same rows is given (a stored one)
-            dense_index = FaissIndex(self.dense, self.ids, ef_search=ef_search, threads=threads)
+            dense_index = FaissIndex(self.dense, self.ids, ef_search=ef_search, threads=threads, exact_below=exact_below)
         self._dense_index = dense_index
 
     def search_ids(self, ids: np.ndarray, k: int) -> Neighbours:

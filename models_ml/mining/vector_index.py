@@ -21,9 +21,17 @@ import numpy as np
 
 from models_ml.mining.knn import Neighbours
 
-__all__ = ["FaissIndex", "FaissMissing", "faiss_available"]
+__all__ = ["EXACT_BELOW", "SELF_SEARCH_EXACT_BELOW", "FaissIndex", "FaissMissing", "faiss_available"]
 
 EXACT_BELOW = 20_000  # flat search of 100 queries over 20,000 x 384 is ~1 ms a query on one core; beyond, HNSW
+# A collection searched against itself, every vector a query (a MUSS job's sequences), is searched exactly up to this
+# many vectors: all n queries cost n^2 d with nothing to build and spread over the job's shards and workers, where an
+# HNSW index is first built once, serially, then searched n times. bench/exact_vs_hnsw.py, one core, 384-d, k 9:
+# on MiniLM-like vectors HNSW's build + search took 1.16x, 0.91x and 0.81x the exact search's time at 20,000, 40,000
+# and 60,000 (its build alone 1.9, 5.7 and 11.7 s of it), so with two workers the exact search ends first past 60,000
+# and with one it costs up to ~1.2x; on isotropic vectors HNSW took 1.8-3.7x as long and found 27-51 % of the
+# neighbours. Exact also means the job's pairs are the exact search's.
+SELF_SEARCH_EXACT_BELOW = 50_000
 ADD_CHUNK = 20_000  # vectors added between two calls of ``between_chunks`` (seconds of HNSW build on one thread)
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64

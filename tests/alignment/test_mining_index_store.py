@@ -81,6 +81,18 @@ def test_the_prepare_stores_the_index_once_and_the_workers_read_it_instead_of_bu
     assert f"Index: exact (faiss flat), {count} sequences" in html and "stored for the workers" not in html
 
 
+def test_a_job_index_is_exact_up_to_the_self_search_limit_then_hnsw(owner, run_worker, settings, monkeypatch) -> None:
+    """Every sequence is a query: the job's index stays exact up to SELF_SEARCH_EXACT_BELOW (50,000), not the 20,000
+    after which a search of a few queries (an LHA batch's documents) goes to HNSW."""
+    monkeypatch.setattr(search_backend, "SELF_SEARCH_EXACT_BELOW", 3)
+    job = _prepared(owner, run_worker, settings)
+    count = MiningSequence.objects.filter(job=job).count()
+    assert count >= 3 and job.search_index["kind"] == "hnsw" and job.search_index["sequences"] == count
+    run_worker(["mining"])
+    job.refresh_from_db()
+    assert job.status == MiningJob.Status.SUCCEEDED, job.error
+
+
 def test_a_stored_index_that_lost_its_parts_is_built_again_not_trusted(prepared, builds) -> None:
     job = prepared
     count = MiningSequence.objects.filter(job=job).count()
