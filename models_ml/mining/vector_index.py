@@ -62,7 +62,9 @@ class FaissIndex:
 
     ``ids`` are the caller's keys (a MUSS sequence's index in its job), returned in
     :class:`Neighbours.indices` in place of faiss's row numbers; -1 where fewer than k exist.
-    ``threads``: faiss's OpenMP threads for this process (a worker that shares the machine: 1). The vectors go in by
+    ``threads``: faiss's OpenMP threads (a worker that shares the machine: 1), set again by each search: OpenMP keeps
+    the count per thread, so an index built on one thread and searched on another (an LHA shard's helper thread, a
+    later shard's) searched on every core (a scratch check: 1.95 cores, against 1.00 on the thread that set 1). The vectors go in by
     chunks of :data:`ADD_CHUNK`, whatever the caller, so every index over the same vectors is the same graph;
     ``between_chunks`` is called after each but the last (a caller's cancel check raises from it and stops the build).
     """
@@ -116,6 +118,7 @@ class FaissIndex:
         if ef_search < 1 or threads < 1:
             raise ValueError(f"ef_search and threads must be >= 1, got {ef_search} and {threads}")
         faiss.omp_set_num_threads(threads)
+        self._threads = threads
         self.exact = total < exact_below
         if self.exact:
             self._index = faiss.IndexFlatIP(dimensions)
@@ -159,7 +162,7 @@ class FaissIndex:
         if index.ntotal != len(ids) or np.any(np.diff(ids) <= 0):
             raise ValueError(f"the stored index holds {index.ntotal} vectors; need as many unique increasing ids, got {len(ids)}")
         self = cls.__new__(cls)
-        self._index, self._ids, self.size = index, ids, len(ids)
+        self._index, self._ids, self.size, self._threads = index, ids, len(ids), threads
         self.exact = not hasattr(index, "hnsw")
         if not self.exact:
             index.hnsw.efSearch = ef_search
@@ -186,6 +189,7 @@ class FaissIndex:
             raise ValueError(f"queries must be (q, {self._index.d}), got {queries.shape}")
         extra = 0 if exclude is None else 1
         wanted = min(k + extra, self.size)
+        _faiss().omp_set_num_threads(self._threads)  # on this thread: OpenMP's count is the calling thread's own
         scores, rows = self._index.search(queries, wanted)  # (q, wanted) each; row -1 where none
         found = np.where(rows >= 0, self._ids[np.maximum(rows, 0)], -1)  # (q, wanted) caller's ids
         scores = np.where(rows >= 0, scores, -np.inf).astype(np.float32)
