@@ -11,7 +11,7 @@ app        the app's MUSS job in this process with the faiss search backend, as 
            (sequences, vectors, rows), every neighbours shard, every pairs shard; seconds per phase;
 in-memory  ``models_ml.mining.muss.mine_muss`` on the same documents with the same encoder (its vectors rounded to
            half precision, as the job stores them) and the **same search index** (``search=``: the faiss index the
-           job builds, exact below 20,000 sequences and HNSW above, with the job's efSearch and threads), so a faster
+           job builds, exact below 50,000 sequences and HNSW above, with the job's efSearch and threads), so a faster
            index is never mistaken for a faster pipeline.
 
 It prints sequences/s of both, their ratio (the goal: the app at >= 0.5x), the pairs each found and how many they
