@@ -211,21 +211,25 @@ def select_candidates(result: AlignmentResult, matrices: dict[str, np.ndarray], 
                 keep[j, i] = True
                 group_of[(j, i)] = index
     rows, cols = np.nonzero(keep)
-    spread = measure_disagreement(matrices, rows, cols)
+    spread = measure_disagreement(matrices, rows, cols).tolist()
+    # Each column read at once (.tolist(): the same floats as float(matrix[j, i]) a cell, which was a third of this)
+    names = list(matrices)
+    scores = zip(*([round(value, 5) for value in matrices[name][rows, cols].tolist()] for name in names))
+    marginals = result.pair_marginals[rows, cols].tolist()
     candidates = []
-    for position, (j, i) in enumerate(zip(rows.tolist(), cols.tolist())):
+    for j, i, values, marginal, disagreement in zip(rows.tolist(), cols.tolist(), scores, marginals, spread):
         index = group_of.get((j, i))
         group = result.groups[index] if index is not None else None
         candidates.append(
             Candidate(
                 simple=j,
                 complex=i,
-                scores={name: round(float(matrix[j, i]), 5) for name, matrix in matrices.items()},
-                crf_marginal=float(result.pair_marginals[j, i]),
+                scores=dict(zip(names, values)),
+                crf_marginal=marginal,
                 label=group.label if group is not None else "not_aligned",
                 group_index=index,
                 group_score=group.score if group is not None else None,
-                disagreement=float(spread[position]),
+                disagreement=disagreement,
             )
         )
     return candidates
