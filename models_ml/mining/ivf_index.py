@@ -71,6 +71,7 @@ class IvfIndex:
         if not 1 <= cells <= len(sample) or nprobe < 1:
             raise ValueError(f"cells must be from 1 to the sample's {len(sample)} and nprobe >= 1, got {cells} and {nprobe}")
         faiss.omp_set_num_threads(threads)
+        self._threads = threads  # set again by each add and search: OpenMP keeps the count per thread
         pca = PCA_ABOVE if d > PCA_ABOVE else 0
         inner = faiss.IndexIVFScalarQuantizer(
             faiss.IndexFlatIP(pca or d), pca or d, cells, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
@@ -91,6 +92,7 @@ class IvfIndex:
         faiss = _faiss()
         faiss.omp_set_num_threads(threads)
         self = cls.__new__(cls)
+        self._threads = threads
         self._index = faiss.read_index(str(path))
         self._inner = faiss.extract_index_ivf(self._index)  # under the PCA, where there is one
         if self._inner.nlist != settings.cells:
@@ -114,10 +116,12 @@ class IvfIndex:
 
     def add(self, vectors: np.ndarray, ids: np.ndarray) -> None:
         """Add a chunk of vectors (c, d) under their ids (c,)."""
+        _faiss().omp_set_num_threads(self._threads)
         self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64))
 
     def candidates(self, queries: np.ndarray, depth: int) -> np.ndarray:
         """Each query's ``depth`` best ids by the quantised score (q, depth), -1 where fewer were found."""
+        _faiss().omp_set_num_threads(self._threads)  # on this thread, whichever built or read the index
         _, found = self._index.search(np.ascontiguousarray(queries, dtype=np.float32), max(1, min(depth, self.size)))
         return found
 

@@ -9,6 +9,7 @@ import pytest
 
 from models_ml.mining.ivf_index import IvfIndex
 from models_ml.mining.knn import normalise
+from tests.models_ml.mining.test_vector_index import on_a_new_thread, searched_with_threads
 
 
 @pytest.mark.parametrize("dimensions", [32, 600])  # 600: PCA to 512 first, stored with the index
@@ -30,3 +31,15 @@ def test_an_index_written_and_read_back_searches_identically_with_its_settings(t
     assert read.candidates(vectors[:5], 3).tolist() == built.candidates(vectors[:5], 3).tolist()  # nprobe 2 as recorded
     with pytest.raises(ValueError, match="has 8 cells; its settings say 16"):
         IvfIndex.read(str(tmp_path / "ivf.faiss"), dataclasses.replace(built.settings, cells=16))
+
+
+def test_a_search_on_another_thread_keeps_the_index_s_thread_count(tmp_path) -> None:
+    """As FaissIndex's: the count set at the build (or read) is set again by each search, on the searching thread."""
+    faiss = pytest.importorskip("faiss")
+    wanted = on_a_new_thread(faiss.omp_get_max_threads) + 1
+    vectors = normalise(np.random.default_rng(5).standard_normal((200, 16)).astype(np.float32))
+    built = IvfIndex(vectors, len(vectors), cells=4, nprobe=4, threads=wanted)
+    built.add(vectors, np.arange(200))
+    built.write(str(tmp_path / "ivf.faiss"))
+    for index in (built, IvfIndex.read(str(tmp_path / "ivf.faiss"), built.settings, threads=wanted)):
+        assert searched_with_threads(lambda index=index: index.candidates(vectors[:5], 3)) == wanted

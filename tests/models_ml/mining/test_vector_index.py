@@ -137,35 +137,37 @@ def test_an_index_built_from_chunks_of_any_size_is_the_graph_built_from_the_whol
         FaissIndex.from_chunks([(ids[50:], keys[50:]), (ids[:50], keys[:50])], 100)
 
 
+def on_a_new_thread(fn):
+    """What ``fn`` gives when called on a thread of its own (OpenMP's thread count there starts at its default)."""
+    import threading
+
+    out: list = []
+    thread = threading.Thread(target=lambda: out.append(fn()))
+    thread.start()
+    thread.join()
+    return out[0]
+
+
+def searched_with_threads(search) -> int:
+    """The OpenMP thread count ``search`` leaves on a new thread, while this thread's count is 1."""
+    faiss = pytest.importorskip("faiss")
+    here = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)  # this thread's count is not the searching thread's
+    try:
+        return on_a_new_thread(lambda: (search(), faiss.omp_get_max_threads())[1])
+    finally:
+        faiss.omp_set_num_threads(here)
+
+
 @pytest.mark.parametrize("read_back", [False, True])
 def test_a_search_on_another_thread_keeps_the_index_s_thread_count(read_back, tmp_path) -> None:
     """OpenMP's thread count belongs to the thread that set it: an index built (or read) with a count and searched on
     another thread (an LHA shard's helper) searched with OpenMP's default there until each search set its own."""
-    import threading
-
     faiss = pytest.importorskip("faiss")
-
-    def on_a_new_thread(fn) -> list:
-        out: list = []
-        thread = threading.Thread(target=lambda: out.append(fn()))
-        thread.start()
-        thread.join()
-        return out
-
-    wanted = on_a_new_thread(faiss.omp_get_max_threads)[0] + 1  # not what a new thread has by default
+    wanted = on_a_new_thread(faiss.omp_get_max_threads) + 1  # not what a new thread has by default
     keys = normalise(np.random.default_rng(3).standard_normal((50, 8)).astype(np.float32))
     index = FaissIndex(keys, np.arange(50), threads=wanted)
     if read_back:
         index.write(str(tmp_path / "index.faiss"))
         index = FaissIndex.read(str(tmp_path / "index.faiss"), np.arange(50), threads=wanted)
-
-    def search() -> int:
-        index.search(keys[:5], 3)
-        return faiss.omp_get_max_threads()
-
-    here = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)  # this thread's count is not the searching thread's
-    try:
-        assert on_a_new_thread(search) == [wanted]
-    finally:
-        faiss.omp_set_num_threads(here)
+    assert searched_with_threads(lambda: index.search(keys[:5], 3)) == wanted
