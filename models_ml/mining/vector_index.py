@@ -64,9 +64,10 @@ class FaissIndex:
     :class:`Neighbours.indices` in place of faiss's row numbers; -1 where fewer than k exist.
     ``threads``: faiss's OpenMP threads (a worker that shares the machine: 1), set again by each search: OpenMP keeps
     the count per thread, so an index built on one thread and searched on another (an LHA shard's helper thread, a
-    later shard's) searched on every core (a scratch check: 1.95 cores, against 1.00 on the thread that set 1). The vectors go in by
-    chunks of :data:`ADD_CHUNK`, whatever the caller, so every index over the same vectors is the same graph;
-    ``between_chunks`` is called after each but the last (a caller's cancel check raises from it and stops the build).
+    later shard's) searched on every core (a scratch check: 1.95 cores, against 1.00 on the thread that set 1).
+    The vectors go in by chunks of :data:`ADD_CHUNK`, whatever the caller, so every index over the same vectors is
+    the same graph; ``between_chunks`` is called after each but the last (a caller's cancel check raises from it and
+    stops the build).
     """
 
     def __init__(
