@@ -35,7 +35,8 @@ def test_an_index_written_and_read_back_searches_identically_with_its_settings(t
 
 def test_a_search_on_another_thread_keeps_the_index_s_thread_count(tmp_path) -> None:
     """As FaissIndex's: the count set at the build (or read) is set again by each search, on the searching thread."""
-    faiss = pytest.importorskip("faiss")
+    import faiss  # a test requirement (requirements-dev.txt), as for the rest of this file
+
     wanted = on_a_new_thread(faiss.omp_get_max_threads) + 1
     vectors = normalise(np.random.default_rng(5).standard_normal((200, 16)).astype(np.float32))
     built = IvfIndex(vectors, len(vectors), cells=4, nprobe=4, threads=wanted)

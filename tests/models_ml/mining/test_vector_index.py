@@ -150,7 +150,8 @@ def on_a_new_thread(fn):
 
 def searched_with_threads(search) -> int:
     """The OpenMP thread count ``search`` leaves on a new thread, while this thread's count is 1."""
-    faiss = pytest.importorskip("faiss")
+    import faiss  # a test requirement (requirements-dev.txt), as for the rest of this file
+
     here = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)  # this thread's count is not the searching thread's
     try:
@@ -163,7 +164,8 @@ def searched_with_threads(search) -> int:
 def test_a_search_on_another_thread_keeps_the_index_s_thread_count(read_back, tmp_path) -> None:
     """OpenMP's thread count belongs to the thread that set it: an index built (or read) with a count and searched on
     another thread (an LHA shard's helper) searched with OpenMP's default there until each search set its own."""
-    faiss = pytest.importorskip("faiss")
+    import faiss  # a test requirement (requirements-dev.txt), as for the rest of this file
+
     wanted = on_a_new_thread(faiss.omp_get_max_threads) + 1  # not what a new thread has by default
     keys = normalise(np.random.default_rng(3).standard_normal((50, 8)).astype(np.float32))
     index = FaissIndex(keys, np.arange(50), threads=wanted)
