@@ -38,7 +38,8 @@ from alignment.mining.models import MiningJob, MiningNeighbours, MiningSequence,
 from alignment.mining.muss_rows import SequenceRow, batch_rows
 from alignment.mining.pair_store import PairRow, mined_pairs_store
 from alignment.mining.search_backend import hybrid_settings, nearest_sequences, search_prepare
-from alignment.models import Sentence
+from alignment.mining.statistics import statistics_refresh
+from alignment.models import Document, Sentence
 from models_ml.mining.muss import (
     MussConfig,
     Sequence,
@@ -114,6 +115,8 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
     config = muss_config(job.config)
     check = CancelCheck(job)  # raises PrepareCancelled between batches once the job's cancel is asked for
     check()
+    if not MiningShard.objects.filter(job=job).exists() and not MiningSequence.objects.filter(job=job).exists():
+        statistics_refresh([Document, Sentence])  # the job's first prepare: its corpus most likely just loaded
     vectoriser = _lexical_vectoriser(job, config, check) if job.retrieval == MiningJob.Retrieval.HYBRID else None
     encode_shards = _encode_shards(job, config, check)
     if any(shard.status != MiningShard.Status.SUCCEEDED for shard in encode_shards):  # the last one continues this prepare

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.db.models import Count, F
 from django.template.defaultfilters import pluralize
 
@@ -48,6 +48,7 @@ from alignment.mining.muss_service import (
     pairs_shards_create,
 )
 from alignment.mining.search_backend import partial_hnsw_index
+from alignment.mining.statistics import statistics_refresh
 from alignment.mining.worker_index import worker_indexes_release
 from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
 from models_ml.similarity.multilingual import encoder_for_language
@@ -250,19 +251,6 @@ def _document_vectors_store(corpus: Corpus, encoder: Encoder, after: int) -> tup
 def _document_index_ensure(encoder: Encoder, check: CancelCheck) -> None:
     name = f"document_embedding_hnsw_{int(encoder.pk)}"
     partial_hnsw_index(name, DocumentEmbedding._meta.db_table, int(encoder.dimensions), "encoder_id", encoder.pk, check=check)
-
-
-def statistics_refresh(tables: list[type[models.Model]]) -> None:
-    """ANALYZE the models' tables (PostgreSQL samples a bounded number of rows: about a second however large they are).
-
-    A job started right after its corpora were loaded and embedded ran on the planner's guesses from before the load:
-    the sentences of 100 documents read by a scan of every current sentence (26 ms against 1.8), and a shard's
-    nearest-document query as an exact scan of the target corpus per document (5.2 ms a document at 3,000 target
-    documents, growing with the corpus, against 0.76 ms through the HNSW index; EXPLAIN ANALYZE on
-    bench/lha_scale.py's corpora). Autovacuum refreshes them too, but a minute or more later."""
-    with connection.cursor() as cursor:
-        for model in tables:
-            cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
 
 
 def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray] | None = None) -> MiningJob:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
@@ -153,3 +154,14 @@ def test_the_prepare_reads_the_corpus_sentences_in_one_query_in_document_order(
     ]
     assert len(documents) > 1
     assert streamed == candidate_sequences(documents, config)
+
+
+def test_a_jobs_first_prepare_refreshes_the_planners_statistics_before_it_streams_the_corpus(owner, db, monkeypatch) -> None:
+    job = _job(owner, monkeypatch)  # corpora just loaded: the planner's statistics predate them
+    with CaptureQueriesContext(connection) as queries:
+        mining.mining_job_prepare(job_id=job.pk, encode=encode)
+    statements = [query["sql"] for query in queries.captured_queries]
+    analysed = [i for i, sql in enumerate(statements) if sql.startswith("ANALYZE")]
+    streamed = next(i for i, sql in enumerate(statements) if '"alignment_sentence"."text"' in sql)
+    assert {statements[i] for i in analysed} == {'ANALYZE "alignment_document"', 'ANALYZE "alignment_sentence"'}
+    assert max(analysed) < streamed
