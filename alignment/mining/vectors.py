@@ -10,14 +10,17 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from alignment.copying import vector_cursor
+from alignment.copying import unpacked_halves, vector_cursor
 from alignment.mining.models import MiningJob, MiningSequence
 
 
-def stored_rows(job: MiningJob, hybrid: bool = False, *, every: int = 1, after: int = -1, limit: int | None = None) -> Iterator[tuple]:
+def stored_rows(
+    job: MiningJob, hybrid: bool = False, *, every: int = 1, after: int = -1, limit: int | None = None, packed: bool = False
+) -> Iterator[tuple]:
     """(index, pgvector HalfVector[, SparseVector]) of the job's sequences in index order, streamed (bounded memory);
     ``every``: only each ``every``-th sequence (a training sample); ``after``, ``limit``: the first ``limit`` with an
-    index above ``after``. The connection runs nothing else until the stream ends."""
+    index above ``after``; ``packed``: each vector as its binary bytes (:func:`~alignment.copying.unpacked_halves`).
+    The connection runs nothing else until the stream ends."""
     table = MiningSequence._meta.db_table
     columns, types = ("index, vector, lexical", ["int4", "halfvec", "sparsevec"]) if hybrid else ("index, vector", ["int4", "halfvec"])
     where = (
@@ -26,7 +29,7 @@ def stored_rows(job: MiningJob, hybrid: bool = False, *, every: int = 1, after: 
         + (f" AND index > {int(after)}" if after >= 0 else "")
     )
     query = f"SELECT {columns} FROM {table} WHERE {where} ORDER BY index" + (f" LIMIT {int(limit)}" if limit is not None else "")
-    with vector_cursor() as cursor, cursor.copy(f"COPY ({query}) TO STDOUT (FORMAT BINARY)") as copy:
+    with vector_cursor(packed_halves=packed) as cursor, cursor.copy(f"COPY ({query}) TO STDOUT (FORMAT BINARY)") as copy:
         copy.set_types(types)
         yield from copy.rows()
 
@@ -39,10 +42,10 @@ def vector_chunks(job: MiningJob, count: int, size: int = CHUNK) -> Iterator[tup
     chunk read whole by its own COPY, so the caller may use the connection between two (a cancel check)."""
     after, left = -1, count
     while left > 0:
-        rows = list(stored_rows(job, after=after, limit=min(size, left)))
+        rows = list(stored_rows(job, after=after, limit=min(size, left), packed=True))
         if not rows:
             raise ValueError(f"mining job {job.pk} has {count - left} stored sequence vectors, not {count}; mine again to prepare them")
-        yield np.array([row[0] for row in rows], dtype=np.int64), as_float32([row[1] for row in rows])
+        yield np.array([row[0] for row in rows], dtype=np.int64), unit_rows(unpacked_halves([row[1] for row in rows]))
         after, left = rows[-1][0], left - len(rows)
 
 

@@ -12,12 +12,12 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
-from alignment.copying import packed_half_rows
+from alignment.copying import packed_half_rows, unpacked_halves, vector_cursor
 from alignment.mining import muss_service
 from alignment.mining import service as mining
 from alignment.mining.models import MiningJob, MiningSequence
 from alignment.mining.search_backend import search_prepare
-from alignment.mining.vectors import as_float32, stored_rows
+from alignment.mining.vectors import as_float32, stored_rows, vector_chunks
 from tests.alignment.test_mining_bulk_writes import _job
 from tests.alignment.test_muss_rows import encode
 
@@ -58,6 +58,9 @@ def test_sequence_vectors_are_halves_at_two_bytes_a_dimension_and_the_search_ind
     widened = as_float32(halves)  # what the searches read: unit rows, the halves' cosines
     assert widened.dtype == np.float32 and np.allclose(np.linalg.norm(widened, axis=1), 1.0, atol=1e-6)
     assert np.allclose(widened, expected, atol=1e-3) and not np.array_equal(widened, expected)
+    chunks = list(vector_chunks(job, len(rows), size=3))  # read packed, a chunk at a time: the same unit rows
+    assert np.array_equal(np.concatenate([ids for ids, _ in chunks]), np.arange(len(rows)))
+    assert np.array_equal(np.concatenate([vectors for _, vectors in chunks]), widened)
     definition = _index_definition(job)
     assert definition is not None and "halfvec_cosine_ops" in definition and f"halfvec({dimensions})" in definition
 
@@ -121,3 +124,18 @@ def test_the_migration_keeps_an_older_jobs_vectors_and_builds_its_index_again_on
     assert _index_definition(finished) is None  # a finished one searches no more: nothing built for it
     search_prepare(running, len(original))  # what a resumed prepare runs: the index is there already
     assert muss_service.neighbours_batch(running, 0, len(original)) == len(original)
+
+
+def test_halves_read_packed_are_the_stored_halves_widened_bit_for_bit(db) -> None:
+    values = np.array([[0.1, -2.5, 3e-3], [65504.0, -0.0, 7.0]], dtype=np.float32)
+    with vector_cursor(packed_halves=True) as cursor:
+        cursor.execute("SELECT %s::halfvec, %s::halfvec", [str(values[0].tolist()), str(values[1].tolist())], binary=True)
+        packed = list(cursor.fetchone())
+        cursor.execute("SELECT '[1,2]'::halfvec", binary=True)
+        shorter = cursor.fetchone()[0]
+    assert all(isinstance(row, bytes) for row in packed)
+    unpacked = unpacked_halves(packed)
+    assert unpacked.dtype == np.float32 and np.array_equal(unpacked, values.astype(np.float16).astype(np.float32))
+    assert unpacked_halves([]).shape == (0, 0)
+    with pytest.raises(ValueError, match="expected halfvecs of 3 dimensions, got \\[2, 3\\]"):
+        unpacked_halves([*packed, shorter])
