@@ -8,8 +8,9 @@ in faiss's own format in parts of at most :data:`PART_BYTES` (:class:`MiningInde
 place of building: its memory is the index plus one part. A prepare run again (resumed after a crash) finds the index
 stored for the same sequences and builds nothing. The parts go when the job succeeds.
 
-The exact index below :data:`models_ml.mining.vector_index.EXACT_BELOW` sequences costs nothing to build but is stored
-the same way (it is the vectors, in the form the worker searches). The IVF index past ``MINING_FAISS_MAX_SEQUENCES``
+The exact index below :data:`models_ml.mining.vector_index.SELF_SEARCH_EXACT_BELOW` sequences is not stored: it is the
+vectors, which each worker reads and adds to a flat index about as fast as it read the stored one back
+(``alignment.mining.search_backend._faiss_prepare``); jobs prepared before that still read theirs. The IVF index past ``MINING_FAISS_MAX_SEQUENCES``
 is stored too (``alignment.mining.ivf_search``): a k-means on a sample and a pass of adds over every vector, which
 each worker repeated before.
 """

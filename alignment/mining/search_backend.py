@@ -8,8 +8,8 @@ pgvector  the default: one query per batch of sequences inside PostgreSQL, an HN
 faiss     an in-memory faiss index per worker process (``models_ml.mining.vector_index``: exact up
           to 50,000 sequences, HNSW above), and a batch of sequences is one search call. The prepare
           builds the HNSW index once and stores it in PostgreSQL (``alignment.mining.index_store``);
-          a worker reads it instead of building its own. PostgreSQL stays the source of truth of the
-          vectors. Memory: the job's vectors, about 1.6 KB per sequence at 384 dimensions, once per
+          a worker reads it instead of building its own. An exact index is the vectors: each worker
+          builds it from them. PostgreSQL stays the source of truth of the vectors. Memory: the job's vectors, about 1.6 KB per sequence at 384 dimensions, once per
           worker process; a dense job with more than ``MINING_FAISS_MAX_SEQUENCES`` sequences is
           searched by the MUSS paper's IVF index (``alignment.mining.ivf_search``), a hybrid one by pgvector.
 
@@ -121,9 +121,16 @@ def _dimensions(job: MiningJob) -> int:
 
 
 def _faiss_prepare(job: MiningJob, count: int, check: CancelCheck) -> None:
-    """The job's faiss index (HNSW from 50,000 sequences), built once here with every thread the host gives and stored
-    for the workers (unless it is stored already: a resumed prepare builds nothing); this process keeps it for shards
-    it runs itself."""
+    """The job's faiss index. HNSW (from SELF_SEARCH_EXACT_BELOW sequences): built once here with every thread the host
+    gives and stored for the workers (unless it is stored already: a resumed prepare builds nothing); this process
+    keeps it for shards it runs itself. Exact: recorded only, each worker builds it from the stored vectors on its
+    first shard. An exact index is the vectors themselves: at 40,000 sequences building and storing it held up the
+    prepare for about 1.5 s, serially before every shard, and a worker reading it back took about as long as building
+    it from the vectors (0.3-0.7 s against 0.2-0.4, bench/mining_scale.py's corpus)."""
+    if count < SELF_SEARCH_EXACT_BELOW:
+        megabytes = round(count * _dimensions(job) * 4 / 2**20, 1)  # float32, in each worker
+        MiningJob.objects.filter(pk=job.pk).update(search_index={"kind": "exact", "sequences": count, "parts": 0, "megabytes": megabytes})
+        return
     if index_stored(job, count):
         return
     index = _built_index(job, count, _search_settings(), check)

@@ -54,28 +54,56 @@ def _part_versions(job: MiningJob) -> list[tuple[int, str]]:
         return cursor.fetchall()
 
 
-def test_the_prepare_stores_the_index_once_and_the_workers_read_it_instead_of_building(prepared, builds, run_worker, client) -> None:
-    job = prepared
-    count = MiningSequence.objects.filter(job=job).count()
-    assert job.status == MiningJob.Status.RUNNING and count > 4
-    assert job.search_index["kind"] == "exact" and job.search_index["sequences"] == count and job.search_index["parts"] == 1
-    stored = _part_versions(job)
-    assert [part for part, _ in stored] == [0]
-    search_backend.search_prepare(job, count)  # the prepare again (a resumed job): nothing rebuilt, nothing rewritten
-    assert _part_versions(job) == stored and builds == []
-
-    run_worker(["mining"])  # a worker that never saw the prepare
-    job.refresh_from_db()
-    assert job.status == MiningJob.Status.SUCCEEDED, job.error
-    assert builds == []  # it read the stored index
+def _exact_neighbours(job: MiningJob) -> None:
     rows = list(MiningSequence.objects.filter(job=job).order_by("index"))
     vectors = np.stack([np.asarray(row.vector, dtype=np.float32) for row in rows])
     cosines = vectors @ vectors.T
     np.fill_diagonal(cosines, -np.inf)
     for row in rows:  # the neighbours are the exact search's over the vectors PostgreSQL keeps
         assert [index for index, _ in row.neighbours] == np.argsort(-cosines[row.index], kind="stable")[:4].tolist()
+
+
+def test_the_prepare_stores_an_hnsw_index_once_and_the_workers_read_it_instead_of_building(
+    owner, run_worker, settings, monkeypatch, builds, client
+) -> None:
+    monkeypatch.setattr(search_backend, "SELF_SEARCH_EXACT_BELOW", 3)  # HNSW from 3 sequences
+    job = _prepared(owner, run_worker, settings)
+    count = MiningSequence.objects.filter(job=job).count()
+    assert job.status == MiningJob.Status.RUNNING and count > 4 and builds == [count]  # built once, by the prepare
+    assert job.search_index["kind"] == "hnsw" and job.search_index["sequences"] == count and job.search_index["parts"] == 1
+    stored = _part_versions(job)
+    assert [part for part, _ in stored] == [0]
+    search_backend.search_prepare(job, count)  # the prepare again (a resumed job): nothing rebuilt, nothing rewritten
+    assert _part_versions(job) == stored and builds == [count]
+
+    monkeypatch.setattr(search_backend, "_job_index", WorkerIndex())
+    run_worker(["mining"])  # a worker that never saw the prepare
+    job.refresh_from_db()
+    assert job.status == MiningJob.Status.SUCCEEDED, job.error
+    assert builds == [count]  # it read the stored index
+    _exact_neighbours(job)  # a handful of vectors: HNSW finds the exact neighbours
     assert not MiningIndexPart.objects.filter(job=job).exists()  # succeeded: the parts are gone, the description stays
-    assert job.search_index["kind"] == "exact" and job.search_index["parts"] == 0
+    assert job.search_index["kind"] == "hnsw" and job.search_index["parts"] == 0
+    client.force_login(job.source_corpus.owner)
+    html = client.get(reverse("alignment:mining_job", args=[job.pk])).content.decode()
+    assert f"Index: faiss HNSW, M 16, {count} sequences" in html and "stored for the workers" not in html
+
+
+def test_an_exact_index_is_not_stored_each_worker_builds_it_from_the_vectors(prepared, builds, run_worker, client) -> None:
+    """An exact index is the vectors: the prepare records it, stores and builds nothing (building and storing it held
+    every shard up); a worker adds the stored vectors to its own."""
+    job = prepared
+    count = MiningSequence.objects.filter(job=job).count()
+    assert job.status == MiningJob.Status.RUNNING and count > 4
+    dimensions = len(MiningSequence.objects.filter(job=job).first().vector)
+    megabytes = round(count * dimensions * 4 / 2**20, 1)  # what each worker holds
+    assert job.search_index == {"kind": "exact", "sequences": count, "parts": 0, "megabytes": megabytes}
+    assert not MiningIndexPart.objects.filter(job=job).exists()
+    run_worker(["mining"])
+    job.refresh_from_db()
+    assert job.status == MiningJob.Status.SUCCEEDED, job.error
+    assert builds == [count]  # the worker's one build
+    _exact_neighbours(job)
     client.force_login(job.source_corpus.owner)
     html = client.get(reverse("alignment:mining_job", args=[job.pk])).content.decode()
     assert f"Index: exact (faiss flat), {count} sequences" in html and "stored for the workers" not in html
@@ -93,8 +121,11 @@ def test_a_job_index_is_exact_up_to_the_self_search_limit_then_hnsw(owner, run_w
     assert job.status == MiningJob.Status.SUCCEEDED, job.error
 
 
-def test_a_stored_index_that_lost_its_parts_is_built_again_not_trusted(prepared, builds) -> None:
-    job = prepared
+def test_a_stored_index_that_lost_its_parts_is_built_again_not_trusted(owner, run_worker, settings, monkeypatch, builds) -> None:
+    monkeypatch.setattr(search_backend, "SELF_SEARCH_EXACT_BELOW", 3)
+    job = _prepared(owner, run_worker, settings)
+    builds.clear()
+    monkeypatch.setattr(search_backend, "_job_index", WorkerIndex())
     count = MiningSequence.objects.filter(job=job).count()
     MiningIndexPart.objects.filter(job=job).delete()
     index = search_backend.job_index(job)

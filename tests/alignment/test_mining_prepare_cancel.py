@@ -56,6 +56,7 @@ def test_a_muss_prepare_cancelled_after_its_second_batch_stops_there_and_resumes
 def test_a_cancel_during_the_faiss_build_stops_it_between_chunks_and_stores_no_index(owner, db, monkeypatch, settings) -> None:
     settings.MINING_SEARCH_BACKEND = "faiss"
     monkeypatch.setattr(vector_index, "ADD_CHUNK", 2)
+    monkeypatch.setattr(search_backend, "SELF_SEARCH_EXACT_BELOW", 3)  # HNSW: the prepare builds no exact index
     job = _job(owner, monkeypatch)
     chunks = []
 
