@@ -122,9 +122,11 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
     if any(shard.status != MiningShard.Status.SUCCEEDED for shard in encode_shards):  # the last one continues this prepare
         return [shard.pk for shard in encode_shards if shard.status != MiningShard.Status.SUCCEEDED]
     total = encode_shards[-1].end if encode_shards else _encode_here(job, config, encode, vectoriser, check)
+    neighbours = MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS)
+    if not neighbours.exists():  # the sequences just stored: the shards' reads are planned on fresh statistics
+        statistics_refresh([MiningSequence])
     search_prepare(job, total, check)
     size = int(job.config["shard_sequences"])
-    neighbours = MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS)
     progress = {"documents_done": 0} if encode_shards and not neighbours.exists() else {}  # from the encoding's count
     for index, start in enumerate(range(0, total, size)):
         MiningShard.objects.get_or_create(

@@ -38,7 +38,7 @@ from alignment.mining.lha_service import (
     lha_stored_config,
 )
 from alignment.mining.lha_shard import lha_shard_run
-from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
+from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningNeighbours, MiningShard
 from alignment.mining.muss_encoding import encode_shard_run
 from alignment.mining.muss_service import (
     SHARD_SEQUENCES,
@@ -390,6 +390,7 @@ def _muss_shard_execute(shard: MiningShard, encode: Callable[[list[str]], np.nda
         locked = MiningJob.objects.select_for_update().get(pk=job.pk)
         same_phase = MiningShard.objects.filter(job=job, phase=shard.phase).exclude(status=MiningShard.Status.SUCCEEDED)
         if shard.phase == MiningShard.Phase.NEIGHBOURS and not same_phase.exists():
+            statistics_refresh([MiningNeighbours])  # just filled: each pairs batch joins it (a stale plan read all of it)
             _enqueue_all(pairs_shards_create(locked))
         if shard.phase == MiningShard.Phase.ENCODE and not same_phase.exists() and locked.mark_yielded():
             enqueue_on_commit(PREPARE_TASK, locked, options={"queue": settings.MINING_PREPARE_QUEUE}, job_id=job.pk)  # its index

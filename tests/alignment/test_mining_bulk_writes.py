@@ -156,12 +156,20 @@ def test_the_prepare_reads_the_corpus_sentences_in_one_query_in_document_order(
     assert streamed == candidate_sequences(documents, config)
 
 
-def test_a_jobs_first_prepare_refreshes_the_planners_statistics_before_it_streams_the_corpus(owner, db, monkeypatch) -> None:
+def test_a_job_refreshes_the_planners_statistics_of_each_table_it_has_just_filled_before_reading_it(owner, db, monkeypatch) -> None:
     job = _job(owner, monkeypatch)  # corpora just loaded: the planner's statistics predate them
     with CaptureQueriesContext(connection) as queries:
         mining.mining_job_prepare(job_id=job.pk, encode=encode)
+        _run_shards(job)
+    job.refresh_from_db()
+    assert job.status == MiningJob.Status.SUCCEEDED, job.error
     statements = [query["sql"] for query in queries.captured_queries]
-    analysed = [i for i, sql in enumerate(statements) if sql.startswith("ANALYZE")]
-    streamed = next(i for i, sql in enumerate(statements) if '"alignment_sentence"."text"' in sql)
-    assert {statements[i] for i in analysed} == {'ANALYZE "alignment_document"', 'ANALYZE "alignment_sentence"'}
-    assert max(analysed) < streamed
+
+    def first(fragment: str) -> int:
+        return next(i for i, sql in enumerate(statements) if fragment in sql)
+
+    analysed = {sql.split('"')[1]: i for i, sql in enumerate(statements) if sql.startswith("ANALYZE")}
+    assert set(analysed) == {"alignment_document", "alignment_sentence", "alignment_miningsequence", "alignment_miningneighbours"}
+    assert max(analysed["alignment_document"], analysed["alignment_sentence"]) < first('"alignment_sentence"."text"')  # the stream
+    assert first('"alignment_sentence"."text"') < analysed["alignment_miningsequence"] < first("CROSS JOIN LATERAL")  # the search
+    assert first("CROSS JOIN LATERAL") < analysed["alignment_miningneighbours"] < first("LEFT JOIN alignment_miningneighbours")

@@ -48,14 +48,19 @@ def test_batch_rows_carry_the_orms_values_for_the_batch_and_its_neighbours(owner
     assert [tuple(row) for row in rows] == [
         orm_values(r) for r in MiningSequence.objects.filter(job=job, index__in=[2, 3, 4]).order_by("index")
     ]
-    assert all(row.neighbour_ids is None and row.knn_mean is None for row in rows) and others == {}
+    assert all(row.neighbour_ids is None and row.knn_mean is None for row in rows)
+    assert others == {row.index: row for row in rows}  # no neighbours: no other row read
 
     neighbours_batch(job, 0, total)
     rows, others = batch_rows(job, 2, 5)
     stored = {r.index: r for r in MiningSequence.objects.filter(job=job)}
     assert [tuple(row) for row in rows] == [orm_values(stored[i]) for i in (2, 3, 4)]
     wanted = {j for i in (2, 3, 4) for j, _ in stored[i].neighbours}
-    assert set(others) == wanted and all(tuple(others[i]) == orm_values(stored[i]) for i in wanted)
+    assert set(others) == wanted | {2, 3, 4}  # the batch's own rows as they were read, then each other one once
+    for i, row in others.items():  # the others without their neighbours' scores (the pairs read the batch's own only)
+        expected = orm_values(stored[i])
+        assert tuple(row) == (expected if i in (2, 3, 4) else (*expected[:6], None, expected[7]))
+    assert wanted - {2, 3, 4} and all(others[i] is rows[i - 2] for i in (2, 3, 4))
     assert all(
         isinstance(cosine, float) and isinstance(j, int) for row in rows for j, cosine in zip(row.neighbour_ids, row.neighbour_scores)
     )
