@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import F
 
 from alignment.mining.models import MiningJob, MiningShard
-from alignment.mining.muss_service import Encode, _stream_sequences, muss_config, sequences_encode_store
+from alignment.mining.muss_service import Encode, _stream_sequences, muss_config, sequences_encode_store, stored_batch
 from models_ml.mining.muss import Sequence
 from models_ml.mining.retrieval import LexicalVectoriser
 
@@ -41,24 +41,27 @@ def encode_shard_run(shard: MiningShard, encode: Encode, cancelled: Callable[[],
         if index >= shard.position:
             batch.append((index, sequence))
         index += 1
-        if len(batch) >= config.encode_batch:
+        if len(batch) >= stored_batch(config):
             if cancelled():
                 return False
-            _store(shard, batch, encode, vectoriser)
+            _store(shard, batch, encode, vectoriser, config.encode_batch)
             batch = []
     if index != shard.end:
         raise ValueError(_changed(shard))
     if batch:
         if cancelled():
             return False
-        _store(shard, batch, encode, vectoriser)
+        _store(shard, batch, encode, vectoriser, config.encode_batch)
     return True
 
 
-def _store(shard: MiningShard, batch: list[tuple[int, Sequence]], encode: Encode, vectoriser: LexicalVectoriser | None) -> None:
-    """One batch encoded and stored with the shard's new position and the job's progress, all in one transaction."""
+def _store(
+    shard: MiningShard, batch: list[tuple[int, Sequence]], encode: Encode, vectoriser: LexicalVectoriser | None, per_call: int
+) -> None:
+    """One batch encoded (``per_call`` texts an ``encode`` call) and stored with the shard's new position and the job's
+    progress, all in one transaction."""
     with transaction.atomic():
-        sequences_encode_store(shard.job, batch, encode, vectoriser)
+        sequences_encode_store(shard.job, batch, encode, vectoriser, per_call)
         shard.heartbeat(position=batch[-1][0] + 1)
         MiningJob.objects.filter(pk=shard.job_id).update(documents_done=F("documents_done") + len(batch))
 

@@ -149,14 +149,14 @@ def _encode_here(job: MiningJob, config: MussConfig, encode: Encode, vectoriser:
     batch: list[tuple[int, Sequence]] = []
 
     def flush() -> None:
-        sequences_encode_store(job, batch, encode, vectoriser)
+        sequences_encode_store(job, batch, encode, vectoriser, config.encode_batch)
         batch.clear()
         check()
 
     for sequence in _stream_sequences(job, config):
         if total >= done:
             batch.append((total, sequence))
-            if len(batch) >= config.encode_batch:
+            if len(batch) >= stored_batch(config):
                 flush()
         total += 1
     if batch:
@@ -207,11 +207,19 @@ SEQUENCE_COLUMNS = ("job_id", "index", "document_id", "start", "end", "text", "v
 SEQUENCE_TYPES = ("int8", "int4", "int8", "int4", "int4", "text", "halfvec", "sparsevec")
 
 
-def sequences_encode_store(job: MiningJob, batch: list[tuple[int, Sequence]], encode: Encode, vectoriser: LexicalVectoriser | None) -> None:
-    """A batch of (index, sequence) encoded (and, for a hybrid job, its 3-gram vectors made) and stored: the prepare's
-    and the encode shards' one way of writing sequences."""
+def stored_batch(config: MussConfig) -> int:
+    """Sequences encoded and stored in one transaction: ``encode_batch`` a call, at least BATCH a commit (a commit of
+    256 with its position, progress and cancel check was about a third of the stand-in's encode shards, py-spy)."""
+    return max(config.encode_batch, BATCH)
+
+
+def sequences_encode_store(
+    job: MiningJob, batch: list[tuple[int, Sequence]], encode: Encode, vectoriser: LexicalVectoriser | None, per_call: int
+) -> None:
+    """A batch of (index, sequence) encoded, ``per_call`` texts an ``encode`` call (and, for a hybrid job, its 3-gram
+    vectors made) and stored: the prepare's and the encode shards' one way of writing sequences."""
     texts = [sequence.text for _, sequence in batch]
-    vectors = encode(texts)  # (b, d) unit rows
+    vectors = np.concatenate([encode(texts[start : start + per_call]) for start in range(0, len(texts), per_call)])  # (b, d) unit rows
     lexical = [None] * len(batch) if vectoriser is None else packed_sparse_rows(vectoriser.transform(texts))
     _sequences_store(job, batch, vectors, lexical)
 

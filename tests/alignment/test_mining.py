@@ -365,8 +365,12 @@ def test_start_page_creates_a_muss_job(owner, client, db) -> None:
     assert bad.status_code == 200 and MiningJob.objects.count() == 1
 
 
-def test_muss_prepare_resumes_after_a_crash_without_reencoding_stored_sequences(owner, db) -> None:
+def test_muss_prepare_resumes_after_a_crash_without_reencoding_stored_sequences(owner, db, monkeypatch) -> None:
     import numpy as np
+
+    from alignment.mining import muss_service
+
+    monkeypatch.setattr(muss_service, "BATCH", 1)  # a commit per encode_batch (2) sequences
 
     from alignment.mining.models import MiningSequence
 

@@ -25,6 +25,7 @@ from tests.alignment.test_muss_rows import TEXTS, encode
 
 def _job(owner, monkeypatch) -> MiningJob:
     monkeypatch.setattr("alignment.jobs.enqueue.defer", lambda *args, **kwargs: None)  # shards run below, in this process
+    monkeypatch.setattr(muss_service, "BATCH", 1)  # a commit per encode_batch (2) sequences
     corpus, _ = corpus_get_or_create(name="Bulk", language="en", owner=owner)
     files = [(f"{title}-adv.txt", text.encode()) for title, text in TEXTS.items()]
     assert not corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit")).errors
@@ -173,3 +174,25 @@ def test_a_job_refreshes_the_planners_statistics_of_each_table_it_has_just_fille
     assert max(analysed["alignment_document"], analysed["alignment_sentence"]) < first('"alignment_sentence"."text"')  # the stream
     assert first('"alignment_sentence"."text"') < analysed["alignment_miningsequence"] < first("CROSS JOIN LATERAL")  # the search
     assert first("CROSS JOIN LATERAL") < analysed["alignment_miningneighbours"] < first("LEFT JOIN alignment_miningneighbours")
+
+
+def test_sequences_are_encoded_encode_batch_a_call_and_committed_at_least_batch_at_a_time(owner, db, monkeypatch) -> None:
+    job = _job(owner, monkeypatch)  # encode_batch 2
+    monkeypatch.setattr(muss_service, "BATCH", 5)
+    calls, stored = [], []
+    original = muss_service._sequences_store
+
+    def counted(texts):
+        calls.append(len(texts))
+        return encode(texts)
+
+    def store(job_, batch, vectors, lexical) -> None:
+        stored.append(len(batch))
+        original(job_, batch, vectors, lexical)
+
+    monkeypatch.setattr(muss_service, "_sequences_store", store)
+    mining.mining_job_prepare(job_id=job.pk, encode=counted)
+    total = MiningSequence.objects.filter(job=job).count()
+    assert total > 5 and sum(calls) == sum(stored) == total
+    assert stored == [5] * (total // 5) + ([total % 5] if total % 5 else [])  # a commit per 5
+    assert calls == [n for size in stored for n in [2] * (size // 2) + [size % 2] if n]  # a call per 2 of each

@@ -9,6 +9,7 @@ import pytest
 
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
+from alignment.mining import muss_service
 from alignment.mining import service as mining
 from alignment.mining.models import MinedPair, MiningJob, MiningSequence, MiningShard
 from alignment.mining.muss_service import LARGEST_SHARD, encode_cuts
@@ -18,6 +19,11 @@ from tests.alignment.test_muss_rows import TEXTS, encode
 
 CONFIG = {"k": 3, "encode_batch": 2, "min_margin": 0.5, "max_distance": 1.5}
 ENCODE = MiningShard.Phase.ENCODE
+
+
+@pytest.fixture(autouse=True)
+def _commits_of_encode_batch(monkeypatch) -> None:
+    monkeypatch.setattr(muss_service, "BATCH", 1)  # a commit per encode_batch (2) sequences: batches to resume after
 
 
 @pytest.fixture
