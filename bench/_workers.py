@@ -12,21 +12,25 @@ from collections.abc import Callable
 from _django import REPO_ROOT, database_url
 
 
-def run_workers(queue: str, count: int, job, threads: int, poll: Callable[[], None] | None = None) -> tuple[float, list[float]]:
+def run_workers(
+    queue: str, count: int, job, threads: int, poll: Callable[[], None] | None = None, entry: str = "manage.py", env: dict | None = None
+) -> tuple[float, list[float]]:
     """``count`` worker processes on ``queue`` until ``job`` (a run row) has finished; (wall seconds, each one's peak RSS in MB).
 
     The workers wait for work rather than stopping at an empty queue: a run's own task queues its shards, and a
     second worker must not stop before they exist. Each may run every shard of the bench owner's run
     (JOB_USER_CONCURRENCY = workers) on ``threads`` threads. ``poll``: called every half second while the job runs.
+    ``entry``: the script run as ``manage.py`` (``bench/_standin_worker.py``: one that also loads the stand-in
+    encoder); ``env``: more environment for the workers.
     """
     from django.conf import settings
 
     env = {
         **os.environ, "DATABASE_URL": database_url(), "ENCODER_CACHE_DIR": str(settings.ENCODER_CACHE_DIR), "LOG_LEVEL": "WARNING",
-        "JOB_USER_CONCURRENCY": str(count), "ENCODER_THREADS": str(threads),
+        "JOB_USER_CONCURRENCY": str(count), "ENCODER_THREADS": str(threads), **(env or {}),
     }  # fmt: skip
     started = time.perf_counter()
-    command = [sys.executable, "manage.py", "procrastinate", "worker", "--queues", queue, "--concurrency", "1"]
+    command = [sys.executable, entry, "procrastinate", "worker", "--queues", queue, "--concurrency", "1"]
     workers = [subprocess.Popen(command, env=env, cwd=REPO_ROOT) for _ in range(count)]
     try:
         while type(job).objects.filter(pk=job.pk, status__in=["queued", "running"]).exists():

@@ -17,17 +17,17 @@ in-memory  ``models_ml.mining.muss.mine_muss`` on the same documents with the sa
 It prints sequences/s of both, their ratio (the goal: the app at >= 0.5x), the pairs each found and how many they
 share, the app's peak RSS (this process; PostgreSQL's own memory is not in it) and the bytes a stored vector takes.
 
-``--workers N`` (N >= 1): the prepare runs here, its shards in N ``procrastinate worker`` processes on the ``mining``
-queue (each reads the index the prepare built and stored in PostgreSQL, as on N hosts), of ``--threads`` threads each; the peak RSS is the
-largest worker's. Run it with 1 and then 2 for the scale-out figure (on 2 cores, ``--threads 1``: each worker stands
-for a one-core host). ``--threads`` (0: one per core) is also the in-memory side's. ``--reference-up-to N``: sizes
-above N sequences run the app's job alone (the 1,000,000-sequence line: time per phase and peak memory). ``--index
-ivf``: every job is searched by the IVF-SQ8 index (MINING_FAISS_MAX_SEQUENCES = 1), the in-memory side by the same.
-``--encoder app --workers N``: the job's encoder is the app's (ENCODER_MODEL) and the whole job runs in the N workers,
-its prepare and its encode shards included (a large job's sequences are encoded by every worker at once,
-alignment/mining/muss_encoding.py), printed with the seconds of each phase: the scale-out figure with a real encoder,
-where encoding is most of the job (with the stand-in, ``--workers`` runs the prepare here, encoding alone, since the
-workers cannot load the stand-in). ``--backend pgvector``: the job searches pgvector's HNSW index over its ``halfvec`` vectors (the default backend)
+``--workers N`` (N >= 1): the whole job runs in N ``procrastinate worker`` processes on the ``mining`` queue, its
+prepare, its encode shards (a job of more than MINING_ENCODE_SHARD_SEQUENCES sequences is encoded by every worker at
+once, alignment/mining/muss_encoding.py), the index, the neighbours and the pairs shards, each worker reading what the
+others stored in PostgreSQL, as on N hosts, of ``--threads`` threads each; the seconds of each phase are printed, and
+the peak RSS is the largest worker's. The workers load the stand-in encoder by its name (``bench/_standin_worker.py``),
+so that its encoding spreads over them as the app's encoder's does. Run it with 1 and then 2 for the scale-out figure
+(on 2 cores, ``--threads 1``: each worker stands for a one-core host). ``--threads`` (0: one per core) is also the
+in-memory side's. ``--reference-up-to N``: sizes above N sequences run the app's job alone (the 1,000,000-sequence
+line: time per phase and peak memory). ``--index ivf``: every job is searched by the IVF-SQ8 index
+(MINING_FAISS_MAX_SEQUENCES = 1), the in-memory side by the same. ``--encoder app --workers N``: the job's encoder is
+the app's (ENCODER_MODEL), the scale-out figure with a real encoder, where encoding is most of the job. ``--backend pgvector``: the job searches pgvector's HNSW index over its ``halfvec`` vectors (the default backend)
 instead of faiss; the in-memory side keeps the faiss index, so the ratio then compares two indexes, and the pairs
 shared say how far their neighbours agree. ``--text demo``: sentences of real English recombined from the demo corpus instead of 30 words drawn from 74 (run
 ``--retrieval dense`` and ``hybrid`` on it for the hybrid job's pace against the dense one's).
@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
 
 from _django import setup_django
 
@@ -46,8 +47,8 @@ setup_django()
 
 import numpy as np
 from django.conf import settings
+from django.db.models import Max, Min
 
-from alignment.mining import service as mining
 from alignment.mining.models import MinedPair as StoredPair
 from alignment.mining.muss_service import muss_config
 from alignment.mining.vectors import CHUNK as IVF_CHUNK
@@ -122,23 +123,6 @@ def in_memory(corpus, config, encode, threads: int, search) -> tuple[float, set]
     return time.perf_counter() - started, found
 
 
-def run_job_in_workers(job, encode, workers: int, threads: int) -> tuple[float, float, float, dict[str, float], float]:
-    """The prepare here, the shards in ``workers`` worker processes; as ``run_job`` plus the largest worker's peak (MiB)."""
-    started = time.perf_counter()
-    mining.mining_job_prepare(job_id=job.pk, encode=encode)  # queues the neighbours shards, in JOB_USER_CONCURRENCY lanes
-    prepared = time.perf_counter()
-    neighbours_done = []
-
-    def poll() -> None:
-        if not neighbours_done and not job.shards.filter(phase="neighbours").exclude(status="succeeded").exists():
-            neighbours_done.append(time.perf_counter())
-
-    _, peaks = run_workers("mining", workers, job, threads, poll)
-    finished = time.perf_counter()
-    split = neighbours_done[0] if neighbours_done else finished
-    return started, prepared, finished, {"neighbours": split - prepared, "pairs": finished - split}, max(peaks)
-
-
 def stored_pairs(job) -> set:
     rows = StoredPair.objects.filter(job=job).values_list(
         "source_document_id", "source_sentences", "target_document_id", "target_sentences"
@@ -155,28 +139,28 @@ def vector_bytes(job) -> float:
         return float(cursor.fetchone()[0] or 0)
 
 
-def run_whole_job_in_workers(job, workers: int, threads: int) -> tuple[float, float, float, dict[str, float], float]:
-    """``--encoder app``: the whole job in ``workers`` worker processes with the app's encoder, its prepare and encode
-    shards included (MINING_PREPARE_QUEUE is "mining"); as ``run_job``, "prepared" when the neighbours shards exist."""
-    marks: dict[str, float] = {}
-    shards = job.shards.exclude(status="succeeded")
+def run_whole_job_in_workers(job, workers: int, threads: int, dimensions: int) -> tuple[float, float, float, dict[str, float], float]:
+    """The whole job in ``workers`` worker processes, its prepare and encode shards included (MINING_PREPARE_QUEUE is
+    "mining"), with its encoder, the stand-in's too (``bench/_standin_worker.py``); as ``run_job`` plus the largest
+    worker's peak (MiB). Timed by the job's and its shards' own timestamps: from a worker picking up its prepare to
+    its end, so the workers' start-up (a deployment's workers are running before a job comes) is printed beside it,
+    not in it; "prepared" when the first neighbours shard starts."""
+    launched = time.time()
+    entry = str(Path(__file__).with_name("_standin_worker.py"))
+    _, peaks = run_workers("mining", workers, job, threads, entry=entry, env={"BENCH_TOPIC_DIMENSIONS": str(dimensions)})
+    job.refresh_from_db()
+    started, finished = job.started_at.timestamp(), job.finished_at.timestamp()
 
-    def poll() -> None:
-        now = time.perf_counter()
-        if "encode" not in marks and job.shards.filter(phase="encode").exists() and not shards.filter(phase="encode").exists():
-            marks["encode"] = now
-        if "prepared" not in marks and job.shards.filter(phase="neighbours").exists():
-            marks["prepared"] = now
-        if "neighbours" not in marks and "prepared" in marks and not shards.filter(phase="neighbours").exists():
-            marks["neighbours"] = now
+    def span(phase: str) -> tuple[float, float] | None:  # (first start, last finish) of the phase's shards
+        times = job.shards.filter(phase=phase).aggregate(first=Min("started_at"), last=Max("finished_at"))
+        return (times["first"].timestamp(), times["last"].timestamp()) if times["first"] else None
 
-    started = time.perf_counter()
-    _, peaks = run_workers("mining", workers, job, threads, poll)
-    finished = time.perf_counter()
-    prepared, split = marks.get("prepared", finished), marks.get("neighbours", finished)
-    phases = {"neighbours": split - prepared, "pairs": finished - split}
-    if "encode" in marks:
-        phases |= {"encode shards": marks["encode"] - started, "index": prepared - marks["encode"]}
+    encode, neighbours = span("encode"), span("neighbours")
+    prepared = neighbours[0] if neighbours else finished
+    phases = {"start-up (not in the time)": started - launched, "neighbours": (neighbours or (prepared, prepared))[1] - prepared}
+    phases["pairs"] = finished - (neighbours or (prepared, prepared))[1]
+    if encode is not None:
+        phases |= {"encode shards": encode[1] - started, "index": prepared - encode[1]}
     return started, prepared, finished, phases, max(peaks)
 
 
@@ -205,8 +189,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.encoder == "app" and not args.workers:
         parser.error("--encoder app runs the whole job in worker processes: give --workers N")
-    if args.encoder != "app" and args.workers:  # the prepare runs here and encodes alone: the workers cannot load the stand-in
-        settings.MINING_ENCODE_SHARD_SEQUENCES = 0
     settings.MINING_SEARCH_BACKEND = os.environ["MINING_SEARCH_BACKEND"] = args.backend  # here and in the worker processes
     if args.index == "ivf":  # here and in the worker processes
         settings.MINING_FAISS_MAX_SEQUENCES = int(os.environ.setdefault("MINING_FAISS_MAX_SEQUENCES", "1"))
@@ -229,10 +211,8 @@ def main() -> None:
         job = setup_muss(documents, args.sentences, owner, corpora, args.retrieval, args.text, encoder)
         encode = app_encode() if args.encoder == "app" else topic_encoder(args.dim)
         with PeakRss() as memory:
-            if args.encoder == "app":
-                started, prepared, finished, phases, workers_peak = run_whole_job_in_workers(job, args.workers, args.threads)
-            elif args.workers:
-                started, prepared, finished, phases, workers_peak = run_job_in_workers(job, encode, args.workers, args.threads)
+            if args.workers:
+                started, prepared, finished, phases, workers_peak = run_whole_job_in_workers(job, args.workers, args.threads, args.dim)
             else:
                 started, prepared, finished, phases = run_job(job, encode)
         peak = max(memory.peak / 2**20, workers_peak) if args.workers else memory.peak / 2**20
