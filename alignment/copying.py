@@ -25,6 +25,7 @@ from pgvector.psycopg.vector import register_vector_info
 from psycopg.adapt import Loader
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
+from scipy.sparse import csr_matrix
 
 # pgvector's vector, halfvec and sparsevec types, by database: fetched once per process
 _VECTOR_TYPES: dict[tuple, tuple[TypeInfo, TypeInfo, TypeInfo]] = {}
@@ -49,12 +50,12 @@ class _PackedVectorLoader(Loader):
         return bytes(data)
 
 
-def vector_cursor(*, packed: bool = False, packed_halves: bool = False) -> psycopg.Cursor:
+def vector_cursor(*, packed: bool = False, packed_halves: bool = False, packed_sparse: bool = False) -> psycopg.Cursor:
     """A psycopg cursor on Django's connection (inside the caller's transaction) that sends (``%b``) and reads
     (``binary=True``) pgvector's binary format; a vector comes back as pgvector's ``Vector``, a halfvec as its ``HalfVector``
     (``to_numpy()``: float32, float16). ``packed``: a vector comes back as its binary bytes, for :func:`unpacked_vectors`
     to make one matrix of many (``Vector(...).to_numpy()`` a row was 0.4 s of 60,000 rows' 1.0 s read); ``packed_halves``:
-    a halfvec likewise, for :func:`unpacked_halves`."""
+    a halfvec likewise, for :func:`unpacked_halves`; ``packed_sparse``: a sparsevec, for :func:`unpacked_sparse`."""
     connection.ensure_connection()
     raw = connection.connection
     key = (raw.info.host, raw.info.port, raw.info.dbname)
@@ -69,6 +70,8 @@ def vector_cursor(*, packed: bool = False, packed_halves: bool = False) -> psyco
         cursor.adapters.register_loader(vector.oid, _PackedVectorLoader)
     if packed_halves:
         cursor.adapters.register_loader(half.oid, _PackedVectorLoader)
+    if packed_sparse:
+        cursor.adapters.register_loader(sparse.oid, _PackedVectorLoader)
     return cursor
 
 
@@ -93,6 +96,22 @@ def unpacked_halves(packed: Sequence[bytes]) -> np.ndarray:
     if any(len(row) != size for row in packed):
         raise ValueError(f"expected halfvecs of {(size - 4) // 2} dimensions, got {sorted({(len(row) - 4) // 2 for row in packed})}")
     return np.frombuffer(b"".join(packed), dtype=">f2").reshape(len(packed), size // 2)[:, 2:].astype(np.float32)
+
+
+def unpacked_sparse(packed: Sequence[bytes], dimensions: int) -> csr_matrix:
+    """The CSR matrix (n, dimensions) of sparsevecs read packed (:func:`vector_cursor`), each int32 D, non-zeros, 0,
+    then its columns (int32) and values (float32), big-endian: one gather over them joined, not a SparseVector a row."""
+    lengths = np.fromiter((len(row) for row in packed), dtype=np.int64, count=len(packed))  # (n,) bytes
+    words = np.frombuffer(b"".join(packed), dtype=">i4")  # each row a whole number of 4-byte words
+    starts = np.cumsum(lengths // 4) - lengths // 4  # (n,) each row's first word
+    if np.any(lengths < 12) or np.any(words[starts] != dimensions) or np.any(lengths != 12 + 8 * words[starts + 1]):
+        raise ValueError(f"expected sparsevecs of {int(dimensions)} dimensions, each its header and 8 bytes a non-zero")
+    counts = words[starts + 1].astype(np.int64)  # (n,) non-zeros
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    within = np.arange(indptr[-1]) - np.repeat(indptr[:-1], counts)  # each non-zero's place in its row
+    columns = words[np.repeat(starts + 3, counts) + within].astype(np.int32)
+    values = words.view(">f4")[np.repeat(starts + 3 + counts, counts) + within].astype(np.float32)
+    return csr_matrix((values, columns, indptr), shape=(len(packed), int(dimensions)))
 
 
 def packed_dimensions(row: bytes) -> int:

@@ -25,6 +25,7 @@ from django.core import checks
 from django.db import connection
 from scipy import sparse
 
+from alignment.copying import unpacked_halves, unpacked_sparse
 from alignment.index_memory import build_memory, index_build_memory_mb
 from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.index_store import faiss_kind, index_load, index_store, index_stored
@@ -265,27 +266,41 @@ def job_index(job: MiningJob) -> FaissIndex | HybridIndex:
 
 def _stored_views(job: MiningJob, count: int) -> tuple[np.ndarray, np.ndarray, sparse.csr_matrix]:
     """A hybrid job's sequence ids (n,), dense vectors (n, d) and lexical rows (n, D), in index order (the hybrid index
-    scores pairs with both, so it holds both)."""
+    scores pairs with both, so it holds both). Read packed and unpacked VIEW_CHUNK rows at a time (a HalfVector and a
+    SparseVector a row were 1.3 of a 30,000-sequence hybrid job's 2.4 s index build, py-spy)."""
     ids = np.empty(count, dtype=np.int64)
     vectors: np.ndarray | None = None
-    columns, values, lengths = [], [], []
-    for position, row in enumerate(stored_rows(job, True)):
-        if position >= count:
-            break  # rows stored after the count was taken (a prepare still running): the count's are the index
-        vector = row[1].to_numpy()  # pgvector's HalfVector over the binary value: no parsing (float16, widened below)
+    lexical: list[sparse.csr_matrix] = []
+    held: list[tuple] = []
+
+    def unpack() -> None:
+        nonlocal vectors
+        start = sum(part.shape[0] for part in lexical)
+        if any(row[2] is None for row in held):
+            missing = next(row[0] for row in held if row[2] is None)
+            raise ValueError(f"mining job {job.pk}: sequence {missing} has no lexical vector; mine again to prepare it")
+        dense = unpacked_halves([row[1] for row in held])
         if vectors is None:
-            vectors = np.empty((count, len(vector)), dtype=np.float32)
-        ids[position], vectors[position] = row[0], vector
-        if row[2] is None:
-            raise ValueError(f"mining job {job.pk}: sequence {row[0]} has no lexical vector; mine again to prepare it")
-        columns.append(np.asarray(row[2].indices(), dtype=np.int32))
-        values.append(np.asarray(row[2].values(), dtype=np.float32))
-        lengths.append(len(columns[-1]))
+            vectors = np.empty((count, dense.shape[1]), dtype=np.float32)
+        ids[start : start + len(held)] = [row[0] for row in held]
+        vectors[start : start + len(held)] = dense
+        lexical.append(unpacked_sparse([row[2] for row in held], LEXICAL_DIMENSIONS))
+        held.clear()
+
+    for row in stored_rows(job, True, limit=count, packed=True):  # rows stored after the count was taken: not the index's
+        held.append(row)
+        if len(held) >= VIEW_CHUNK:
+            unpack()
+    if held:
+        unpack()
     if vectors is None:
         raise ValueError(f"mining job {job.pk} has no sequence vectors to search")
-    indptr = np.concatenate([[0], np.cumsum(lengths)])
-    lexical = sparse.csr_matrix((np.concatenate(values), np.concatenate(columns), indptr), shape=(count, LEXICAL_DIMENSIONS))
-    return ids, unit_rows(vectors), lexical  # the halves' cosines, as the dense searches read them
+    if sum(part.shape[0] for part in lexical) != count:
+        raise ValueError(f"mining job {job.pk} has fewer than {count} stored sequence vectors; mine again to prepare them")
+    return ids, unit_rows(vectors), sparse.vstack(lexical, format="csr")  # the halves' cosines, as the dense searches read them
+
+
+VIEW_CHUNK = 20_000  # rows of a hybrid job's views read packed before they are unpacked
 
 
 @checks.register()

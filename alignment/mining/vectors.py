@@ -19,7 +19,8 @@ def stored_rows(
 ) -> Iterator[tuple]:
     """(index, pgvector HalfVector[, SparseVector]) of the job's sequences in index order, streamed (bounded memory);
     ``every``: only each ``every``-th sequence (a training sample); ``after``, ``limit``: the first ``limit`` with an
-    index above ``after``; ``packed``: each vector as its binary bytes (:func:`~alignment.copying.unpacked_halves`).
+    index above ``after``; ``packed``: each vector as its binary bytes (:func:`~alignment.copying.unpacked_halves`,
+    :func:`~alignment.copying.unpacked_sparse`).
     The connection runs nothing else until the stream ends."""
     table = MiningSequence._meta.db_table
     columns, types = ("index, vector, lexical", ["int4", "halfvec", "sparsevec"]) if hybrid else ("index, vector", ["int4", "halfvec"])
@@ -29,7 +30,10 @@ def stored_rows(
         + (f" AND index > {int(after)}" if after >= 0 else "")
     )
     query = f"SELECT {columns} FROM {table} WHERE {where} ORDER BY index" + (f" LIMIT {int(limit)}" if limit is not None else "")
-    with vector_cursor(packed_halves=packed) as cursor, cursor.copy(f"COPY ({query}) TO STDOUT (FORMAT BINARY)") as copy:
+    with (
+        vector_cursor(packed_halves=packed, packed_sparse=packed) as cursor,
+        cursor.copy(f"COPY ({query}) TO STDOUT (FORMAT BINARY)") as copy,
+    ):
         copy.set_types(types)
         yield from copy.rows()
 

@@ -12,7 +12,7 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
-from alignment.copying import packed_half_rows, unpacked_halves, vector_cursor
+from alignment.copying import packed_half_rows, unpacked_halves, unpacked_sparse, vector_cursor
 from alignment.mining import muss_service
 from alignment.mining import service as mining
 from alignment.mining.models import MiningJob, MiningSequence
@@ -139,3 +139,21 @@ def test_halves_read_packed_are_the_stored_halves_widened_bit_for_bit(db) -> Non
     assert unpacked_halves([]).shape == (0, 0)
     with pytest.raises(ValueError, match="expected halfvecs of 3 dimensions, got \\[2, 3\\]"):
         unpacked_halves([*packed, shorter])
+
+
+def test_sparse_rows_read_packed_are_the_stored_rows_bit_for_bit(db) -> None:
+    texts = ["{1:0.5,7:-2.25,9:3e-8}/10", "{}/10", "{10:1}/10"]  # one of no non-zero
+    with vector_cursor(packed_sparse=True) as cursor:
+        cursor.execute("SELECT " + ", ".join(["%s::sparsevec"] * len(texts)), texts, binary=True)
+        packed = list(cursor.fetchone())
+    with vector_cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(["%s::sparsevec"] * len(texts)), texts, binary=True)
+        parsed = list(cursor.fetchone())
+    unpacked = unpacked_sparse(packed, 10)
+    assert unpacked.shape == (3, 10) and unpacked.dtype == np.float32
+    assert np.array_equal(unpacked.toarray(), np.stack([row.to_numpy() for row in parsed]))
+    assert unpacked_sparse([], 10).shape == (0, 10)
+    with pytest.raises(ValueError, match="expected sparsevecs of 11 dimensions"):
+        unpacked_sparse(packed, 11)
+    with pytest.raises(ValueError, match="expected sparsevecs of 10 dimensions"):
+        unpacked_sparse([packed[0][:-4]], 10)  # cut short
