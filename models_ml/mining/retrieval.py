@@ -148,9 +148,9 @@ def document_frequency(sentences: Sequence[str]) -> np.ndarray:
 def _hashed_counts(sentences: list[str]) -> sparse.csr_matrix:
     """(n, D) float32 counts of each sentence's hashed character 3-grams (``measures.char_trigrams``), in canonical order:
     the same matrix as scikit-learn's ``HashingVectorizer(analyzer=char_trigrams, alternate_sign=False, norm=None)``
-    (tested), built in numpy. Each 3-gram becomes one integer of its three code points; only a batch's distinct
-    3-grams are hashed, through a cache. The per-3-gram Python of scikit-learn's path was most of a hybrid job's
-    lexical preparation (6 s per 30,000 sentences of 220 characters; docs/benchmarks.md "Mining at scale")."""
+    (tested), built in numpy. Each 3-gram becomes one integer of its three code points, hashed on the arrays
+    (:func:`_trigram_columns`). The per-3-gram Python of scikit-learn's path was most of a hybrid job's lexical
+    preparation (6 s per 30,000 sentences of 220 characters; docs/benchmarks.md "Mining at scale")."""
     padded = [f" {text} " if text else "" for text in (" ".join(sentence.lower().split()) for sentence in sentences)]
     lengths = np.fromiter(map(len, padded), dtype=np.int64, count=len(padded))  # (n,) characters, 0 or >= 3
     grams = np.maximum(lengths - 2, 0)  # (n,) 3-grams per sentence
@@ -160,34 +160,69 @@ def _hashed_counts(sentences: list[str]) -> sparse.csr_matrix:
     ends = np.cumsum(lengths)  # (n,)
     starts = np.repeat(ends - lengths, grams) + (np.arange(grams.sum()) - np.repeat(np.cumsum(grams) - grams, grams))  # (g,)
     keys = points[starts] << np.uint64(42) | points[starts + 1] << np.uint64(21) | points[starts + 2]  # (g,) code points < 2^21
-    distinct, inverse = np.unique(keys, return_inverse=True)  # (u,), (g,)
-    columns = np.fromiter(map(_trigram_column, distinct.tolist()), dtype=np.int32, count=len(distinct))  # (u,)
     indptr = np.concatenate([[0], np.cumsum(grams)])
-    counts = sparse.csr_matrix(
-        (np.ones(len(keys), dtype=np.float32), columns[inverse.ravel()], indptr), shape=(len(padded), LEXICAL_DIMENSIONS)
-    )
+    columns = np.concatenate([_trigram_columns(keys[start : start + HASH_CHUNK]) for start in range(0, len(keys), HASH_CHUNK)])
+    counts = sparse.csr_matrix((np.ones(len(keys), dtype=np.float32), columns, indptr), shape=(len(padded), LEXICAL_DIMENSIONS))
     counts.sum_duplicates()  # sorts each row's columns and adds a 3-gram's repeats (and hash collisions)
     return counts
 
 
-_COLUMNS: dict[int, int] = {}  # 3-gram key -> hashed column; a language has ~10^4-10^5 distinct 3-grams
-_COLUMNS_MAX = 2**18  # bounds the cache (~30 MB); past it, it starts again
+HASH_CHUNK = 1 << 20  # 3-grams hashed at a time: 12 bytes each of UTF-8 and a few of their words
 
 
-def _trigram_column(key: int) -> int:
-    """The column scikit-learn's HashingVectorizer gives the 3-gram of three 21-bit code points packed in ``key``:
-    |murmurhash3_32(utf-8 bytes, seed 0)| mod D (its abs(-2^31) case is 0 mod D here too)."""
-    column = _COLUMNS.get(key)
-    if column is None:
-        from sklearn.utils import murmurhash3_32  # imported here: scikit-learn costs a process 1.8 s to start
+def _trigram_columns(keys: np.ndarray) -> np.ndarray:
+    """(g,) int32 columns scikit-learn's HashingVectorizer gives the 3-grams of three 21-bit code points packed in each
+    of ``keys`` (g,): |murmurhash3_32(their UTF-8 bytes, seed 0)| mod D, the hash computed on the arrays (an ASCII
+    3-gram, most of them, is three bytes: one tail, no block). A dict of the hashes of a batch's distinct 3-grams
+    (np.unique, then scikit-learn's hash a 3-gram) needed scikit-learn imported, 1.8 s in a fresh worker, and took
+    1.4 s for 40,000 sentences of 220 characters once warm, against 0.6 s here."""
+    mask = np.uint64((1 << 21) - 1)
+    ascii_ = ((keys >> np.uint64(42)) < 0x80) & ((keys >> np.uint64(21) & mask) < 0x80) & ((keys & mask) < 0x80)  # (g,)
+    h = np.empty(len(keys), dtype=np.uint32)
+    short = keys[ascii_]
+    tail = ((short >> np.uint64(42)) | (short >> np.uint64(21) & mask) << np.uint64(8) | (short & mask) << np.uint64(16)).astype(np.uint32)
+    h[ascii_] = _rotate(tail * np.uint32(0xCC9E2D51), 15) * np.uint32(0x1B873593) ^ np.uint32(3)
+    h[~ascii_] = _murmur_unmixed(keys[~ascii_])
+    h ^= h >> 16
+    h *= np.uint32(0x85EBCA6B)
+    h ^= h >> 13
+    h *= np.uint32(0xC2B2AE35)
+    h ^= h >> 16
+    return (np.abs(h.view(np.int32).astype(np.int64)) % LEXICAL_DIMENSIONS).astype(np.int32)
 
-        mask = (1 << 21) - 1
-        gram = chr(key >> 42) + chr(key >> 21 & mask) + chr(key & mask)
-        column = abs(int(murmurhash3_32(gram, seed=0))) % LEXICAL_DIMENSIONS
-        if len(_COLUMNS) >= _COLUMNS_MAX:
-            _COLUMNS.clear()
-        _COLUMNS[key] = column
-    return column
+
+def _murmur_unmixed(keys: np.ndarray) -> np.ndarray:
+    """murmurhash3_32 (x86, seed 0) of each key's three code points' UTF-8 bytes, up to its final mix (the caller's)."""
+    mask = np.uint64((1 << 21) - 1)
+    utf8 = np.zeros((len(keys), 12), dtype=np.uint32)  # (g, 12) the 3-gram's bytes, then zeros
+    length = np.zeros(len(keys), dtype=np.int64)  # (g,) its bytes
+    rows = np.arange(len(keys))
+    for shift in (42, 21, 0):
+        point = ((keys >> np.uint64(shift)) & mask).astype(np.uint32)  # (g,)
+        size = 1 + (point >= 0x80) + (point >= 0x800) + (point >= 0x10000)  # (g,) its UTF-8 bytes
+        lead = np.select([size == 1, size == 2, size == 3], [point, 0xC0 | point >> 6, 0xE0 | point >> 12], 0xF0 | point >> 18)
+        for byte in range(4):  # byte b of a code point of n bytes: the lead, then continuation bytes of 6 bits each
+            value = np.where(byte == 0, lead, 0x80 | (point >> (6 * np.maximum(size - 1 - byte, 0)).astype(np.uint32)) & 0x3F)
+            used = byte < size
+            utf8[rows[used], (length + byte)[used]] = value[used]
+        length += size
+    h = np.zeros(len(keys), dtype=np.uint32)  # murmurhash3_32, x86 variant, seed 0
+    c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
+    for block in range(3):
+        word = utf8[:, 4 * block] | utf8[:, 4 * block + 1] << 8 | utf8[:, 4 * block + 2] << 16 | utf8[:, 4 * block + 3] << 24
+        mixed = _rotate(_rotate(word * c1, 15) * c2 ^ h, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+        h = np.where(4 * (block + 1) <= length, mixed, h)
+    start = length // 4 * 4  # (g,) the tail's first byte: its 1-3 bytes, little-endian
+    tail = np.zeros(len(keys), dtype=np.uint32)
+    for byte in range(3):
+        present = start + byte < length
+        tail |= np.where(present, utf8[rows, np.minimum(start + byte, 11)] << (8 * byte), 0).astype(np.uint32)
+    h = np.where(length % 4 > 0, h ^ _rotate(tail * c1, 15) * c2, h)
+    return h ^ length.astype(np.uint32)
+
+
+def _rotate(value: np.ndarray, bits: int) -> np.ndarray:
+    return (value << np.uint32(bits) | value >> np.uint32(32 - bits)).astype(np.uint32)
 
 
 def _keep_heaviest(matrix: sparse.csr_matrix, limit: int) -> sparse.csr_matrix:

@@ -13,6 +13,7 @@ from models_ml.mining.retrieval import (
     RetrievalConfig,
     _hashed_counts,
     _keep_heaviest,
+    _trigram_columns,
     reciprocal_rank_fusion,
     retrieve,
 )
@@ -128,3 +129,16 @@ def test_retrieve_refuses_bad_arguments() -> None:
         retrieve(["a"], [], 1, config=RetrievalConfig(retrieval="lexical"))
     with pytest.raises(ValueError, match="unknown retrieval"):
         RetrievalConfig(retrieval="bm25")
+
+
+def test_the_array_hash_of_a_3_gram_is_scikit_learns_for_every_mix_of_utf8_widths() -> None:
+    """Every byte count from 3 to 12 (each code point 1 to 4 UTF-8 bytes), so every tail case of murmur3's blocks."""
+    from sklearn.utils import murmurhash3_32
+
+    rng = np.random.default_rng(7)
+    ranges = [(0x20, 0x80), (0x80, 0x800), (0x800, 0xD800), (0xE000, 0x10000), (0x10000, 0x110000)]  # no surrogates
+    points = np.array([[rng.integers(*ranges[rng.integers(len(ranges))]) for _ in range(3)] for _ in range(3000)], dtype=np.uint64)
+    keys = points[:, 0] << np.uint64(42) | points[:, 1] << np.uint64(21) | points[:, 2]
+    expected = [abs(int(murmurhash3_32("".join(map(chr, row.tolist())), seed=0))) % LEXICAL_DIMENSIONS for row in points]
+    assert {len("".join(map(chr, row.tolist())).encode()) for row in points} == set(range(3, 13))
+    assert _trigram_columns(keys).tolist() == expected
