@@ -9,9 +9,10 @@ faiss     an in-memory faiss index per worker process (``models_ml.mining.vector
           to 50,000 sequences, HNSW above), and a batch of sequences is one search call. The prepare
           builds the HNSW index once and stores it in PostgreSQL (``alignment.mining.index_store``);
           a worker reads it instead of building its own. An exact index is the vectors: each worker
-          builds it from them. PostgreSQL stays the source of truth of the vectors. Memory: the job's vectors, about 1.6 KB per sequence at 384 dimensions, once per
-          worker process; a dense job with more than ``MINING_FAISS_MAX_SEQUENCES`` sequences is
-          searched by the MUSS paper's IVF index (``alignment.mining.ivf_search``), a hybrid one by pgvector.
+          builds it from them. PostgreSQL stays the source of truth of the vectors. Memory: the
+          job's vectors, about 1.6 KB per sequence at 384 dimensions, once per worker process; a
+          dense job with more than ``MINING_FAISS_MAX_SEQUENCES`` sequences is searched by the MUSS
+          paper's IVF index (``alignment.mining.ivf_search``), a hybrid one by pgvector.
 
 Both give the same result shape, ``[[index, cosine], ...]`` best first with the sequence itself
 left out, so the pairs phase cannot tell them apart.
