@@ -3,7 +3,7 @@
     python bench/_standin_worker.py procrastinate worker --queues mining ...
 
 A mining job names its encoder, and a worker loads it by that name (``alignment.tasks._job_encoder``). A bench whose
-job names the stand-in of ``bench/mining_memory.py`` ("bench-topic", ``BENCH_TOPIC_DIMENSIONS`` wide) could not run
+job names the stand-in of ``bench/_standin.py`` ("bench-topic", ``BENCH_TOPIC_DIMENSIONS`` wide) could not run
 that job's encoding in its workers, only in its own process; through this entry point the workers encode it as they
 would any encoder's, in encode shards spread over them. Every other name loads as the app loads it.
 """
@@ -22,7 +22,7 @@ class _StandIn:
     """The stand-in with the app encoder's ``encode(texts, batch_size=...)``."""
 
     def __init__(self, dimensions: int) -> None:
-        from bench.mining_memory import topic_encoder
+        from bench._standin import topic_encoder
 
         self._encode = topic_encoder(dimensions)
 

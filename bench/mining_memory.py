@@ -29,7 +29,6 @@ import random
 import re
 import time
 import tracemalloc
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,6 +49,7 @@ from alignment.services import corpus_get_or_create
 from bench._django import bench_owner
 from bench._memory import PeakRss
 from bench._muss_phases import PhaseClock
+from bench._standin import topic_encoder
 from models_ml.mining.muss import access_attributes
 
 
@@ -80,24 +80,6 @@ def make_corpus(
                 ((row.pk, encoder.pk, vectors[first + k], docs[0].created_at) for k, row in enumerate(rows)),
             )  # fmt: skip
     return corpus
-
-
-def topic_encoder(dim: int):
-    """Stand-in for MiniLM: the vector of "t<topic>x..." texts is the topic's vector plus per-text noise."""
-    cache: dict[int, np.ndarray] = {}
-
-    def encode(texts: list[str]) -> np.ndarray:
-        rows = []
-        for text in texts:
-            topic = int(text.split("x", 1)[0][1:])
-            if topic not in cache:
-                cache[topic] = np.random.default_rng(topic).normal(size=dim).astype(np.float32)
-            noise = np.random.default_rng(zlib.crc32(text.encode())).normal(size=dim).astype(np.float32)
-            rows.append(cache[topic] + 0.5 * noise)
-        matrix = np.stack(rows)
-        return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
-
-    return encode
 
 
 WORDS = [
