@@ -369,10 +369,9 @@ def test_muss_prepare_resumes_after_a_crash_without_reencoding_stored_sequences(
     import numpy as np
 
     from alignment.mining import muss_service
+    from alignment.mining.models import MiningSequence
 
     monkeypatch.setattr(muss_service, "BATCH", 1)  # a commit per encode_batch (2) sequences
-
-    from alignment.mining.models import MiningSequence
 
     corpus, _ = corpus_get_or_create(name="Resume", language="en", owner=owner)
     files = [(f"{title}-adv.txt", text.encode()) for title, text in PARAPHRASES.items()]
