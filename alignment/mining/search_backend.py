@@ -20,6 +20,8 @@ left out, so the pairs phase cannot tell them apart.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from django.conf import settings
 from django.core import checks
@@ -272,31 +274,21 @@ def _stored_views(job: MiningJob, count: int) -> tuple[np.ndarray, np.ndarray, s
     ids = np.empty(count, dtype=np.int64)
     vectors: np.ndarray | None = None
     lexical: list[sparse.csr_matrix] = []
-    held: list[tuple] = []
-
-    def unpack() -> None:
-        nonlocal vectors
-        start = sum(part.shape[0] for part in lexical)
-        if any(row[2] is None for row in held):
-            missing = next(row[0] for row in held if row[2] is None)
+    rows, done = stored_rows(job, True, limit=count, packed=True), 0  # rows stored after the count: not the index's
+    while held := list(itertools.islice(rows, VIEW_CHUNK)):
+        missing = next((row[0] for row in held if row[2] is None), None)
+        if missing is not None:
             raise ValueError(f"mining job {job.pk}: sequence {missing} has no lexical vector; mine again to prepare it")
         dense = unpacked_halves([row[1] for row in held])
         if vectors is None:
             vectors = np.empty((count, dense.shape[1]), dtype=np.float32)
-        ids[start : start + len(held)] = [row[0] for row in held]
-        vectors[start : start + len(held)] = dense
+        ids[done : done + len(held)] = [row[0] for row in held]
+        vectors[done : done + len(held)] = dense
         lexical.append(unpacked_sparse([row[2] for row in held], LEXICAL_DIMENSIONS))
-        held.clear()
-
-    for row in stored_rows(job, True, limit=count, packed=True):  # rows stored after the count was taken: not the index's
-        held.append(row)
-        if len(held) >= VIEW_CHUNK:
-            unpack()
-    if held:
-        unpack()
+        done += len(held)
     if vectors is None:
         raise ValueError(f"mining job {job.pk} has no sequence vectors to search")
-    if sum(part.shape[0] for part in lexical) != count:
+    if done != count:
         raise ValueError(f"mining job {job.pk} has fewer than {count} stored sequence vectors; mine again to prepare them")
     return ids, unit_rows(vectors), sparse.vstack(lexical, format="csr")  # the halves' cosines, as the dense searches read them
 

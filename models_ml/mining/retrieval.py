@@ -181,7 +181,7 @@ def _trigram_columns(keys: np.ndarray) -> np.ndarray:
     h = np.empty(len(keys), dtype=np.uint32)
     short = keys[ascii_]
     tail = ((short >> np.uint64(42)) | (short >> np.uint64(21) & mask) << np.uint64(8) | (short & mask) << np.uint64(16)).astype(np.uint32)
-    h[ascii_] = _rotate(tail * np.uint32(0xCC9E2D51), 15) * np.uint32(0x1B873593) ^ np.uint32(3)
+    h[ascii_] = _scrambled(tail) ^ np.uint32(3)
     h[~ascii_] = _murmur_unmixed(keys[~ascii_])
     h ^= h >> 16
     h *= np.uint32(0x85EBCA6B)
@@ -207,18 +207,22 @@ def _murmur_unmixed(keys: np.ndarray) -> np.ndarray:
             utf8[rows[used], (length + byte)[used]] = value[used]
         length += size
     h = np.zeros(len(keys), dtype=np.uint32)  # murmurhash3_32, x86 variant, seed 0
-    c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
     for block in range(3):
         word = utf8[:, 4 * block] | utf8[:, 4 * block + 1] << 8 | utf8[:, 4 * block + 2] << 16 | utf8[:, 4 * block + 3] << 24
-        mixed = _rotate(_rotate(word * c1, 15) * c2 ^ h, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+        mixed = _rotate(_scrambled(word) ^ h, 13) * np.uint32(5) + np.uint32(0xE6546B64)
         h = np.where(4 * (block + 1) <= length, mixed, h)
     start = length // 4 * 4  # (g,) the tail's first byte: its 1-3 bytes, little-endian
     tail = np.zeros(len(keys), dtype=np.uint32)
     for byte in range(3):
         present = start + byte < length
         tail |= np.where(present, utf8[rows, np.minimum(start + byte, 11)] << (8 * byte), 0).astype(np.uint32)
-    h = np.where(length % 4 > 0, h ^ _rotate(tail * c1, 15) * c2, h)
+    h = np.where(length % 4 > 0, h ^ _scrambled(tail), h)
     return h ^ length.astype(np.uint32)
+
+
+def _scrambled(block: np.ndarray) -> np.ndarray:
+    """murmur3's scramble of a 4-byte block (or of the tail): times c1, rotated by 15, times c2."""
+    return _rotate(block * np.uint32(0xCC9E2D51), 15) * np.uint32(0x1B873593)
 
 
 def _rotate(value: np.ndarray, bits: int) -> np.ndarray:
