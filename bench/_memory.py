@@ -1,7 +1,9 @@
-"""Shared by the memory benches: the process's peak resident set size, sampled in a thread."""
+"""Shared by the memory benches: the process's peak resident set size, sampled in a thread; the seconds its garbage
+collector ran."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -28,3 +30,25 @@ class PeakRss:
     def __exit__(self, *exc) -> None:
         self.running = False
         self.thread.join()
+
+
+class CollectorTime:
+    """``with CollectorTime() as collector: ...`` then ``collector.seconds``: the time Python's cyclic garbage collector
+    ran in this process meanwhile (every generation, summed through ``gc.callbacks``), and ``collector.full`` passes."""
+
+    def __init__(self) -> None:
+        self.seconds, self.full, self._began = 0.0, 0, 0.0
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+            return
+        self.seconds += time.perf_counter() - self._began
+        self.full += info["generation"] == 2
+
+    def __enter__(self) -> CollectorTime:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        gc.callbacks.remove(self._callback)

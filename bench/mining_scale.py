@@ -15,7 +15,8 @@ in-memory  ``models_ml.mining.muss.mine_muss`` on the same documents with the sa
            index is never mistaken for a faster pipeline.
 
 It prints sequences/s of both, their ratio (the goal: the app at >= 0.5x), the pairs each found and how many they
-share, the app's peak RSS (this process; PostgreSQL's own memory is not in it) and the bytes a stored vector takes.
+share, the app's peak RSS (this process; PostgreSQL's own memory is not in it), the bytes a stored vector takes and,
+for a job run in this process, the seconds Python's garbage collector ran during it.
 
 ``--workers N`` (N >= 1): the whole job runs in N ``procrastinate worker`` processes on the ``mining`` queue, its
 prepare, its encode shards (a job of more than MINING_ENCODE_SHARD_SEQUENCES sequences is encoded by every worker at
@@ -54,7 +55,7 @@ from alignment.mining.muss_service import muss_config
 from alignment.mining.vectors import CHUNK as IVF_CHUNK
 from alignment.models import Document, Sentence
 from bench._django import bench_owner
-from bench._memory import PeakRss
+from bench._memory import CollectorTime, PeakRss
 from bench._workers import run_workers
 from bench.mining_memory import run_job, setup_muss, topic_encoder
 from models_ml.mining.ivf_index import IvfIndex
@@ -210,7 +211,7 @@ def main() -> None:
         encoder = settings.ENCODER_MODEL if args.encoder == "app" else "bench-topic"
         job = setup_muss(documents, args.sentences, owner, corpora, args.retrieval, args.text, encoder)
         encode = app_encode() if args.encoder == "app" else topic_encoder(args.dim)
-        with PeakRss() as memory:
+        with PeakRss() as memory, CollectorTime() as collector:
             if args.workers:
                 started, prepared, finished, phases, workers_peak = run_whole_job_in_workers(job, args.workers, args.threads, args.dim)
             else:
@@ -228,6 +229,8 @@ def main() -> None:
             memory_seconds, memory_found = in_memory(corpora[documents], muss_config(job.config), as_stored(fresh), threads, search)
         shown = ", ".join(f"{name} {seconds:.1f}" for name, seconds in [("prepare", prepared - started), *sorted(phases.items())])
         shown += f"; vectors {vector_bytes(job):.0f} B/sequence"
+        if not args.workers:  # the job ran in this process: what its garbage collector took of it
+            shown += f"; gc {collector.seconds:.1f} s ({collector.full} full passes)"
         print(
             f"{size:>10,} | {app_seconds:>7.1f} {size / app_seconds:>7.0f} | {memory_seconds:>8.1f} {size / memory_seconds:>7.0f} | "
             f"{memory_seconds / app_seconds:>5.2f} | {len(app_found):>9,} {len(memory_found):>7,} {len(app_found & memory_found):>7,} | "

@@ -288,6 +288,13 @@ WORKER_HEARTBEAT_MAX_AGE = envint("WORKER_HEARTBEAT_MAX_AGE", 30)
 JOB_WAIT_NOTE_SECONDS = envint("JOB_WAIT_NOTE_SECONDS", 15)
 # A worker that loses the database starts again after 1, 2, 4 ... seconds, at most this many (alignment/jobs/worker.py).
 WORKER_RECONNECT_MAX_SECONDS = envint("WORKER_RECONNECT_MAX_SECONDS", 30)
+# Python's cyclic garbage collector: new container objects allocated between two youngest-generation passes (Python's
+# default 700). A job's batches hold thousands of rows and lists at a time, which survived the young passes and set off
+# a full pass over the whole process (Django, numpy, faiss, torch) every few batches: 1.6-1.8 s of a 25 s MUSS job at
+# 700, 0.3-0.4 s at 10,000 (docs/benchmarks.md, "Mining at scale": "The garbage collector"). 0 leaves Python's default.
+GC_YOUNG_THRESHOLD = envint("GC_YOUNG_THRESHOLD", 10000)
+if GC_YOUNG_THRESHOLD < 0:
+    raise ImproperlyConfigured(f"GC_YOUNG_THRESHOLD={GC_YOUNG_THRESHOLD}: choose 0 (Python's default) or a positive count")
 # Test hook only: milliseconds each job sleeps after every heartbeat, so a test can kill a worker mid-job. Keep 0.
 JOB_TEST_STEP_DELAY_MS = envint("JOB_TEST_STEP_DELAY_MS", 0)
 

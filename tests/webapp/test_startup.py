@@ -37,3 +37,32 @@ def test_the_url_conf_and_the_task_modules_import_no_heavy_library() -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+def test_every_process_of_the_app_collects_its_young_objects_less_often() -> None:
+    import gc
+
+    from django.conf import settings
+
+    from webapp.apps import collector_tune
+
+    assert settings.GC_YOUNG_THRESHOLD == 10000 or "GC_YOUNG_THRESHOLD" in os.environ
+    assert gc.get_threshold()[0] == settings.GC_YOUNG_THRESHOLD  # set by the app's start-up, here the test process's
+    before = gc.get_threshold()
+    try:
+        collector_tune(0)
+        assert gc.get_threshold() == before  # 0: Python's own
+        collector_tune(5000)
+        assert gc.get_threshold() == (5000, *before[1:])  # the older generations keep their ratios
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_a_negative_collector_threshold_is_refused_naming_the_variable() -> None:
+    env = {**os.environ, "GC_YOUNG_THRESHOLD": "-5", "PYTHONPATH": str(REPO_ROOT)}
+    env["DATABASE_URL"] = env.get("DATABASE_URL") or "postgresql://nobody@127.0.0.1:1/none"  # nothing here connects
+    result = subprocess.run(
+        [sys.executable, "-c", "import webapp.settings"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode != 0
+    assert "GC_YOUNG_THRESHOLD=-5" in result.stderr
