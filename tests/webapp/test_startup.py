@@ -4,6 +4,9 @@ A web process loads the URL conf on its first request and a worker its task modu
 scikit-learn, statsmodels and POT among their imports each start took twice as long (``manage.py check`` 7.4 s
 against 3.9 s on a 2-core machine) for pages that never use them. The aligner, training, agreement statistics and
 word alignment import them on first use.
+
+Every process also sets its garbage collector's young threshold at start-up (``GC_YOUNG_THRESHOLD``): at Python's 700,
+a mining job's batches set off full passes over the whole process every few batches.
 """
 
 from __future__ import annotations
