@@ -123,11 +123,12 @@ def muss_prepare(job: MiningJob, encode: Encode) -> list[int]:
         return [shard.pk for shard in encode_shards if shard.status != MiningShard.Status.SUCCEEDED]
     total = encode_shards[-1].end if encode_shards else _encode_here(job, config, encode, vectoriser, check)
     neighbours = MiningShard.objects.filter(job=job, phase=MiningShard.Phase.NEIGHBOURS)
-    if not neighbours.exists():  # the sequences just stored: the shards' reads are planned on fresh statistics
+    first_search = not neighbours.exists()  # not a resumed prepare: no neighbours shard made yet
+    if first_search:  # the sequences just stored: the shards' reads are planned on fresh statistics
         statistics_refresh([MiningSequence])
     search_prepare(job, total, check)
     size = int(job.config["shard_sequences"])
-    progress = {"documents_done": 0} if encode_shards and not neighbours.exists() else {}  # from the encoding's count
+    progress = {"documents_done": 0} if encode_shards and first_search else {}  # from the encoding's count
     for index, start in enumerate(range(0, total, size)):
         MiningShard.objects.get_or_create(
             job=job,
