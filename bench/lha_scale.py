@@ -1,6 +1,6 @@
 """An LHA job in the app beside the in-memory pipeline it persists, on the same corpora and vectors, in one run.
 
-    .venv/bin/python bench/lha_scale.py [--sequences 30000,300000] [--search faiss,pgvector] [--sentences 10] [--dim 384]
+    .venv/bin/python bench/lha_scale.py [--sequences 30000,300000] [--search faiss,pgvector] [--sentences 10] [--dim 384] [--rounds 1]
 
 For each size (sentences per corpus) it makes two corpora of size / ``--sentences`` documents each, a source and a
 "simplified" copy whose sentence vectors are the source's plus noise (random unit vectors, stored directly by binary
@@ -21,6 +21,13 @@ of two runs, one before the job and one after it: one run after it took 1.2-1.9 
 was still busy with the job's rows or not), their ratio (the goal: the app at >= 0.5x), and the pairs each found and
 how many they share.
 
+``--rounds N``: the job N times over the same corpora, each round from nothing (the last round's job, its pairs and the
+document vectors its prepare stored deleted, and pgvector's document index dropped, so each prepare does the first
+one's work), the in-memory pipeline run between them; a line a round, each against the faster of the in-memory runs
+just before and just after it, then the median round. At 30,000 sentences one run's ratio moves by a fifth or more
+with the machine's pace and PostgreSQL's background work (autovacuum of the rows just written), more than the goal's
+margin, so a single round does not settle it.
+
 What the profiles of the job found, step by step, and what is left: docs/benchmarks.md, "An LHA job beside
 ``mine_lha``" (in short: PostgreSQL's side of a batch now overlaps the mining on a helper thread; what remains is the
 process's Python, about twice ``mine_lha``'s, the helper's and the sentence step's sharing the GIL).
@@ -40,12 +47,13 @@ setup_django()
 
 import numpy as np
 from django.conf import settings
+from django.db import connection
 
 from alignment.mining import service as mining
 from alignment.mining.ivf_search import worker_threads
 from alignment.mining.lha_service import lha_config
 from alignment.mining.lha_shard import document_sides
-from alignment.mining.models import MinedPair
+from alignment.mining.models import DocumentEmbedding, MinedPair
 from alignment.models import Document, Encoder
 from bench._django import bench_owner
 from bench.mining_memory import make_corpus, run_job
@@ -112,6 +120,24 @@ def in_memory(job, source, target, encoder: Encoder, search: str) -> tuple[float
     return time.perf_counter() - started, found
 
 
+def fresh_job(job, source, target, encoder: Encoder):
+    """The same job again from nothing: the last one deleted with its pairs, and the document vectors and index its
+    prepare made, so the new prepare does the same work as the first."""
+    job.delete()
+    DocumentEmbedding.objects.filter(encoder=encoder, document__corpus__in=[source, target]).delete()
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX IF EXISTS document_embedding_hnsw_{int(encoder.pk)}")
+    return mining.mining_job_create(source_corpus=source, target_corpus=target, config={"encoder": encoder.name, **CONFIG})[0]
+
+
+def settle() -> None:
+    """PostgreSQL's background work on the rows just written or deleted done before the next timed run, not during it:
+    autovacuum's passes over a job's 30,000 pairs slowed the in-memory run right after a job by up to half."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"VACUUM (ANALYZE) {MinedPair._meta.db_table}, {DocumentEmbedding._meta.db_table}")
+        cursor.execute("CHECKPOINT")
+
+
 def stored_pairs(job) -> set:
     rows = MinedPair.objects.filter(job=job).values_list("source_document_id", "source_sentences", "target_document_id", "target_sentences")
     return {(source, tuple(s), target, tuple(t)) for source, s, target, t in rows}
@@ -123,7 +149,10 @@ def main() -> None:
     parser.add_argument("--search", default="faiss,pgvector", help="comma-separated MINING_SEARCH_BACKEND values, each in turn")
     parser.add_argument("--sentences", type=int, default=10, help="sentences per document")
     parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--rounds", type=int, default=1, help="the job this many times from nothing, alternated with the in-memory runs")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     owner = bench_owner()
     print(f"LHA, {args.sentences} sentences per document, {args.dim}-d random unit sentence vectors (no encoder)")
     print(f"{'sentences':>9} {'documents':>9} {'search':>8} | {'app s':>7} {'docs/s':>7} | {'memory s':>8} {'docs/s':>7} | {'ratio':>5} | "
@@ -135,21 +164,35 @@ def main() -> None:
         encoder, _ = Encoder.objects.get_or_create(name=f"bench-lha-random-{size}-{search}", defaults={"dimensions": args.dim})
         job, source, target = setup(size, args.sentences, args.dim, owner, encoder, search)
         settings.MINING_SEARCH_BACKEND = search
+        settle()
         before_seconds, memory_pairs = in_memory(job, source, target, encoder, search)
-        started, prepared, finished, phases = run_job(job, None)
-        job.refresh_from_db()
-        assert job.status == "succeeded", job.error
-        app_seconds = finished - started
-        memory_seconds = min(before_seconds, in_memory(job, source, target, encoder, search)[0])  # the faster of two runs
-        app_pairs = stored_pairs(job)
-        documents = size // args.sentences
-        print(
-            f"{size:>9,} {documents:>9,} {search:>8} | {app_seconds:>7.1f} {documents / app_seconds:>7.1f} | {memory_seconds:>8.1f} "
-            f"{documents / memory_seconds:>7.1f} | {memory_seconds / app_seconds:>5.2f} | {len(app_pairs):>9,} {len(memory_pairs):>7,} "
-            f"{len(app_pairs & memory_pairs):>7,} | prepare {prepared - started:.1f}, shards "
-            + ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in sorted(phases.items())),
-            flush=True,
-        )
+        ratios = []
+        for round_ in range(args.rounds):
+            if round_:
+                job = fresh_job(job, source, target, encoder)
+            settle()
+            started, prepared, finished, phases = run_job(job, None)
+            job.refresh_from_db()
+            assert job.status == "succeeded", job.error
+            app_seconds = finished - started
+            settle()
+            after_seconds = in_memory(job, source, target, encoder, search)[0]
+            memory_seconds = min(before_seconds, after_seconds)  # the faster of the runs before and after this round
+            before_seconds = after_seconds
+            ratios.append(memory_seconds / app_seconds)
+            app_pairs = stored_pairs(job)
+            documents = size // args.sentences
+            print(
+                f"{size:>9,} {documents:>9,} {search:>8} | {app_seconds:>7.1f} {documents / app_seconds:>7.1f} | {memory_seconds:>8.1f} "
+                f"{documents / memory_seconds:>7.1f} | {memory_seconds / app_seconds:>5.2f} | {len(app_pairs):>9,} {len(memory_pairs):>7,} "
+                f"{len(app_pairs & memory_pairs):>7,} | prepare {prepared - started:.1f}, shards "
+                + ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in sorted(phases.items())),
+                flush=True,
+            )
+        if args.rounds > 1:
+            print(
+                f"{'':>28} median of {args.rounds} rounds: ratio {float(np.median(ratios)):.2f} (rounds {min(ratios):.2f}-{max(ratios):.2f})"
+            )
 
 
 if __name__ == "__main__":
