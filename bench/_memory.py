@@ -11,16 +11,29 @@ import psutil
 
 
 class PeakRss:
-    """``with PeakRss() as memory: ...`` then ``memory.peak`` (bytes); RSS keeps memory freed earlier, so it bounds from above."""
+    """``with PeakRss() as memory: ...`` then ``memory.peak`` (bytes); RSS keeps memory freed earlier, so it bounds from above.
+
+    ``memory.phase(name)`` as each step begins: ``memory.phases[name]`` is then [RSS when the phase first began, its
+    peak], so what a phase adds is told apart from what an earlier one left behind."""
 
     def __init__(self) -> None:
         self.process, self.peak, self.running = psutil.Process(), 0, True
+        self.phases: dict[str, list[int]] = {}
+        self.current: list[int] | None = None
         self.thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
         while self.running:
-            self.peak = max(self.peak, self.process.memory_info().rss)
+            rss = self.process.memory_info().rss
+            self.peak = max(self.peak, rss)
+            if self.current is not None:
+                self.current[1] = max(self.current[1], rss)
             time.sleep(0.05)
+
+    def phase(self, name: str) -> None:
+        rss = self.process.memory_info().rss
+        self.current = self.phases.setdefault(name, [rss, rss])
+        self.current[1] = max(self.current[1], rss)
 
     def __enter__(self) -> PeakRss:
         self.peak = self.process.memory_info().rss

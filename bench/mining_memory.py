@@ -253,10 +253,13 @@ def setup_lha(size: int, sentences: int, dim: int, owner, rng, encoder, tag: str
     return mining.mining_job_create(source_corpus=source, target_corpus=target, config=config)[0]
 
 
-def run_job(job, encode) -> tuple[float, float, float, dict[str, float]]:
+def run_job(job, encode, on_step: Callable[[str], None] | None = None) -> tuple[float, float, float, dict[str, float]]:
     """Prepare, then every shard (a large MUSS job's encode shards, then its prepare again for the search index, then
-    neighbours before pairs) as the workers would, one after another."""
+    neighbours before pairs) as the workers would, one after another. ``on_step``: called with each step's phase
+    ("prepare", "index", or the shard's phase) before it runs."""
+    step = on_step or (lambda phase: None)
     started = time.perf_counter()
+    step("prepare")
     mining.mining_job_prepare(job_id=job.pk, encode=encode)
     prepared = time.perf_counter()
     phases: dict[str, float] = {}
@@ -264,12 +267,14 @@ def run_job(job, encode) -> tuple[float, float, float, dict[str, float]]:
         job.refresh_from_db()
         step_started = time.perf_counter()
         if job.status == "queued":  # the last encode shard handed the job back to its prepare: the search index
+            step("index")
             mining.mining_job_prepare(job_id=job.pk, encode=encode)
             phases["index"] = phases.get("index", 0.0) + time.perf_counter() - step_started
             continue
         shard = MiningShard.objects.filter(job=job).exclude(status=MiningShard.Status.SUCCEEDED).order_by("phase", "index").first()
         if shard is None or job.status != "running":
             break
+        step(shard.phase)
         mining.mining_shard_execute(shard_id=shard.pk, encode=encode)
         phases[shard.phase] = phases.get(shard.phase, 0.0) + time.perf_counter() - step_started
     return started, prepared, time.perf_counter(), phases

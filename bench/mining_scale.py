@@ -16,7 +16,8 @@ in-memory  ``models_ml.mining.muss.mine_muss`` on the same documents with the sa
 
 It prints sequences/s of both, their ratio (the goal: the app at >= 0.5x), the pairs each found and how many they
 share, the app's peak RSS (this process; PostgreSQL's own memory is not in it), the bytes a stored vector takes and,
-for a job run in this process, the seconds Python's garbage collector ran during it.
+for a job run in this process, the seconds Python's garbage collector ran during it and each phase's RSS when it began
+and at its peak (MiB), so that what a phase adds is told from what an earlier one still holds.
 
 ``--workers N`` (N >= 1): the whole job runs in N ``procrastinate worker`` processes on the ``mining`` queue, its
 prepare, its encode shards (a job of more than MINING_ENCODE_SHARD_SEQUENCES sequences is encoded by every worker at
@@ -215,7 +216,7 @@ def main() -> None:
             if args.workers:
                 started, prepared, finished, phases, workers_peak = run_whole_job_in_workers(job, args.workers, args.threads, args.dim)
             else:
-                started, prepared, finished, phases = run_job(job, encode)
+                started, prepared, finished, phases = run_job(job, encode, on_step=memory.phase)
         peak = max(memory.peak / 2**20, workers_peak) if args.workers else memory.peak / 2**20
         job.refresh_from_db()
         assert job.status == "succeeded", job.error
@@ -231,6 +232,9 @@ def main() -> None:
         shown += f"; vectors {vector_bytes(job):.0f} B/sequence"
         if not args.workers:  # the job ran in this process: what its garbage collector took of it
             shown += f"; gc {collector.seconds:.1f} s ({collector.full} full passes)"
+            shown += "; RSS by phase, at its start -> its peak: " + ", ".join(
+                f"{name} {start / 2**20:.0f} -> {top / 2**20:.0f}" for name, (start, top) in memory.phases.items()
+            )
         print(
             f"{size:>10,} | {app_seconds:>7.1f} {size / app_seconds:>7.0f} | {memory_seconds:>8.1f} {size / memory_seconds:>7.0f} | "
             f"{memory_seconds / app_seconds:>5.2f} | {len(app_found):>9,} {len(memory_found):>7,} {len(app_found & memory_found):>7,} | "
