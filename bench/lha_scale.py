@@ -37,7 +37,6 @@ process's Python, about twice ``mine_lha``'s, the helper's and the sentence step
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import os
 import time
@@ -49,7 +48,7 @@ setup_django()
 
 import numpy as np
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import connection
 
 from alignment.mining import service as mining
 from alignment.mining.ivf_search import worker_threads
@@ -57,7 +56,7 @@ from alignment.mining.lha_service import lha_config
 from alignment.mining.lha_shard import document_sides
 from alignment.mining.models import DocumentEmbedding, MinedPair
 from alignment.models import Document, Encoder
-from bench._django import bench_owner
+from bench._django import bench_owner, settle
 from bench.mining_memory import make_corpus, run_job
 from models_ml.mining.knn import Neighbours, top_k
 from models_ml.mining.lha import mine_lha
@@ -132,13 +131,9 @@ def fresh_job(job, source, target, encoder: Encoder):
     return mining.mining_job_create(source_corpus=source, target_corpus=target, config={"encoder": encoder.name, **CONFIG})[0]
 
 
-def settle() -> None:
-    """PostgreSQL's background work on the rows just written or deleted done before the next timed run, not during it:
-    autovacuum's passes over a job's 30,000 pairs slowed the in-memory run right after a job by up to half."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"VACUUM (ANALYZE) {MinedPair._meta.db_table}, {DocumentEmbedding._meta.db_table}")
-        with contextlib.suppress(DatabaseError):  # a DATABASE_URL whose role may not (pg_checkpoint): the vacuum is most of it
-            cursor.execute("CHECKPOINT")
+def settle_job_tables() -> None:
+    """Autovacuum's passes over a job's 30,000 pairs slowed the in-memory run right after a job by up to half."""
+    settle([MinedPair._meta.db_table, DocumentEmbedding._meta.db_table])
 
 
 def stored_pairs(job) -> set:
@@ -167,18 +162,18 @@ def main() -> None:
         encoder, _ = Encoder.objects.get_or_create(name=f"bench-lha-random-{size}-{search}", defaults={"dimensions": args.dim})
         job, source, target = setup(size, args.sentences, args.dim, owner, encoder, search)
         settings.MINING_SEARCH_BACKEND = search
-        settle()
+        settle_job_tables()
         before_seconds, memory_pairs = in_memory(job, source, target, encoder, search)
         ratios = []
         for round_ in range(args.rounds):
             if round_:
                 job = fresh_job(job, source, target, encoder)
-            settle()
+            settle_job_tables()
             started, prepared, finished, phases = run_job(job, None)
             job.refresh_from_db()
             assert job.status == "succeeded", job.error
             app_seconds = finished - started
-            settle()
+            settle_job_tables()
             after_seconds = in_memory(job, source, target, encoder, search)[0]
             memory_seconds = min(before_seconds, after_seconds)  # the faster of the runs before and after this round
             before_seconds = after_seconds
