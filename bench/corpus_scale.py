@@ -180,7 +180,7 @@ def stage_alignment(corpus, owner, args):
     from alignment.aligning.service import aligner_from_run_config, alignment_run_create
     from alignment.models import AlignmentRun
 
-    kept, peaks, sides, ratios = None, [], [], []
+    kept, peaks, sides, ratios, aligner = None, [], [], [], None
     for _ in range(args.align_rounds):
         if args.align_rounds > 1:
             settle()
@@ -190,7 +190,7 @@ def stage_alignment(corpus, owner, args):
         if run.status != "succeeded":
             raise SystemExit(f"the alignment run ended {run.status}: {run.error}")
         job = (run.finished_at - run.started_at).total_seconds()
-        aligner = aligner_from_run_config(run.config)
+        aligner = aligner or aligner_from_run_config(run.config)  # every round's run has the same config
         sides = sides or [
             (side_sentences(p.simple_document_id, "", vectors=False), side_sentences(p.complex_document_id, "", vectors=False))
             for p in corpus.pairs.order_by("pk")[: args.align_sample]

@@ -95,18 +95,12 @@ def mined(vectors: np.ndarray, search) -> set:
 
 def real(nprobes: list[int], queries_wanted: int) -> None:
     """The recall and the pairs on OneStopEnglish's real MiniLM vectors (see the module's docstring)."""
-    from mining_halfvec import documents
-
-    from models_ml.mining.muss import candidate_sequences
-    from models_ml.similarity.encoders import load_sentence_encoder
+    from mining_halfvec import documents, encoded_sequences
 
     docs, config = documents(0), MussConfig()
-    texts = sorted({sequence.text for sequence in candidate_sequences(docs, config)})
-    started = time.perf_counter()
-    encoder = load_sentence_encoder("all-MiniLM-L6-v2")
-    vectors = np.asarray(encoder.encode(texts), dtype=np.float32)
+    texts, vectors, seconds = encoded_sequences(docs, config)  # the app's default backend
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    print(f"{len(docs)} OneStopEnglish texts, {len(texts):,} distinct MUSS sequences encoded in {time.perf_counter() - started:.0f} s")
+    print(f"{len(docs)} OneStopEnglish texts, {len(texts):,} distinct MUSS sequences encoded in {seconds:.0f} s")
     index, build_seconds = build(vectors, DEFAULT_NPROBE)
     queries = np.random.default_rng(1).choice(len(vectors), size=min(queries_wanted, len(vectors)), replace=False)
     figures = [f"nprobe {p}: {value:.3f}" for p in nprobes for value in [recall(vectors, index, queries, p)[0]]]

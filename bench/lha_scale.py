@@ -127,7 +127,7 @@ def fresh_job(job, source, target, encoder: Encoder):
     job.delete()
     DocumentEmbedding.objects.filter(encoder=encoder, document__corpus__in=[source, target]).delete()
     with connection.cursor() as cursor:
-        cursor.execute(f"DROP INDEX IF EXISTS document_embedding_hnsw_{int(encoder.pk)}")
+        cursor.execute(f"DROP INDEX IF EXISTS {mining.document_index_name(encoder)}")
     return mining.mining_job_create(source_corpus=source, target_corpus=target, config={"encoder": encoder.name, **CONFIG})[0]
 
 

@@ -41,6 +41,14 @@ def documents(limit: int) -> list[MiningDocument]:
     return found
 
 
+def encoded_sequences(docs: list[MiningDocument], config: MussConfig, backend: str = "") -> tuple[list[str], np.ndarray, float]:
+    """The documents' distinct MUSS sequences (sorted), their all-MiniLM-L6-v2 vectors and the seconds encoding took."""
+    texts = sorted({sequence.text for sequence in candidate_sequences(docs, config)})
+    started = time.perf_counter()
+    vectors = np.asarray(load_sentence_encoder("all-MiniLM-L6-v2", backend=backend).encode(texts), dtype=np.float32)
+    return texts, vectors, time.perf_counter() - started
+
+
 def exact_neighbours(unit: np.ndarray, k: int, block: int = 2000) -> np.ndarray:
     """Each row's k nearest rows by inner product, itself left out (as sets: the order within is not compared)."""
     found = np.empty((len(unit), k), dtype=np.int64)
@@ -57,10 +65,8 @@ def main() -> None:
     parser.add_argument("--backend", default="torch", help="the encoder's backend (torch, onnx, ...)")
     args = parser.parse_args()
     docs, config = documents(args.documents), MussConfig()
-    texts = sorted({sequence.text for sequence in candidate_sequences(docs, config)})
-    started = time.perf_counter()
-    vectors = np.asarray(load_sentence_encoder("all-MiniLM-L6-v2", backend=args.backend).encode(texts), dtype=np.float32)
-    print(f"{len(docs)} documents, {len(texts):,} distinct sequences encoded in {time.perf_counter() - started:.0f} s ({args.backend})")
+    texts, vectors, seconds = encoded_sequences(docs, config, args.backend)
+    print(f"{len(docs)} documents, {len(texts):,} distinct sequences encoded in {seconds:.0f} s ({args.backend})")
     row = {text: position for position, text in enumerate(texts)}
     found = {}
     for name, table in (("float32", vectors), ("float16", vectors.astype(np.float16).astype(np.float32))):

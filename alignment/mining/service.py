@@ -248,9 +248,15 @@ def _document_vectors_store(corpus: Corpus, encoder: Encoder, after: int) -> tup
     return last, int(stored)
 
 
+def document_index_name(encoder: Encoder) -> str:
+    """The name of pgvector's partial HNSW index over ``encoder``'s document vectors."""
+    return f"document_embedding_hnsw_{int(encoder.pk)}"
+
+
 def _document_index_ensure(encoder: Encoder, check: CancelCheck) -> None:
-    name = f"document_embedding_hnsw_{int(encoder.pk)}"
-    partial_hnsw_index(name, DocumentEmbedding._meta.db_table, int(encoder.dimensions), "encoder_id", encoder.pk, check=check)
+    partial_hnsw_index(
+        document_index_name(encoder), DocumentEmbedding._meta.db_table, int(encoder.dimensions), "encoder_id", encoder.pk, check=check
+    )
 
 
 def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray] | None = None) -> MiningJob:
