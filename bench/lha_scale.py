@@ -51,6 +51,7 @@ from django.conf import settings
 from django.db import connection
 
 from alignment.mining import service as mining
+from alignment.mining.document_vectors import document_index_name
 from alignment.mining.ivf_search import worker_threads
 from alignment.mining.lha_service import lha_config
 from alignment.mining.lha_shard import document_sides
@@ -127,7 +128,7 @@ def fresh_job(job, source, target, encoder: Encoder):
     job.delete()
     DocumentEmbedding.objects.filter(encoder=encoder, document__corpus__in=[source, target]).delete()
     with connection.cursor() as cursor:
-        cursor.execute(f"DROP INDEX IF EXISTS {mining.document_index_name(encoder)}")
+        cursor.execute(f"DROP INDEX IF EXISTS {document_index_name(encoder)}")
     return mining.mining_job_create(source_corpus=source, target_corpus=target, config={"encoder": encoder.name, **CONFIG})[0]
 
 

@@ -1,7 +1,8 @@
 """A job's database work on one helper thread with its own connection, so that its round trips overlap the job's
 computing on the other core: an alignment run reads pairs ahead and stores them behind
 (:mod:`alignment.aligning.pipeline`), an LHA shard reads its next batch ahead and stores the last one behind
-(:mod:`alignment.mining.lha_shard`).
+(:mod:`alignment.mining.lha_shard`), and an LHA prepare averages one corpus's document vectors while the other's
+are averaged here (:func:`at_once`, :mod:`alignment.mining.document_vectors`).
 
 Work handed over runs in the order given. An error on the helper is raised on the job's thread by the next call that
 waits for it or hands it work. Inside a transaction (a test that is rolled back afterwards), a second connection would
@@ -11,7 +12,7 @@ not see the caller's rows: there everything runs on the caller's connection, inl
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
 from django.db import connection, connections
@@ -84,3 +85,18 @@ def run_overlapped(
     if storing is not None:
         storing.result()
     return upcoming is None
+
+
+def at_once(io: RunIO, calls: list[Callable[[], Any]]) -> list[Any]:
+    """Run ``calls`` at the same time on two connections: the first on ``io``'s helper, the others here, in order; their
+    results in order. An error here waits for the helper's call to end, then is raised; the helper's error is raised
+    after the calls here have ended. (Inside a transaction the helper's call runs first, inline.)"""
+    if not calls:
+        return []
+    helper = io.submit(calls[0])
+    try:
+        here = [call() for call in calls[1:]]
+    except BaseException:
+        wait([helper])
+        raise
+    return [helper.result(), *here]

@@ -13,6 +13,7 @@ prepare after the last stored batch.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,21 +31,21 @@ class PrepareCancelled(Exception):
 
 class CancelCheck:
     """Called between steps: raises :class:`PrepareCancelled` once the job's cancel is asked for (the flag is read at
-    most every :data:`CHECK_EVERY` seconds, the first call always), and beats the job's heartbeat meanwhile.
+    most every :data:`CHECK_EVERY` seconds by each thread that calls it, its first call always), and beats the job's heartbeat meanwhile.
     ``CancelCheck(None)`` (:data:`NEVER`) never raises: for callers that are not a job's prepare."""
 
     def __init__(self, job: MiningJob | None) -> None:
         self.job = job
-        self._checked_at = -float("inf")
+        self._checked_at: dict[int, float] = {}  # per thread: a prepare's two corpora are stored on two at once
 
     def _requested(self) -> bool:
         return self.job is not None and MiningJob.objects.filter(pk=self.job.pk, cancel_requested=True).exists()
 
     def __call__(self) -> None:
-        now = time.monotonic()
-        if self.job is None or now - self._checked_at < CHECK_EVERY:
+        now, thread = time.monotonic(), threading.get_ident()
+        if self.job is None or now - self._checked_at.get(thread, -float("inf")) < CHECK_EVERY:
             return
-        self._checked_at = now
+        self._checked_at[thread] = now
         if self._requested():
             raise self._cancelled()
         self.job.heartbeat()

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, F
 from django.template.defaultfilters import pluralize
 
@@ -28,7 +28,8 @@ from alignment.errors import ServiceError
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
-from alignment.mining.cancelling import NEVER, CancelCheck, PrepareCancelled
+from alignment.mining.cancelling import CancelCheck, PrepareCancelled
+from alignment.mining.document_vectors import corpora_document_vectors, document_index_ensure
 from alignment.mining.index_store import index_forget
 from alignment.mining.lha_search import document_search
 from alignment.mining.lha_service import (
@@ -47,10 +48,9 @@ from alignment.mining.muss_service import (
     muss_stored_config,
     pairs_shards_create,
 )
-from alignment.mining.search_backend import partial_hnsw_index
 from alignment.mining.statistics import statistics_refresh
 from alignment.mining.worker_index import worker_indexes_release
-from alignment.models import Corpus, Document, Encoder, Sentence, SentenceEmbedding
+from alignment.models import Corpus, Document, Encoder, Sentence
 from models_ml.similarity.multilingual import encoder_for_language
 
 SHARD_DOCUMENTS = 500  # about a second of work a shard (50 was chosen when a shard mined 20 documents/s; at 500/s a
@@ -193,72 +193,6 @@ def _shard_document_ids(job: MiningJob, shard: MiningShard) -> list[int]:
     return list(documents[shard.start : shard.end])
 
 
-def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder, check: CancelCheck = NEVER, index: bool = True) -> int:
-    """Store the mean sentence vector of every document of ``corpus`` that has none; returns how many were added.
-    ``check``: a prepare's cancel check, after each batch of documents and during the index build. ``index``: build the
-    encoder's document index afterwards (a prepare of two new corpora stores both first: rows added to an existing
-    HNSW index go in one by one, which took 6.6 s of 3,000 documents' 10 s prepare in bench/lha_scale.py)."""
-    missing_vectors = Sentence.objects.filter(document__corpus=corpus).exclude(embeddings__encoder=encoder).count()
-    if missing_vectors:
-        raise ValueError(
-            f"corpus {corpus.name!r}: {_sentences(missing_vectors)} {'has' if missing_vectors == 1 else 'have'} no vector from "
-            f"{encoder.name}; run its embedding job first"
-        )
-    added, after = 0, 0
-    while after is not None:  # a batch of documents at a time, by pk, until none is left without a vector
-        after, stored = _document_vectors_store(corpus, encoder, after)
-        added += stored
-        check()
-    if index:
-        _document_index_ensure(encoder, check)
-    return added
-
-
-DOCUMENT_VECTOR_BATCH = 1_000
-
-
-def _document_vectors_store(corpus: Corpus, encoder: Encoder, after: int) -> tuple[int | None, int]:
-    """The next DOCUMENT_VECTOR_BATCH documents of ``corpus`` after pk ``after`` without a vector from ``encoder`` get the
-    unit mean of their current sentences' vectors (zeros for a document without any), computed where the vectors are
-    (pgvector's ``avg`` and ``l2_normalize``): the last pk of the batch (None when there was none) and how many were
-    stored. A vector another prepare over the same corpus stored first is kept (the unique key, ``DO NOTHING``).
-
-    Reading every sentence vector into the worker to average it there, then writing the means back, was 1.1 s of
-    3,000 + 3,000 documents' 1.5 s prepare (bench/lha_scale.py, py-spy)."""
-    quote = connection.ops.quote_name
-    vectors, documents, sentences, embeddings = (
-        quote(model._meta.db_table) for model in (DocumentEmbedding, Document, Sentence, SentenceEmbedding)
-    )
-    sql = (
-        f"WITH batch AS (SELECT d.id FROM {documents} AS d WHERE d.corpus_id = %(corpus)s AND d.id > %(after)s AND NOT EXISTS "
-        f"(SELECT 1 FROM {vectors} AS v WHERE v.document_id = d.id AND v.encoder_id = %(encoder)s) ORDER BY d.id LIMIT %(limit)s), "
-        f"stored AS (INSERT INTO {vectors} (document_id, encoder_id, vector) "
-        "SELECT b.id, %(encoder)s, COALESCE(l2_normalize(avg(e.vector)), array_fill(0::real, ARRAY[%(dimensions)s])::vector) "
-        f"FROM batch AS b LEFT JOIN {sentences} AS s ON s.document_id = b.id AND s.retired_by_id IS NULL "
-        f"LEFT JOIN {embeddings} AS e ON e.sentence_id = s.id AND e.encoder_id = %(encoder)s GROUP BY b.id "
-        "ON CONFLICT (document_id, encoder_id) DO NOTHING RETURNING 1) "
-        "SELECT (SELECT max(id) FROM batch), (SELECT count(*) FROM stored)"
-    )
-    parameters = {
-        "corpus": corpus.pk, "after": after, "encoder": encoder.pk, "limit": DOCUMENT_VECTOR_BATCH, "dimensions": int(encoder.dimensions)
-    }  # fmt: skip
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(sql, parameters)
-        last, stored = cursor.fetchone()
-    return last, int(stored)
-
-
-def document_index_name(encoder: Encoder) -> str:
-    """The name of pgvector's partial HNSW index over ``encoder``'s document vectors."""
-    return f"document_embedding_hnsw_{int(encoder.pk)}"
-
-
-def _document_index_ensure(encoder: Encoder, check: CancelCheck) -> None:
-    partial_hnsw_index(
-        document_index_name(encoder), DocumentEmbedding._meta.db_table, int(encoder.dimensions), "encoder_id", encoder.pk, check=check
-    )
-
-
 def mining_job_prepare(*, job_id: int, encode: Callable[[list[str]], np.ndarray] | None = None) -> MiningJob:
     """LHA: document vectors of both corpora, then one shard per ``shard_documents`` source documents.
     MUSS: sequences and their vectors (``encode``), then the neighbours shards. Idempotent: found "running"
@@ -295,15 +229,13 @@ def _lha_prepare(job: MiningJob) -> list[int]:
     encoder = Encoder.objects.filter(name=job.config["encoder"]).first()
     if encoder is None:
         raise ValueError(f"no vectors from encoder {job.config['encoder']!r}: run the embedding job of both corpora first")
-    corpora = {job.source_corpus, job.target_corpus}
+    corpora = list(dict.fromkeys([job.source_corpus, job.target_corpus]))
     new = Document.objects.filter(corpus__in=corpora).exclude(embeddings__encoder=encoder).exists()
-    if new:  # corpora mined for the first time with this encoder: most likely just loaded and embedded
-        statistics_refresh([Sentence, SentenceEmbedding])
-    for corpus in corpora:
-        document_vectors_ensure(corpus=corpus, encoder=encoder, check=check, index=False)
+    # corpora mined for the first time with this encoder are most likely just loaded and embedded: fresh statistics
+    corpora_document_vectors(corpora, encoder, check, refresh=new)
     search = document_search(job)
     if search["backend"] == "pgvector":  # pgvector's document index; faiss builds its own in each worker
-        _document_index_ensure(encoder, check)
+        document_index_ensure(encoder, check)
     MiningJob.objects.filter(pk=job.pk).update(search_index=search)
     if new:
         statistics_refresh([Document, DocumentEmbedding])

@@ -1,5 +1,6 @@
 """run_overlapped: the next batch read ahead and the last one stored behind on the helper thread, in order, with the
-cancel and error cases a shard relies on (a resumed shard starts after the last batch stored)."""
+cancel and error cases a shard relies on (a resumed shard starts after the last batch stored); at_once: two calls at
+the same time, one on the helper, with their errors."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 
 import pytest
 
-from alignment.jobs.helper_io import RunIO, run_overlapped
+from alignment.jobs.helper_io import RunIO, at_once, run_overlapped
 
 
 class Recorder:
@@ -79,3 +80,43 @@ def test_an_error_of_the_helper_s_store_is_raised_here_and_nothing_after_it_is_s
     with pytest.raises(OSError, match="store 2"):
         recorder.run([1, 2, 3, 4])
     assert recorder.stored == [1]
+
+
+def _at_once(calls: list) -> list:
+    io = RunIO()
+    try:
+        return at_once(io, calls)
+    finally:
+        io.close()
+
+
+def test_at_once_runs_the_first_call_on_the_helper_beside_the_others_and_gives_every_result_in_order() -> None:
+    both = threading.Barrier(2, timeout=5)  # each call waits for the other: they must run at the same time
+
+    def call(value: int):
+        return lambda: (both.wait(), value, threading.current_thread().name.split("_")[0])[1:]
+
+    assert _at_once([call(1), call(2)]) == [(1, "job-io"), (2, "MainThread")]
+    assert _at_once([]) == [] and _at_once([lambda: 3]) == [3]
+
+
+def test_at_once_raises_an_error_here_after_the_helper_s_call_has_ended_and_the_helper_s_error_after_the_calls_here() -> None:
+    ended: list[str] = []
+
+    def slow() -> None:
+        time.sleep(0.1)
+        ended.append("helper")
+
+    def failing_here() -> None:
+        raise ValueError("corpus 'b': 3 sentences have no vector")
+
+    with pytest.raises(ValueError, match="corpus 'b'"):
+        _at_once([slow, failing_here])
+    assert ended == ["helper"]  # not left running on the helper's connection
+
+    def failing_there() -> None:
+        raise ValueError("corpus 'a'")
+
+    with pytest.raises(ValueError, match="corpus 'a'"):
+        _at_once([failing_there, lambda: ended.append("here")])
+    assert ended == ["helper", "here"]

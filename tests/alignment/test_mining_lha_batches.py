@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from alignment import services
 from alignment.copying import unpacked_vectors, vector_cursor
-from alignment.mining import lha_search, lha_shard
+from alignment.mining import document_vectors, lha_search, lha_shard
 from alignment.mining import service as mining
 from alignment.mining.lha_service import lha_config
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningJob, MiningShard
@@ -171,14 +171,14 @@ def test_document_vectors_stored_by_another_prepare_first_are_kept_and_the_rest_
     ids = list(Document.objects.filter(corpus=source).order_by("pk").values_list("pk", flat=True))
     first = np.eye(1, int(encoder.dimensions), dtype=np.float32)[0]
     DocumentEmbedding.objects.create(document_id=ids[1], encoder=encoder, vector=first)  # another job's prepare, a moment earlier
-    monkeypatch.setattr(mining, "DOCUMENT_VECTOR_BATCH", 2)  # batches of two, one of them holding the stored document
-    assert mining.document_vectors_ensure(corpus=source, encoder=encoder) == len(ids) - 1
+    monkeypatch.setattr(document_vectors, "DOCUMENT_VECTOR_BATCH", 2)  # batches of two, one of them holding the stored document
+    assert document_vectors.document_vectors_ensure(corpus=source, encoder=encoder) == len(ids) - 1
     rows = dict(DocumentEmbedding.objects.filter(encoder=encoder).values_list("document_id", "vector"))
     assert sorted(rows) == ids and np.array_equal(np.asarray(rows[ids[1]]), first)
-    assert mining._document_vectors_store(source, encoder, 0) == (None, 0)  # nothing left
+    assert document_vectors._document_vectors_store(source, encoder, 0) == (None, 0)  # nothing left
     DocumentEmbedding.objects.filter(document_id=ids[0]).delete()
     DocumentEmbedding.objects.create(document_id=ids[0], encoder=encoder, vector=-first)  # stored while this batch was chosen
-    assert mining.document_vectors_ensure(corpus=source, encoder=encoder) == 0
+    assert document_vectors.document_vectors_ensure(corpus=source, encoder=encoder) == 0
     assert np.array_equal(np.asarray(DocumentEmbedding.objects.get(document_id=ids[0], encoder=encoder).vector), -first)
 
 
@@ -191,7 +191,7 @@ def test_a_document_vector_is_the_unit_mean_of_its_current_sentences_vectors(own
     services.embedding_run_create(corpus=source, encoder_name=settings.ENCODER_MODEL)
     run_worker(["embedding"])
     empty = Document.objects.create(corpus=source, external_id="empty", level="adv", raw_text="")  # no sentence at all
-    mining.document_vectors_ensure(corpus=source, encoder=encoder, index=False)
+    document_vectors.document_vectors_ensure(corpus=source, encoder=encoder, index=False)
     sentences = lha_shard.document_sides([document.pk], encoder)[document.pk][1]
     mean = sentences.mean(axis=0)
     stored = np.asarray(DocumentEmbedding.objects.get(document=document, encoder=encoder).vector)

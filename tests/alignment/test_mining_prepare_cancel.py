@@ -9,7 +9,7 @@ import time
 import pytest
 from django.db import connection, connections
 
-from alignment.mining import cancelling, search_backend
+from alignment.mining import cancelling, document_vectors, search_backend
 from alignment.mining import service as mining
 from alignment.mining.cancelling import PrepareCancelled
 from alignment.mining.models import DocumentEmbedding, MiningIndexPart, MiningJob, MiningSequence, MiningShard
@@ -82,20 +82,21 @@ def test_a_cancel_during_the_faiss_build_stops_it_between_chunks_and_stores_no_i
 def test_an_lha_prepare_cancelled_after_a_batch_keeps_its_vectors_and_resumes(owner, run_worker, monkeypatch) -> None:
     source, target = embedded_news_corpora(owner, run_worker)
     job, _ = mining.mining_job_create(source_corpus=source, target_corpus=target, config={"theta_d": 0.3}, shard_documents=2)
-    monkeypatch.setattr(mining, "DOCUMENT_VECTOR_BATCH", 1)  # a batch of one document
-    original = mining._document_vectors_store
+    monkeypatch.setattr(document_vectors, "DOCUMENT_VECTOR_BATCH", 1)  # a batch of one document
+    original = document_vectors._document_vectors_store
 
     def cancel_on_first(corpus, encoder, after):
         mining.mining_job_cancel(job=job)
         return original(corpus, encoder, after)
 
-    monkeypatch.setattr(mining, "_document_vectors_store", cancel_on_first)
+    monkeypatch.setattr(document_vectors, "_document_vectors_store", cancel_on_first)
     mining.mining_job_prepare(job_id=job.pk)
     job.refresh_from_db()
-    assert job.status == MiningJob.Status.CANCELLED
-    assert DocumentEmbedding.objects.count() == 1 and not MiningShard.objects.filter(job=job).exists()
+    assert job.status == MiningJob.Status.CANCELLED  # each corpus stopped after its batch (the two are stored at once)
+    assert DocumentEmbedding.objects.count() == 2 and not MiningShard.objects.filter(job=job).exists()
+    assert {d.corpus_id for d in Document.objects.filter(embeddings__isnull=False)} == {source.pk, target.pk}
 
-    monkeypatch.setattr(mining, "_document_vectors_store", original)
+    monkeypatch.setattr(document_vectors, "_document_vectors_store", original)
     assert not mining.mining_job_create(source_corpus=source, target_corpus=target, config={"theta_d": 0.3}, shard_documents=2)[1]
     mining.mining_job_prepare(job_id=job.pk)
     job.refresh_from_db()
