@@ -7,6 +7,7 @@ A :class:`PairRow` carries the same values, in the table's column order.
 
 from __future__ import annotations
 
+import json
 from typing import NamedTuple
 
 import psycopg
@@ -51,9 +52,26 @@ def mined_pairs_store(pairs: list[PairRow]) -> None:
     phase). The batch commits with its shard's position, so a resumed shard never stores it twice; should a second
     worker on the same shard have stored it first (a requeued stalled task), the unique key refuses the COPY and the
     batch goes in row by row, skipping the pairs already there."""
-    rows = ((*p[:3], Jsonb(p.source_sentences), Jsonb(p.target_sentences), *p[5:17], Jsonb(p.features)) for p in pairs)
+    rows = ((*p[:3], _indices(p.source_sentences), _indices(p.target_sentences), *p[5:17], _written(json.dumps(p.features))) for p in pairs)
     try:
         with transaction.atomic():  # a savepoint: the fallback below runs in the batch's transaction
             copy_binary(MinedPair, PairRow._fields, PAIR_TYPES, rows)
     except (IntegrityError, psycopg.IntegrityError):  # the COPY runs on psycopg's own cursor: its error is psycopg's
         MinedPair.objects.bulk_create([MinedPair(**pair._asdict()) for pair in pairs], ignore_conflicts=True, batch_size=1000)
+
+
+def _indices(indices: list[int]) -> Jsonb:
+    """A pair's sentence indices as a JSON array."""
+    return _written("[" + ",".join(map(str, indices)) + "]")
+
+
+def _written(text: str) -> Jsonb:
+    """A JSON value already written as text, sent as it is. ``Jsonb(value)``, which psycopg's dumper writes with
+    ``json.dumps`` then wraps again, took 3.1-3.7 µs a value (timeit), 10 µs of each pair's row: 0.3 s of a
+    30,000-pair LHA job's helper thread, which holds the GIL the mining needs meanwhile. Written here: about 1 µs
+    for the indices, 3 µs for the features."""
+    return Jsonb(text, _as_is)
+
+
+def _as_is(text: str) -> str:
+    return text

@@ -79,6 +79,31 @@ def test_a_pairs_batch_stored_twice_keeps_one_row_per_pair_and_the_job_finds_wha
     assert found == _exact_pairs(job)
 
 
+def test_the_copy_writes_each_pair_s_json_columns_as_the_orm_does(owner, db, monkeypatch) -> None:
+    job = _job(owner, monkeypatch)
+    mining.mining_job_prepare(job_id=job.pk, encode=encode)
+    _run_shards(job)
+    rows = muss_service.pairs_batch(job, 0, MiningSequence.objects.filter(job=job).count())
+    assert rows
+    odd = rows[0]._replace(
+        source_key="odd", source_sentences=[0, 12, 345], target_sentences=[7],
+        features={"cosine": 0.1, "margin": 1e-07, "depth": None, "char_ratio": 1.5e16, "words": 3, "note": 'a "quoted" é'},
+    )  # fmt: skip
+    MinedPair.objects.filter(job=job).delete()
+    pair_store.mined_pairs_store([odd, *rows[1:]])  # by COPY
+    by_copy = {p.source_key: (p.source_sentences, p.target_sentences, p.features) for p in MinedPair.objects.filter(job=job)}
+    MinedPair.objects.filter(job=job).delete()
+    MinedPair.objects.bulk_create([MinedPair(**row._asdict()) for row in [odd, *rows[1:]]])  # by the ORM
+    by_orm = {p.source_key: (p.source_sentences, p.target_sentences, p.features) for p in MinedPair.objects.filter(job=job)}
+    assert by_copy == by_orm and by_copy["odd"] == ([0, 12, 345], [7], odd.features)
+    with connection.cursor() as cursor:  # the same jsonb, not only the same values once read back
+        cursor.execute("SELECT features::text, source_sentences::text FROM alignment_minedpair WHERE source_key = 'odd'")
+        assert cursor.fetchone() == (
+            '{"note": "a \\"quoted\\" é", "depth": null, "words": 3, "cosine": 0.1, "margin": 0.0000001, "char_ratio": 15000000000000000}',
+            "[0, 12, 345]",
+        )
+
+
 def test_the_neighbours_go_to_their_own_table_leave_the_sequence_rows_unwritten_and_survive_a_second_copy(owner, db, monkeypatch) -> None:
     job = _job(owner, monkeypatch)
     mining.mining_job_prepare(job_id=job.pk, encode=encode)
