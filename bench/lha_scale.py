@@ -145,9 +145,9 @@ def fresh_job(job, source, target, encoder: Encoder):
 
 
 def settle_database() -> None:
-    """Autovacuum's passes over a job's 30,000 pairs slowed the in-memory run right after a job by up to half; settling
-    only the job's tables left it 0.3 s of PostgreSQL's CPU during each in-memory run (the corpora's own tables, never
-    vacuumed since they were loaded), and 1.8 s during the first: so the whole database."""
+    """Autovacuum's passes over a job's 30,000 pairs slowed the in-memory run right after a job by up to half; with only
+    the job's tables settled, the first in-memory run, right after the corpora were loaded, still met 1.4 s of
+    PostgreSQL's CPU beyond its own reads (most likely autovacuum of the corpora's tables): so the whole database."""
     settle()
 
 
