@@ -31,8 +31,8 @@ class PrepareCancelled(Exception):
 
 class CancelCheck:
     """Called between steps: raises :class:`PrepareCancelled` once the job's cancel is asked for (the flag is read at
-    most every :data:`CHECK_EVERY` seconds by each thread that calls it, its first call always), and beats the job's heartbeat meanwhile.
-    ``CancelCheck(None)`` (:data:`NEVER`) never raises: for callers that are not a job's prepare."""
+    most every :data:`CHECK_EVERY` seconds by each thread that calls it, its first call always), and beats the job's
+    heartbeat meanwhile. ``CancelCheck(None)`` (:data:`NEVER`) never raises: for callers that are not a job's prepare."""
 
     def __init__(self, job: MiningJob | None) -> None:
         self.job = job

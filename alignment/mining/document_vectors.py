@@ -39,12 +39,10 @@ def document_vectors_ensure(*, corpus: Corpus, encoder: Encoder, check: CancelCh
     ``check``: a prepare's cancel check, after each batch of documents and during the index build. ``index``: build the
     encoder's document index afterwards (a prepare of two new corpora stores both first: rows added to an existing
     HNSW index go in one by one, which took 6.6 s of 3,000 documents' 10 s prepare in bench/lha_scale.py)."""
-    missing_vectors = Sentence.objects.filter(document__corpus=corpus).exclude(embeddings__encoder=encoder).count()
-    if missing_vectors:
-        raise ValueError(
-            f"corpus {corpus.name!r}: {missing_vectors} sentence{pluralize(missing_vectors)} {'has' if missing_vectors == 1 else 'have'} no vector from "
-            f"{encoder.name}; run its embedding job first"
-        )
+    missing = Sentence.objects.filter(document__corpus=corpus).exclude(embeddings__encoder=encoder).count()
+    if missing:
+        sentences = f"{missing} sentence{pluralize(missing)} {'has' if missing == 1 else 'have'}"
+        raise ValueError(f"corpus {corpus.name!r}: {sentences} no vector from {encoder.name}; run its embedding job first")
     added, after = 0, 0
     while after is not None:  # a batch of documents at a time, by pk, until none is left without a vector
         after, stored = _document_vectors_store(corpus, encoder, after)

@@ -67,9 +67,9 @@ def _indices(indices: list[int]) -> Jsonb:
 
 def _written(text: str) -> Jsonb:
     """A JSON value already written as text, sent as it is. ``Jsonb(value)``, which psycopg's dumper writes with
-    ``json.dumps`` then wraps again, took 3.1-3.7 µs a value (timeit), 10 µs of each pair's row: 0.3 s of a
-    30,000-pair LHA job's helper thread, which holds the GIL the mining needs meanwhile. Written here: about 1 µs
-    for the indices, 3 µs for the features."""
+    ``json.dumps`` then wraps again, took 3.1-3.7 µs a value (timeit), 10 µs of each pair's row, on the helper thread
+    that holds the GIL the mining needs meanwhile. Written here: about 1 µs for the indices, 3 µs for the features; a
+    30,000-pair LHA job's helper thread went from 0.80-0.97 to 0.72-0.83 s of CPU (bench/lha_scale.py's corpora)."""
     return Jsonb(text, _as_is)
 
 
