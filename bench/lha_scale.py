@@ -17,10 +17,11 @@ in-memory  ``models_ml.mining.lha.mine_lha`` on the same documents, the same sto
            it missed 540 of them).
 
 It prints documents/s of both (source documents mined per second, the job's prepare included; in memory the fastest
-of four runs, two in a row before the job and two after it), their ratio (the goal: the app at >= 0.5x), and the pairs each
-found and how many they share. Before each timed run PostgreSQL's background work is done outside the clock (a
-``VACUUM (ANALYZE)`` of the whole database, then a ``CHECKPOINT``): an in-memory run right after a job took
-1.2-2.0 s at 30,000 sentences as autovacuum went over the job's pairs or not.
+of four runs, two in a row before the job and two after it), their ratio (the goal: the app at >= 0.5x), and the
+pairs each found and how many they share. Before each timed run PostgreSQL's background work is done outside the
+clock (a ``VACUUM (ANALYZE)`` of the whole database, then a ``CHECKPOINT``): an in-memory run right after a job took
+1.2-2.0 s at 30,000 sentences as autovacuum went over the job's pairs or not. Settled, the first in-memory run after
+a job still took 1.5-2.2 s where the next took 1.1-1.3 s, hence two in a row (:func:`in_memory_best`).
 
 ``--rounds N``: the job N times over the same corpora, each round from nothing (the last round's job, its pairs and the
 document vectors its prepare stored deleted, and pgvector's document index dropped, so each prepare does the first
