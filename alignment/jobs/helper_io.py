@@ -90,9 +90,10 @@ def run_overlapped(
 def at_once(io: RunIO, calls: list[Callable[[], Any]]) -> list[Any]:
     """Run ``calls`` at the same time on two connections: the first on ``io``'s helper, the others here, in order; their
     results in order. An error here waits for the helper's call to end, then is raised; the helper's error is raised
-    after the calls here have ended. (Inside a transaction the helper's call runs first, inline.)"""
-    if not calls:
-        return []
+    after the calls here have ended. (Inside a transaction the helper's call runs first, inline.) A single call runs
+    here: the helper would only make it wait for a thread and a connection."""
+    if len(calls) < 2:
+        return [call() for call in calls]
     helper = io.submit(calls[0])
     try:
         here = [call() for call in calls[1:]]
