@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -11,7 +12,6 @@ from typing import TYPE_CHECKING
 from django.db import transaction
 from django.db.models import F, Sum
 from django.utils import timezone
-from psycopg.types.json import Jsonb
 
 from alignment.aligning.scoring import PairOutcome, SideSentences, pack_matrices
 from alignment.copying import copy_rows
@@ -174,7 +174,7 @@ def store_outcomes(run_id: int, items: list[AlignedOutcome]) -> None:
                 len(item.simple.ids),
                 len(item.complex_side.ids),
                 pack_matrices(item.outcome),
-                Jsonb([list(span) for span in item.outcome.result.chosen_complex]),
+                json.dumps([list(span) for span in item.outcome.result.chosen_complex]),
                 item.seconds,
                 now,
             )  # fmt: skip
@@ -205,8 +205,8 @@ def paragraph_rows(
     simple_map, complex_map = paragraphs if paragraphs is not None else (None, None)
     for group in outcome.result.paragraph_groups:
         yield (
-            run_id, pair.pk, Jsonb([simple_map[p] if simple_map else p for p in group.simple]),
-            Jsonb([complex_map[p] if complex_map else p for p in group.complex]),
+            run_id, pair.pk, _json_list([simple_map[p] for p in group.simple] if simple_map else group.simple),
+            _json_list([complex_map[p] for p in group.complex] if complex_map else group.complex),
         )  # fmt: skip
 
 
@@ -214,11 +214,28 @@ def candidate_rows(
     run_id: int, pair: DocumentPair, simple: SideSentences, complex_side: SideSentences, outcome: PairOutcome, group_offset: int = 0
 ) -> Iterator[tuple]:
     ids = (simple.ids, complex_side.ids)
+    scores = _scores_template(outcome.candidates[0].scores) if outcome.candidates else ""
     for c in outcome.candidates:
         yield (
-            run_id, pair.pk, ids[0][c.simple], ids[1][c.complex], Jsonb(c.scores), c.scores[outcome.primary], c.crf_marginal, c.label,
-            None if c.group_index is None else c.group_index + group_offset, c.group_score, c.disagreement,
+            run_id, pair.pk, ids[0][c.simple], ids[1][c.complex], scores % tuple(c.scores.values()), c.scores[outcome.primary],
+            c.crf_marginal, c.label, None if c.group_index is None else c.group_index + group_offset, c.group_score, c.disagreement,
         )  # fmt: skip
+
+
+# The JSON columns go into the text COPY as JSON text, which PostgreSQL parses into jsonb: psycopg's Jsonb wrapper
+# ran json.dumps and then its own dumper, about 10 µs a value on the run's helper thread, whose Python holds the GIL
+# the scoring needs (docs/benchmarks.md, "Corpus scale"). A list of ints is joined; a candidate's scores fill a
+# template of the pair's measure names, with each float's repr, which is json.dumps's own float format.
+
+
+def _json_list(numbers: list[int]) -> str:
+    return "[" + ",".join(map(str, numbers)) + "]"
+
+
+def _scores_template(first: dict[str, float]) -> str:
+    """``'{"name": %r, ...}'`` for scores dicts with ``first``'s names in its order: every candidate of a pair has the
+    same (select_candidates builds them from one list of names)."""
+    return "{" + ", ".join(json.dumps(name).replace("%", "%%") + ": %r" for name in first) + "}"
 
 
 def count_outcomes(run: AlignmentRun, outcomes: list[tuple[PairOutcome, float, int, int]]) -> None:
