@@ -6,8 +6,8 @@ took another 15 ms or so, most of it waiting for PostgreSQL, which works on the 
 (docs/benchmarks.md, "Corpus scale"). With :class:`~alignment.jobs.helper_io.RunIO` one helper thread with its own
 connection reads the next pairs ahead and stores the aligned ones behind, in order, while the run's thread scores. The helper holds the GIL only while it builds rows or parses results.
 
-Bounds: at most ``READ_AHEAD`` pairs read ahead (a pair too big to score whole is not read ahead: only its
-sentence counts are), and one batch of :class:`~alignment.aligning.storing.PendingWrites` being stored while the
+Bounds: at most two batches of ``READ_BATCH`` pairs read and not yet scored (a pair too big to score whole is not
+read ahead: only its sentence counts are), and one batch of :class:`~alignment.aligning.storing.PendingWrites` being stored while the
 next fills. An error on the helper is raised on the run's thread by the next call that waits for it or hands it
 work; the batch it was storing is lost, as a batch stored inline would be, and a retry aligns those pairs again.
 
@@ -17,27 +17,35 @@ rows: there everything runs on the caller's connection, inline and in order, as 
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future
 
 from django.db.models import QuerySet
 
-from alignment.aligning.reading import PairRead, pair_read
+from alignment.aligning.reading import PairRead, pairs_read
 from alignment.jobs.helper_io import RunIO
 from alignment.models import DocumentPair
 
-READ_AHEAD = 4  # pairs read before the one being scored needs them
+READ_BATCH = 4  # pairs read together (reading.pairs_read: one cursor and two queries for them all)
 
 
 def read_ahead(pending: QuerySet[DocumentPair], encoder_name: str, io: RunIO) -> Iterator[tuple[DocumentPair, PairRead | None]]:
-    """``pending`` pairs in order, each with its :func:`~alignment.aligning.reading.pair_read`, read ahead on ``io``."""
-    window: deque[tuple[DocumentPair, Future]] = deque()
-    for pair in pending.iterator(chunk_size=100):
-        window.append((pair, io.submit(pair_read, pair.simple_document_id, pair.complex_document_id, encoder_name)))
-        if len(window) > READ_AHEAD:
-            first, read = window.popleft()
-            yield first, read.result()
+    """``pending`` pairs in order, each with its :func:`~alignment.aligning.reading.pairs_read`, read ahead on ``io``:
+    the next batch of pairs is read while the one before is scored. The first batch is one pair, so the scoring starts
+    after one pair's read; the others are ``READ_BATCH``."""
+    window: deque[tuple[list[DocumentPair], Future]] = deque()
+    pairs = pending.iterator(chunk_size=100)
+    size = 1
+    while batch := list(itertools.islice(pairs, size)):
+        window.append((batch, io.submit(pairs_read, [(pair.simple_document_id, pair.complex_document_id) for pair in batch], encoder_name)))
+        size = READ_BATCH
+        if len(window) > 1:
+            yield from _read(*window.popleft())
     while window:
-        first, read = window.popleft()
-        yield first, read.result()
+        yield from _read(*window.popleft())
+
+
+def _read(batch: list[DocumentPair], reading: Future) -> Iterator[tuple[DocumentPair, PairRead | None]]:
+    yield from zip(batch, reading.result(), strict=True)

@@ -25,7 +25,7 @@ from tests.alignment.test_alignment_runs import LEXICAL, TFIDF_CONFIG
 
 pytestmark = pytest.mark.django_db(transaction=True)  # a helper thread's connection sees only committed rows
 
-PAIRS = 9  # more than READ_AHEAD + 1, and more than one batch below
+PAIRS = 9  # more than two read batches (1 + READ_BATCH), and more than one store batch below
 BACKEND_EXIT_POLLS = 500  # 10 ms apart: a hang guard while a closed backend leaves pg_stat_activity
 
 
