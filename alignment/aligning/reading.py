@@ -82,7 +82,7 @@ def pairs_read(pairs: Sequence[tuple[int, int]], encoder_name: str) -> list[Pair
     Two prepared queries for them all, no ORM, vectors read packed (one matrix a side, not a ``Vector`` a row): on the
     run's helper thread (:mod:`alignment.aligning.pipeline`) the time a read holds the GIL is time the scoring waits.
     Building the ORM's three queries took 5 ms of a short pair's 30; a pair's own cursor and two queries still took
-    about 2 ms of the helper's CPU (a quarter of it setting up the cursor's types), which several pairs now share.
+    about 2.2 ms of the helper's CPU (a fifth of it setting up the cursor's types); four pairs together take 1.1 ms a pair.
     """
     started = time.perf_counter()
     with vector_cursor(packed=True) as cursor:
