@@ -76,8 +76,9 @@ def pair_read(simple_id: int, complex_id: int, encoder_name: str) -> PairRead | 
     return pairs_read([(simple_id, complex_id)], encoder_name)[0]
 
 
-def pairs_read(pairs: Sequence[tuple[int, int]], encoder_name: str) -> list[PairRead | None]:
-    """:func:`pair_read` of several ``(simple, complex)`` document pairs at once, in their order.
+def pairs_read(pairs: Sequence[tuple[int, int]], encoder_name: str, max_sentences: int | None = None) -> list[PairRead | None]:
+    """:func:`pair_read` of several ``(simple, complex)`` document pairs at once, in their order; with
+    ``max_sentences``, of the first of them whose sentences read whole add up to at most that many (the first always).
 
     Two prepared queries for them all, no ORM, vectors read packed (one matrix a side, not a ``Vector`` a row): on the
     run's helper thread (:mod:`alignment.aligning.pipeline`) the time a read holds the GIL is time the scoring waits.
@@ -88,7 +89,8 @@ def pairs_read(pairs: Sequence[tuple[int, int]], encoder_name: str) -> list[Pair
     with vector_cursor(packed=True) as cursor:
         cursor.execute(PAIR_SIZES_SQL, [sorted({document for pair in pairs for document in pair})], prepare=True)
         counts = dict(cursor.fetchall())
-        whole = [counts.get(simple_id, 0) * counts.get(complex_id, 0) <= settings.ALIGN_BLOCK_MIN_CELLS for simple_id, complex_id in pairs]
+        whole = _read_whole(pairs, counts, max_sentences)
+        pairs = pairs[: len(whole)]
         documents = sorted({document for pair, read in zip(pairs, whole) if read for document in pair})
         rows = []
         if documents:
@@ -100,6 +102,20 @@ def pairs_read(pairs: Sequence[tuple[int, int]], encoder_name: str) -> list[Pair
         _pair_read(by_document[simple_id], by_document[complex_id], seconds) if read else None
         for (simple_id, complex_id), read in zip(pairs, whole)
     ]
+
+
+def _read_whole(pairs: Sequence[tuple[int, int]], counts: dict[int, int], max_sentences: int | None) -> list[bool]:
+    """Whether each pair is read whole (a huge one is aligned block by block instead), for the first pairs whose
+    sentences read whole stay within ``max_sentences`` (the first pair always)."""
+    whole, total = [], 0
+    for simple_id, complex_id in pairs:
+        simple_count, complex_count = counts.get(simple_id, 0), counts.get(complex_id, 0)
+        read = simple_count * complex_count <= settings.ALIGN_BLOCK_MIN_CELLS
+        total += (simple_count + complex_count) if read else 0
+        if whole and max_sentences is not None and total > max_sentences:
+            break
+        whole.append(read)
+    return whole
 
 
 def _pair_read(simple_rows: list[tuple], complex_rows: list[tuple], seconds: float) -> PairRead:

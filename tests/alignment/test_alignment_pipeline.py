@@ -12,13 +12,14 @@ import time
 import pytest
 from django.db import connection, transaction
 
-from alignment.aligning import storing
+from alignment.aligning import pipeline, storing
 from alignment.aligning.measures import run_measure
+from alignment.aligning.reading import pair_read
 from alignment.aligning.service import alignment_run_create, alignment_run_execute
 from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.jobs import helper_io
-from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, ParagraphAlignment
+from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, DocumentPair, ParagraphAlignment
 from alignment.services import corpus_get_or_create
 from tests.alignment.conftest import synthetic_sentences
 from tests.alignment.test_alignment_runs import LEXICAL, TFIDF_CONFIG
@@ -125,3 +126,33 @@ def test_an_error_on_the_helper_fails_the_run_and_keeps_the_batches_stored_befor
     assert batches == [4, 4]  # nothing more was stored after the failed batch
     assert run.pairs_done == AlignedPair.objects.filter(run=run).count() == 4  # the first batch, whole
     assert not CandidateAlignment.objects.filter(run=run).exclude(pair__aligned_pairs__run=run).exists()  # nothing half-written
+
+
+@pytest.mark.parametrize(("budget", "per_batch"), [(10, 1), (30, 2)])  # each of the nine pairs has 12 sentences
+def test_pairs_past_the_sentence_budget_are_read_in_a_later_batch_in_their_order(nine_pairs, monkeypatch, budget, per_batch):
+    monkeypatch.setattr(pipeline, "READ_AHEAD_SENTENCES", budget)
+    read_counts: list[int] = []
+    real_read = pipeline.pairs_read
+
+    def record(pairs, encoder_name, max_sentences):
+        reads = real_read(pairs, encoder_name, max_sentences)
+        read_counts.append(len(reads))
+        return reads
+
+    monkeypatch.setattr(pipeline, "pairs_read", record)
+    pending = DocumentPair.objects.filter(corpus=nine_pairs).order_by("pk")
+    io = helper_io.RunIO()
+    try:
+        assert io.threaded
+        got = list(pipeline.read_ahead(pending, "", io))
+    finally:
+        io.close()
+    assert [pair.pk for pair, _ in got] == [pair.pk for pair in pending]
+    for pair, read in got:
+        alone = pair_read(pair.simple_document_id, pair.complex_document_id, "")
+        assert (read.simple.ids, read.complex_side.ids, read.complex_side.texts) == (
+            alone.simple.ids,
+            alone.complex_side.ids,
+            alone.complex_side.texts,
+        )
+    assert read_counts == [1] + [per_batch] * ((PAIRS - 1) // per_batch) + ([(PAIRS - 1) % per_batch] if (PAIRS - 1) % per_batch else [])

@@ -71,3 +71,15 @@ def test_pairs_read_together_are_each_pair_read_alone_in_their_order(stories, se
     assert sum(read is not None and read.simple.vectors is not None for read in together) == sum(
         n != 0 and n != huge for n in [0, 1, 2, 1, 0]
     )
+
+
+def test_a_sentence_budget_reads_the_first_pairs_within_it_and_always_the_first(stories, settings) -> None:
+    pairs = [(p.simple_document_id, p.complex_document_id) for p in stories.pairs.order_by("pk")]
+    sentences = [Sentence.objects.filter(document_id__in=pair).count() for pair in pairs]
+    assert len(pairs) == 3
+    assert len(pairs_read(pairs, "", max_sentences=sentences[0] + sentences[1])) == 2
+    assert len(pairs_read(pairs, "", max_sentences=sentences[0] + sentences[1] - 1)) == 1
+    assert len(pairs_read(pairs, "", max_sentences=1)) == 1  # the first pair is read whatever the budget
+    assert len(pairs_read(pairs, "", max_sentences=sum(sentences))) == 3
+    settings.ALIGN_BLOCK_MIN_CELLS = 0  # every pair huge: none read, so none counts against the budget
+    assert pairs_read(pairs, "", max_sentences=1) == [None, None, None]
