@@ -31,6 +31,12 @@ from scipy.sparse import csr_matrix
 _VECTOR_TYPES: dict[tuple, tuple[TypeInfo, TypeInfo, TypeInfo]] = {}
 
 
+def json_int_list(numbers: Iterable[int]) -> str:
+    """A list of ints as JSON text, for a jsonb column of a COPY: joined, rather than through ``json.dumps`` and
+    psycopg's ``Jsonb`` dumper, on the job threads whose Python holds the GIL others need."""
+    return "[" + ",".join(map(str, numbers)) + "]"
+
+
 def copy_rows(model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
     """COPY ``rows`` (values in ``columns``' order, column names as in the table) into ``model``'s table; the count."""
     table = connection.ops.quote_name(model._meta.db_table)

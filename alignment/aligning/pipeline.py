@@ -55,11 +55,10 @@ def read_ahead(pending: QuerySet[DocumentPair], encoder_name: str, io: RunIO) ->
         reads = reading.result()
         waiting.extendleft(reversed(batch[len(reads) :]))  # the pairs past the budget go first in the next batch
         upcoming = take(READ_BATCH)
-        small = sum(len(read.simple.ids) + len(read.complex_side.ids) for read in reads if read is not None) <= READ_AHEAD_SENTENCES
-        if upcoming and small:
-            reading = _submit(io, upcoming, encoder_name)
+        sentences = sum(len(read.simple.ids) + len(read.complex_side.ids) for read in reads if read is not None)
+        read_next_at = 1 if sentences <= READ_AHEAD_SENTENCES else len(reads)  # the pair during whose scoring it is read
         for number, (pair, read) in enumerate(zip(batch, reads), 1):
-            if upcoming and not small and number == len(reads):
+            if upcoming and number == read_next_at:
                 reading = _submit(io, upcoming, encoder_name)
             yield pair, read
         batch = upcoming

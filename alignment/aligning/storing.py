@@ -14,7 +14,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from alignment.aligning.scoring import PairOutcome, SideSentences, pack_matrices
-from alignment.copying import copy_rows
+from alignment.copying import copy_rows, json_int_list
 from alignment.jobs.database import commit_without_flush
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, DocumentPair, PairBlock, ParagraphAlignment
 
@@ -205,8 +205,8 @@ def paragraph_rows(
     simple_map, complex_map = paragraphs if paragraphs is not None else (None, None)
     for group in outcome.result.paragraph_groups:
         yield (
-            run_id, pair.pk, _json_list([simple_map[p] for p in group.simple] if simple_map else group.simple),
-            _json_list([complex_map[p] for p in group.complex] if complex_map else group.complex),
+            run_id, pair.pk, json_int_list([simple_map[p] for p in group.simple] if simple_map else group.simple),
+            json_int_list([complex_map[p] for p in group.complex] if complex_map else group.complex),
         )  # fmt: skip
 
 
@@ -224,12 +224,9 @@ def candidate_rows(
 
 # The JSON columns go into the text COPY as JSON text, which PostgreSQL parses into jsonb. psycopg's Jsonb wrapper ran
 # json.dumps and then its own dumper, on the run's helper thread, whose Python holds the GIL the scoring needs: storing
-# 200 pairs took 0.57 s of its CPU instead of 0.67 (docs/benchmarks.md, "Corpus scale"). A list of ints is joined; a
-# candidate's scores fill a template of the pair's measure names with each float's repr, json.dumps's own float format.
-
-
-def _json_list(numbers: list[int]) -> str:
-    return "[" + ",".join(map(str, numbers)) + "]"
+# 200 pairs took 0.57 s of its CPU instead of 0.67 (docs/benchmarks.md, "Corpus scale"). A list of ints is joined
+# (json_int_list); a candidate's scores fill a template of the pair's measure names with each float's repr,
+# json.dumps's own float format.
 
 
 def _scores_template(first: dict[str, float]) -> str:

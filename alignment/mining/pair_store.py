@@ -14,7 +14,7 @@ import psycopg
 from django.db import IntegrityError, transaction
 from psycopg.types.json import Jsonb
 
-from alignment.copying import copy_binary
+from alignment.copying import copy_binary, json_int_list
 from alignment.mining.models import MinedPair
 
 
@@ -62,7 +62,7 @@ def mined_pairs_store(pairs: list[PairRow]) -> None:
 
 def _indices(indices: list[int]) -> Jsonb:
     """A pair's sentence indices as a JSON array."""
-    return _written("[" + ",".join(map(str, indices)) + "]")
+    return _written(json_int_list(indices))
 
 
 def _written(text: str) -> Jsonb:
