@@ -10,6 +10,8 @@ what happens to the job:
   written and the job did nothing wrong; :class:`~alignment.jobs.database.DatabaseLost` makes
   Procrastinate retry the task JOB_DATABASE_RETRY_SECONDS later, and the retry finds the row
   still running and resumes or restarts it, as after a killed worker;
+* its row gone (deleted, with its corpus, while the task waited in the queue): nothing is left to do, and the
+  task ends with one log line instead of a traceback;
 * any other exception marks the job failed with its reason (services usually did so already;
   the conditional update then changes nothing) and is re-raised so Procrastinate records it too.
 """
@@ -22,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import close_old_connections, transaction
 from procrastinate import RetryStrategy
 from procrastinate.contrib.django import app
@@ -55,6 +58,9 @@ def job_task(
                     raise DatabaseLost(f"{type(exc).__name__}: {exc}") from exc
                 if model is not None and id_arg in kwargs:
                     job = model._base_manager.filter(pk=kwargs[id_arg]).first()
+                    if job is None and isinstance(exc, ObjectDoesNotExist):
+                        logger.warning("task %s(%s): its %s was deleted while it waited; nothing to do", name, kwargs, model._meta.verbose_name)
+                        return None
                     if job is not None:
                         job.mark_failed_by(exc)
                 raise

@@ -225,3 +225,31 @@ def test_a_sweep_interval_that_does_not_divide_a_minute_stops_the_settings_with_
     env = {**os.environ, "STALLED_JOB_SWEEP_SECONDS": "7", "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}
     result = subprocess.run([sys.executable, "-c", "import webapp.settings"], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode != 0 and "STALLED_JOB_SWEEP_SECONDS=7: choose a divisor of 60" in result.stderr
+
+
+@pytest.mark.django_db(transaction=True)  # the wrapper closes connections as a worker does: no test transaction around it
+def test_a_task_whose_row_was_deleted_while_it_waited_ends_with_one_log_line(run, caplog) -> None:
+    from alignment.tasks import align_shard, embed_corpus
+
+    gone = run.pk
+    run.delete()  # its corpus deleted in the admin while the task waited in the queue
+    with caplog.at_level("WARNING", logger="alignment.jobs.wrapper"):
+        assert embed_corpus(run_id=gone) is None
+        assert align_shard(shard_id=987654) is None
+    assert [record.getMessage() for record in caplog.records] == [
+        f"task alignment.embed_corpus({{'run_id': {gone}}}): its embedding run was deleted while it waited; nothing to do",
+        "task alignment.align_shard({'shard_id': 987654}): its alignment shard was deleted while it waited; nothing to do",
+    ]
+    assert all(record.exc_info is None for record in caplog.records)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_missing_row_of_another_kind_still_fails_the_job(run) -> None:
+    @job_task(name="tests.missing_other_row", queue="tests", model=EmbeddingRun, id_arg="run_id")
+    def missing_other_row(*, run_id: int) -> None:
+        AlignmentRun.objects.get(pk=987654)
+
+    with pytest.raises(AlignmentRun.DoesNotExist):
+        missing_other_row(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "failed" and run.error.startswith("DoesNotExist:")
