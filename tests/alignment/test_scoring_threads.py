@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -91,6 +92,21 @@ def test_the_stored_matrix_of_the_measure_the_crf_read_is_the_one_it_decoded_bit
     assert outcome.primary == "learned" and np.array_equal(stored["learned"], outcome.matrices["learned"])
     assert stored["tfidf_cosine"].dtype == np.float32  # the heatmaps' measures come back as float32 too (stored smaller)
     assert np.allclose(stored["tfidf_cosine"], outcome.matrices["tfidf_cosine"], atol=1e-3)
+
+
+def test_heatmaps_stored_in_the_numpy_zip_before_read_as_the_ones_stored_now() -> None:
+    """Runs stored before the heatmaps' own format kept numpy's zip: both read back the same matrices."""
+    outcome = _shipped_scorer().score(_side(DEMO / "DeepSea-ele.txt", 100), _side(DEMO / "DeepSea-adv.txt", 1))
+    now = scoring.pack_matrices(outcome)
+    arrays = {name: matrix.astype(np.float32 if name == outcome.primary else np.float16) for name, matrix in outcome.matrices.items()}
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays, crf_marginal=outcome.result.pair_marginals.astype(np.float16))
+    before, after = scoring.unpack_matrices(buffer.getvalue()), scoring.unpack_matrices(memoryview(now))
+    assert now.startswith(scoring.MATRICES_FORMAT) and len(now) < len(buffer.getvalue())
+    assert list(after) == list(before) == [*outcome.matrices, "crf_marginal"]
+    for name, matrix in before.items():
+        assert after[name].dtype == np.float32 and after[name].shape == matrix.shape == outcome.result.similarity.shape
+        assert np.array_equal(after[name], matrix), name
 
 
 def _blas_threads() -> set[int]:
