@@ -59,7 +59,9 @@ def job_task(
                 if model is not None and id_arg in kwargs:
                     job = model._base_manager.filter(pk=kwargs[id_arg]).first()
                     if job is None and isinstance(exc, ObjectDoesNotExist):
-                        logger.warning("task %s(%s): its %s was deleted while it waited; nothing to do", name, kwargs, model._meta.verbose_name)
+                        logger.warning(
+                            "task %s(%s): its %s was deleted while it waited; nothing to do", name, kwargs, model._meta.verbose_name
+                        )
                         return None
                     if job is not None:
                         job.mark_failed_by(exc)
