@@ -9,7 +9,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
@@ -52,7 +52,7 @@ def store_block(
     seconds = time.perf_counter() - started
     viterbi = [[cols[c] for c in span] for span in outcome.result.chosen_complex]
     PairBlock.objects.filter(pk=block.pk).update(done=True, viterbi=viterbi, groups=len(outcome.result.groups), seconds=seconds)
-    count_outcomes(run, [(outcome, seconds, len(simple_side.ids), 0)])
+    count_outcomes(run.pk, run.label_counts, [(outcome, seconds, len(simple_side.ids), 0)])
 
 
 def store_blocked_pair(run_id: int, pair: DocumentPair, simple_count: int, complex_count: int) -> None:
@@ -151,13 +151,10 @@ def _store_batch(run_id: int, items: list[AlignedOutcome]) -> None:
 def store_outcomes(run_id: int, items: list[AlignedOutcome]) -> None:
     """Aligned pairs' groups, candidates, heatmaps and the run's counters, under the run's row lock."""
     commit_without_flush()
-    run = AlignmentRun.objects.select_for_update().get(pk=run_id)  # one writer per run at a time
-    ids = [item.pair.pk for item in items]
-    stored = set(AlignedPair.objects.filter(run_id=run_id, pair_id__in=ids).values_list("pair_id", flat=True))
-    current = set(run.pairs.filter(pk__in=ids).values_list("pk", "complex_document_id"))
+    label_counts, open_pairs = _batch_lock(run_id, [item.pair.pk for item in items])
     # Left out: a pair a second worker on the same run (a requeued stalled job) stored first, and a pair flipped
     # (alignment/pairs_flip.py) while it was aligned, whose result is for the old direction.
-    items = [item for item in items if item.pair.pk not in stored and (item.pair.pk, item.pair.complex_document_id) in current]
+    items = [item for item in items if (item.pair.pk, item.pair.complex_document_id) in open_pairs]
     if not items:
         return
     copy_rows(ParagraphAlignment, PARAGRAPH_COLUMNS, (row for item in items for row in paragraph_rows(run_id, item.pair, item.outcome)))
@@ -181,7 +178,35 @@ def store_outcomes(run_id: int, items: list[AlignedOutcome]) -> None:
             for item in items
         ),
     )  # COPY, as the candidates: bulk_create built its INSERT in Python for 18 ms a batch, on the thread the scoring waits for
-    count_outcomes(run, [(item.outcome, item.seconds, len(item.simple.ids) + len(item.complex_side.ids), 1) for item in items])
+    count_outcomes(
+        run_id, label_counts, [(item.outcome, item.seconds, len(item.simple.ids) + len(item.complex_side.ids), 1) for item in items]
+    )
+
+
+def _batch_lock(run_id: int, pair_ids: list[int]) -> tuple[dict[str, int], set[tuple[int, int]]]:
+    """The run's label counts, read under its row lock (one writer per run at a time), and those of ``pair_ids`` that
+    are still the run's pairs and have no result stored, each with its complex document: two statements on one cursor.
+
+    Written in SQL: the ORM's lock and two queries took 6-7 ms of CPU a batch to build and read, on the helper
+    thread whose Python holds the GIL the scoring needs, against under 1 ms (docs/benchmarks.md, "Corpus scale")."""
+    run_table, pair_table, through = (
+        quote_name(model._meta.db_table) for model in (AlignmentRun, DocumentPair, AlignmentRun.pairs.through)
+    )
+    pairs_field = AlignmentRun._meta.get_field("pairs")
+    run_column, pair_column = quote_name(pairs_field.m2m_column_name()), quote_name(pairs_field.m2m_reverse_name())
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT label_counts FROM {run_table} WHERE id = %s FOR UPDATE", [run_id])
+        row = cursor.fetchone()
+        if row is None:
+            raise AlignmentRun.DoesNotExist(f"alignment run {run_id} was deleted while it ran")
+        (label_counts,) = row
+        cursor.execute(
+            f"SELECT p.id, p.complex_document_id FROM {through} rp JOIN {pair_table} p ON p.id = rp.{pair_column} "
+            f"WHERE rp.{run_column} = %s AND p.id = ANY(%s) "
+            f"AND NOT EXISTS (SELECT 1 FROM {quote_name(AlignedPair._meta.db_table)} a WHERE a.run_id = %s AND a.pair_id = p.id)",
+            [run_id, pair_ids, run_id],
+        )
+        return json.loads(label_counts), set(cursor.fetchall())
 
 
 def write_rows(
@@ -213,11 +238,11 @@ def paragraph_rows(
 def candidate_rows(
     run_id: int, pair: DocumentPair, simple: SideSentences, complex_side: SideSentences, outcome: PairOutcome, group_offset: int = 0
 ) -> Iterator[tuple]:
-    ids = (simple.ids, complex_side.ids)
+    ids, pair_id = (simple.ids, complex_side.ids), pair.pk
     scores = _scores_template(outcome.candidates[0].scores) if outcome.candidates else ""
     for c in outcome.candidates:
         yield (
-            run_id, pair.pk, ids[0][c.simple], ids[1][c.complex], scores % tuple(c.scores.values()), c.scores[outcome.primary],
+            run_id, pair_id, ids[0][c.simple], ids[1][c.complex], scores % tuple(c.scores.values()), c.scores[outcome.primary],
             c.crf_marginal, c.label, None if c.group_index is None else c.group_index + group_offset, c.group_score, c.disagreement,
         )  # fmt: skip
 
@@ -235,19 +260,29 @@ def _scores_template(first: dict[str, float]) -> str:
     return "{" + ", ".join(json.dumps(name).replace("%", "%%") + ": %r" for name in first) + "}"
 
 
-def count_outcomes(run: AlignmentRun, outcomes: list[tuple[PairOutcome, float, int, int]]) -> None:
-    """Add ``(outcome, seconds, sentences, pairs)`` to the run's counters (``run`` read under its row lock, so label_counts adds up)."""
-    counts = dict(run.label_counts)
+def quote_name(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def count_outcomes(run_id: int, label_counts: dict[str, int], outcomes: list[tuple[PairOutcome, float, int, int]]) -> None:
+    """Add ``(outcome, seconds, sentences, pairs)`` to the run's counters; ``label_counts``: the run's, read under its row
+    lock, so that they add up. One UPDATE in SQL (the ORM's took 3 ms of CPU to build, once a batch)."""
+    counts = dict(label_counts)
     for outcome, _, _, _ in outcomes:
         for label, count in outcome.label_counts.items():
             counts[label] = counts.get(label, 0) + count
-    AlignmentRun.objects.filter(pk=run.pk).update(
-        pairs_done=F("pairs_done") + sum(pairs for _, _, _, pairs in outcomes),
-        sentences_done=F("sentences_done") + sum(sentences for _, _, sentences, _ in outcomes),
-        candidates_written=F("candidates_written") + sum(len(outcome.candidates) for outcome, _, _, _ in outcomes),
-        label_counts=counts,
-        encoder_seconds=F("encoder_seconds") + sum(outcome.encoder_seconds for outcome, _, _, _ in outcomes),
-        measure_seconds=F("measure_seconds") + sum(outcome.measure_seconds for outcome, _, _, _ in outcomes),
-        aligner_seconds=F("aligner_seconds") + sum(outcome.aligner_seconds for outcome, _, _, _ in outcomes),
-        busy_seconds=F("busy_seconds") + sum(seconds for _, seconds, _, _ in outcomes),
-    )
+    sums = {
+        "pairs_done": sum(pairs for _, _, _, pairs in outcomes),
+        "sentences_done": sum(sentences for _, _, sentences, _ in outcomes),
+        "candidates_written": sum(len(outcome.candidates) for outcome, _, _, _ in outcomes),
+        "encoder_seconds": sum(outcome.encoder_seconds for outcome, _, _, _ in outcomes),
+        "measure_seconds": sum(outcome.measure_seconds for outcome, _, _, _ in outcomes),
+        "aligner_seconds": sum(outcome.aligner_seconds for outcome, _, _, _ in outcomes),
+        "busy_seconds": sum(seconds for _, seconds, _, _ in outcomes),
+    }
+    added = ", ".join(f"{quote_name(column)} = {quote_name(column)} + %s" for column in sums)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {quote_name(AlignmentRun._meta.db_table)} SET {added}, label_counts = %s WHERE id = %s",
+            [*sums.values(), json.dumps(counts), run_id],
+        )
