@@ -37,9 +37,14 @@ def json_int_list(numbers: Iterable[int]) -> str:
     return "[" + ",".join(map(str, numbers)) + "]"
 
 
+def table_name(model: type[models.Model]) -> str:
+    """``model``'s table, quoted for SQL written by hand."""
+    return connection.ops.quote_name(model._meta.db_table)
+
+
 def copy_rows(model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
     """COPY ``rows`` (values in ``columns``' order, column names as in the table) into ``model``'s table; the count."""
-    table = connection.ops.quote_name(model._meta.db_table)
+    table = table_name(model)
     names = ", ".join(connection.ops.quote_name(column) for column in columns)
     count = 0
     with connection.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
@@ -128,7 +133,7 @@ def packed_dimensions(row: bytes) -> int:
 def copy_binary(model: type[models.Model], columns: Sequence[str], types: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
     """COPY ``rows`` in PostgreSQL's binary format (``types``: each column's type name, e.g. ``int8``, ``vector``): no
     value is formatted as text, so a 384-float vector costs a memcpy, not 384 float formattings. The count."""
-    table = connection.ops.quote_name(model._meta.db_table)
+    table = table_name(model)
     names = ", ".join(connection.ops.quote_name(column) for column in columns)
     count = 0
     with vector_cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as copy:

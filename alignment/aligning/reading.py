@@ -8,10 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, models
 
 from alignment.aligning.scoring import SideSentences
-from alignment.copying import packed_dimensions, unpacked_vectors, vector_cursor
+from alignment.copying import packed_dimensions, table_name, unpacked_vectors, vector_cursor
 from alignment.models import Encoder, Paragraph, Sentence, SentenceEmbedding
 
 
@@ -127,18 +126,14 @@ def _pair_read(simple_rows: list[tuple], complex_rows: list[tuple], seconds: flo
     return PairRead(simple, complex_side, seconds)
 
 
-def _table(model: type[models.Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
 # The current segmentation (retired_by_id IS NULL), as Sentence.objects reads it.
 PAIR_SIZES_SQL = (
-    f"SELECT document_id, count(*) FROM {_table(Sentence)} WHERE document_id = ANY(%s) AND retired_by_id IS NULL GROUP BY document_id"
+    f"SELECT document_id, count(*) FROM {table_name(Sentence)} WHERE document_id = ANY(%s) AND retired_by_id IS NULL GROUP BY document_id"
 )
 PAIR_ROWS_SQL = (
-    f"SELECT s.document_id, s.id, s.text, p.index, e.vector FROM {_table(Sentence)} s "
-    f"JOIN {_table(Paragraph)} p ON p.id = s.paragraph_id "
-    f"LEFT JOIN {_table(SentenceEmbedding)} e ON e.sentence_id = s.id "
-    f"AND e.encoder_id = (SELECT id FROM {_table(Encoder)} WHERE name = %s) "
+    f"SELECT s.document_id, s.id, s.text, p.index, e.vector FROM {table_name(Sentence)} s "
+    f"JOIN {table_name(Paragraph)} p ON p.id = s.paragraph_id "
+    f"LEFT JOIN {table_name(SentenceEmbedding)} e ON e.sentence_id = s.id "
+    f"AND e.encoder_id = (SELECT id FROM {table_name(Encoder)} WHERE name = %s) "
     "WHERE s.document_id = ANY(%s) AND s.retired_by_id IS NULL ORDER BY s.index"
 )

@@ -14,7 +14,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from alignment.aligning.scoring import PairOutcome, SideSentences, pack_matrices
-from alignment.copying import copy_rows, json_int_list
+from alignment.copying import copy_rows, json_int_list, table_name
 from alignment.jobs.database import commit_without_flush
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, DocumentPair, PairBlock, ParagraphAlignment
 
@@ -189,11 +189,11 @@ def _batch_lock(run_id: int, pair_ids: list[int]) -> tuple[dict[str, int], set[t
 
     Written in SQL: the ORM's lock and two queries took 6-7 ms of CPU a batch to build and read, on the helper
     thread whose Python holds the GIL the scoring needs, against under 1 ms (docs/benchmarks.md, "Corpus scale")."""
-    run_table, pair_table, through = (
-        quote_name(model._meta.db_table) for model in (AlignmentRun, DocumentPair, AlignmentRun.pairs.through)
-    )
+    run_table, pair_table, through = (table_name(model) for model in (AlignmentRun, DocumentPair, AlignmentRun.pairs.through))
     pairs_field = AlignmentRun._meta.get_field("pairs")
-    run_column, pair_column = quote_name(pairs_field.m2m_column_name()), quote_name(pairs_field.m2m_reverse_name())
+    run_column, pair_column = (
+        connection.ops.quote_name(column) for column in (pairs_field.m2m_column_name(), pairs_field.m2m_reverse_name())
+    )
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT label_counts FROM {run_table} WHERE id = %s FOR UPDATE", [run_id])
         row = cursor.fetchone()
@@ -203,7 +203,7 @@ def _batch_lock(run_id: int, pair_ids: list[int]) -> tuple[dict[str, int], set[t
         cursor.execute(
             f"SELECT p.id, p.complex_document_id FROM {through} rp JOIN {pair_table} p ON p.id = rp.{pair_column} "
             f"WHERE rp.{run_column} = %s AND p.id = ANY(%s) "
-            f"AND NOT EXISTS (SELECT 1 FROM {quote_name(AlignedPair._meta.db_table)} a WHERE a.run_id = %s AND a.pair_id = p.id)",
+            f"AND NOT EXISTS (SELECT 1 FROM {table_name(AlignedPair)} a WHERE a.run_id = %s AND a.pair_id = p.id)",
             [run_id, pair_ids, run_id],
         )
         return json.loads(label_counts), set(cursor.fetchall())
@@ -260,10 +260,6 @@ def _scores_template(first: dict[str, float]) -> str:
     return "{" + ", ".join(json.dumps(name).replace("%", "%%") + ": %r" for name in first) + "}"
 
 
-def quote_name(name: str) -> str:
-    return connection.ops.quote_name(name)
-
-
 def count_outcomes(run_id: int, label_counts: dict[str, int], outcomes: list[tuple[PairOutcome, float, int, int]]) -> None:
     """Add ``(outcome, seconds, sentences, pairs)`` to the run's counters; ``label_counts``: the run's, read under its row
     lock, so that they add up. One UPDATE in SQL (the ORM's took 3 ms of CPU to build, once a batch)."""
@@ -280,9 +276,9 @@ def count_outcomes(run_id: int, label_counts: dict[str, int], outcomes: list[tup
         "aligner_seconds": sum(outcome.aligner_seconds for outcome, _, _, _ in outcomes),
         "busy_seconds": sum(seconds for _, seconds, _, _ in outcomes),
     }
-    added = ", ".join(f"{quote_name(column)} = {quote_name(column)} + %s" for column in sums)
+    added = ", ".join(f"{column} = {column} + %s" for column in sums)  # the model's own field names
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {quote_name(AlignmentRun._meta.db_table)} SET {added}, label_counts = %s WHERE id = %s",
+            f"UPDATE {table_name(AlignmentRun)} SET {added}, label_counts = %s WHERE id = %s",
             [*sums.values(), json.dumps(counts), run_id],
         )

@@ -18,9 +18,8 @@ from collections.abc import Iterator
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
 
-from alignment.copying import unpacked_vectors, vector_cursor
+from alignment.copying import table_name, unpacked_vectors, vector_cursor
 from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.ivf_search import worker_threads
 from alignment.mining.models import DocumentEmbedding, MiningJob
@@ -104,7 +103,7 @@ def _target_chunks(job: MiningJob, encoder: Encoder) -> Iterator[tuple[np.ndarra
 
 def _vectors(encoder: Encoder, where: str, params: list, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(document ids (n,), float32 vectors (n, d)) of the encoder's stored document vectors matching ``where``, by id."""
-    table, documents = (connection.ops.quote_name(m._meta.db_table) for m in (DocumentEmbedding, Document))
+    table, documents = (table_name(m) for m in (DocumentEmbedding, Document))
     with vector_cursor(packed=True) as cursor:
         cursor.execute(
             f"SELECT e.document_id, e.vector FROM {table} AS e JOIN {documents} AS d ON d.id = e.document_id "

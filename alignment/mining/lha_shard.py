@@ -25,7 +25,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.models import Count, F
 
-from alignment.copying import unpacked_vectors, vector_cursor
+from alignment.copying import table_name, unpacked_vectors, vector_cursor
 from alignment.jobs.helper_io import RunIO, run_overlapped
 from alignment.mining.cancelling import CancelCheck
 from alignment.mining.lha_search import index_neighbours, searched_in_worker, target_index
@@ -167,12 +167,12 @@ def mine_batch(
 def dense_neighbours(job: MiningJob, documents: list[int], encoder: Encoder, k: int, theta_d: float) -> Neighbours:
     """Each document's K nearest documents of the job's target corpus (pgvector HNSW, the document itself left out),
     with cosine >= theta_d, nearest first: one LATERAL query for the batch, each row's search as the index serves one."""
-    table, dimensions = connection.ops.quote_name(DocumentEmbedding._meta.db_table), int(encoder.dimensions)
+    table, dimensions = table_name(DocumentEmbedding), int(encoder.dimensions)
     typed = f"vector::vector({dimensions})"
     sql = (
         f"SELECT s.document_id, n.document_id, n.distance FROM {table} AS s CROSS JOIN LATERAL ("
         f"SELECT o.document_id, o.{typed} <=> s.{typed} AS distance FROM {table} AS o "
-        f"JOIN {connection.ops.quote_name(Document._meta.db_table)} AS t ON t.id = o.document_id "
+        f"JOIN {table_name(Document)} AS t ON t.id = o.document_id "
         "WHERE o.encoder_id = %(encoder)s AND t.corpus_id = %(corpus)s AND o.document_id <> s.document_id "
         f"ORDER BY o.{typed} <=> s.{typed} LIMIT %(k)s) AS n "
         "WHERE s.encoder_id = %(encoder)s AND s.document_id = ANY(%(documents)s) ORDER BY s.document_id, n.distance"
@@ -190,7 +190,7 @@ def dense_neighbours(job: MiningJob, documents: list[int], encoder: Encoder, k: 
 def document_sides(documents: list[int], encoder: Encoder) -> dict[int, Side]:
     """Each document's current sentences' texts and vectors, in order, in one binary read (an empty side for none)."""
     wanted = sorted(set(documents))
-    sentences, embeddings = (connection.ops.quote_name(m._meta.db_table) for m in (Sentence, SentenceEmbedding))
+    sentences, embeddings = (table_name(m) for m in (Sentence, SentenceEmbedding))
     rows: dict[int, tuple[list[str], list[bytes]]] = {d: ([], []) for d in wanted}
     with vector_cursor(packed=True) as cursor:
         cursor.execute(

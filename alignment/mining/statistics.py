@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db import connection, models
 
+from alignment.copying import table_name
+
 
 def statistics_refresh(tables: list[type[models.Model]]) -> None:
     """ANALYZE the models' tables (PostgreSQL samples a bounded number of rows: about a second however large they are).
@@ -20,4 +22,4 @@ def statistics_refresh(tables: list[type[models.Model]]) -> None:
     Autovacuum refreshes them too, but a minute or more later."""
     with connection.cursor() as cursor:
         for model in tables:
-            cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+            cursor.execute(f"ANALYZE {table_name(model)}")
