@@ -187,8 +187,9 @@ def _batch_lock(run_id: int, pair_ids: list[int]) -> tuple[dict[str, int], set[t
     """The run's label counts, read under its row lock (one writer per run at a time), and those of ``pair_ids`` that
     are still the run's pairs and have no result stored, each with its complex document: two statements on one cursor.
 
-    Written in SQL: the ORM's lock and two queries took 6-7 ms of CPU a batch to build and read, on the helper
-    thread whose Python holds the GIL the scoring needs, against under 1 ms (docs/benchmarks.md, "Corpus scale")."""
+    Written in SQL, as the counters' UPDATE (:func:`count_outcomes`): the ORM's four statements of a batch took 9-10 ms
+    of CPU to build and read, on the helper thread whose Python holds the GIL the scoring needs, against 1-1.5 ms
+    (docs/benchmarks.md, "Corpus scale")."""
     run_table, pair_table, through = (table_name(model) for model in (AlignmentRun, DocumentPair, AlignmentRun.pairs.through))
     pairs_field = AlignmentRun._meta.get_field("pairs")
     run_column, pair_column = (
@@ -262,7 +263,7 @@ def _scores_template(first: dict[str, float]) -> str:
 
 def count_outcomes(run_id: int, label_counts: dict[str, int], outcomes: list[tuple[PairOutcome, float, int, int]]) -> None:
     """Add ``(outcome, seconds, sentences, pairs)`` to the run's counters; ``label_counts``: the run's, read under its row
-    lock, so that they add up. One UPDATE in SQL (the ORM's took 3 ms of CPU to build, once a batch)."""
+    lock, so that they add up. One UPDATE written in SQL (see :func:`_batch_lock` for why)."""
     counts = dict(label_counts)
     for outcome, _, _, _ in outcomes:
         for label, count in outcome.label_counts.items():
