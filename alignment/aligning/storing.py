@@ -190,24 +190,23 @@ def _batch_lock(run_id: int, pair_ids: list[int]) -> tuple[dict[str, int], set[t
     Written in SQL, as the counters' UPDATE (:func:`count_outcomes`): the ORM's four statements of a batch took 9-10 ms
     of CPU to build and read, on the helper thread whose Python holds the GIL the scoring needs, against 1-1.5 ms
     (docs/benchmarks.md, "Corpus scale")."""
-    run_table, pair_table, through = (table_name(model) for model in (AlignmentRun, DocumentPair, AlignmentRun.pairs.through))
-    pairs_field = AlignmentRun._meta.get_field("pairs")
-    run_column, pair_column = (
-        connection.ops.quote_name(column) for column in (pairs_field.m2m_column_name(), pairs_field.m2m_reverse_name())
-    )
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT label_counts FROM {run_table} WHERE id = %s FOR UPDATE", [run_id])
+        cursor.execute(RUN_LOCK_SQL, [run_id])
         row = cursor.fetchone()
         if row is None:
             raise AlignmentRun.DoesNotExist(f"alignment run {run_id} was deleted while it ran")
-        (label_counts,) = row
-        cursor.execute(
-            f"SELECT p.id, p.complex_document_id FROM {through} rp JOIN {pair_table} p ON p.id = rp.{pair_column} "
-            f"WHERE rp.{run_column} = %s AND p.id = ANY(%s) "
-            f"AND NOT EXISTS (SELECT 1 FROM {table_name(AlignedPair)} a WHERE a.run_id = %s AND a.pair_id = p.id)",
-            [run_id, pair_ids, run_id],
-        )
-        return json.loads(label_counts), set(cursor.fetchall())
+        cursor.execute(OPEN_PAIRS_SQL, [run_id, pair_ids, run_id])
+        return json.loads(row[0]), set(cursor.fetchall())
+
+
+_PAIRS = AlignmentRun._meta.get_field("pairs")  # the run's pairs: its through table and that table's two columns
+RUN_LOCK_SQL = f"SELECT label_counts FROM {table_name(AlignmentRun)} WHERE id = %s FOR UPDATE"
+OPEN_PAIRS_SQL = (
+    f"SELECT p.id, p.complex_document_id FROM {table_name(_PAIRS.remote_field.through)} rp "
+    f"JOIN {table_name(DocumentPair)} p ON p.id = rp.{_PAIRS.m2m_reverse_name()} "
+    f"WHERE rp.{_PAIRS.m2m_column_name()} = %s AND p.id = ANY(%s) "
+    f"AND NOT EXISTS (SELECT 1 FROM {table_name(AlignedPair)} a WHERE a.run_id = %s AND a.pair_id = p.id)"
+)
 
 
 def write_rows(
@@ -268,18 +267,29 @@ def count_outcomes(run_id: int, label_counts: dict[str, int], outcomes: list[tup
     for outcome, _, _, _ in outcomes:
         for label, count in outcome.label_counts.items():
             counts[label] = counts.get(label, 0) + count
-    sums = {
-        "pairs_done": sum(pairs for _, _, _, pairs in outcomes),
-        "sentences_done": sum(sentences for _, _, sentences, _ in outcomes),
-        "candidates_written": sum(len(outcome.candidates) for outcome, _, _, _ in outcomes),
-        "encoder_seconds": sum(outcome.encoder_seconds for outcome, _, _, _ in outcomes),
-        "measure_seconds": sum(outcome.measure_seconds for outcome, _, _, _ in outcomes),
-        "aligner_seconds": sum(outcome.aligner_seconds for outcome, _, _, _ in outcomes),
-        "busy_seconds": sum(seconds for _, seconds, _, _ in outcomes),
-    }
-    added = ", ".join(f"{column} = {column} + %s" for column in sums)  # the model's own field names
+    sums = (
+        sum(pairs for _, _, _, pairs in outcomes),
+        sum(sentences for _, _, sentences, _ in outcomes),
+        sum(len(outcome.candidates) for outcome, _, _, _ in outcomes),
+        sum(outcome.encoder_seconds for outcome, _, _, _ in outcomes),
+        sum(outcome.measure_seconds for outcome, _, _, _ in outcomes),
+        sum(outcome.aligner_seconds for outcome, _, _, _ in outcomes),
+        sum(seconds for _, seconds, _, _ in outcomes),
+    )
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table_name(AlignmentRun)} SET {added}, label_counts = %s WHERE id = %s",
-            [*sums.values(), json.dumps(counts), run_id],
-        )
+        cursor.execute(RUN_COUNTERS_SQL, [*sums, json.dumps(counts), run_id])
+
+
+RUN_COUNTERS = (
+    "pairs_done",
+    "sentences_done",
+    "candidates_written",
+    "encoder_seconds",
+    "measure_seconds",
+    "aligner_seconds",
+    "busy_seconds",
+)
+RUN_COUNTERS_SQL = (
+    f"UPDATE {table_name(AlignmentRun)} SET {', '.join(f'{column} = {column} + %s' for column in RUN_COUNTERS)}, label_counts = %s "
+    "WHERE id = %s"
+)
