@@ -134,12 +134,13 @@ def run_align(args: argparse.Namespace) -> None:
     fixed = _read_known(args.fixed, len(simple_sentences), len(complex_sentences)) if args.fixed is not None else None
     if args.refit and fixed is None:
         raise InputError("--refit needs --fixed (the known groups it fits to)")
-    from models_ml.aligning.aligner import Aligner  # imports torch: only once the inputs are read
+    config = _load_config(args.config, args.device) if args.config is not None else None
+    from models_ml.aligning.aligner import Aligner  # imports torch: only once the inputs and the config are read
     from models_ml.aligning.aligner_config import AlignerConfig
     from models_ml.data.checkpoint import DEFAULT_MODEL_DIR
 
-    if args.config is not None:
-        aligner = Aligner(_load_config(args.config, args.device))  # type: ignore[arg-type]
+    if config is not None:
+        aligner = Aligner(config)  # type: ignore[arg-type]
     elif args.untrained:
         aligner = Aligner(AlignerConfig(device=args.device or ""))
     else:
