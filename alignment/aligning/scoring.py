@@ -38,6 +38,10 @@ MARGINAL_CANDIDATE_FLOOR = 0.05  # pairs the CRF gives at least this much belief
 ONE_THREAD_MAX_STATES = 512
 
 
+class NonFiniteScores(ValueError):
+    """A measure scored a sentence pair NaN or infinite: the run fails naming the measure and the document pair."""
+
+
 @dataclass
 class SideSentences:
     """One document's sentences in order: database ids, texts, paragraph index of each, stored vectors."""
@@ -121,6 +125,9 @@ class PairScorer:
             if name not in LEXICAL_MEASURES:  # the others run the transformer
                 encoder_seconds += time.perf_counter() - measure_started
         matrices = {name: matrices[name] for name in self.measures}  # the run's order
+        for name, matrix in matrices.items():
+            if not np.isfinite(matrix).all():  # the CRF's choices would be undefined, and jsonb has no NaN
+                raise NonFiniteScores(f"the measure {name!r} gave scores that are not finite numbers (NaN or infinite)")
         measured = time.perf_counter()
         states = len(complex_side.texts) * self.aligner.config.crf.max_span + 1  # the most any block of this pair can have
         with torch_threads(1, when=states <= ONE_THREAD_MAX_STATES):

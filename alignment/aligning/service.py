@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 
 from alignment.aligning.pipeline import read_ahead
 from alignment.aligning.reading import PairRead, pair_sides, stored_vectors
-from alignment.aligning.scoring import PairScorer, SideSentences
+from alignment.aligning.scoring import NonFiniteScores, PairOutcome, PairScorer, SideSentences
 from alignment.aligning.storing import AlignedOutcome, PendingWrites, store_block, store_blocked_pair
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
@@ -339,9 +339,16 @@ def _align_one(
         simple, complex_side = pair_sides(pair.simple_document_id, pair.complex_document_id)
         return _align_blocked(run, job, pair, scorer, time_slice, simple, complex_side)
     started = time.perf_counter()
-    outcome = scorer.score(read.simple, read.complex_side)
+    outcome = _score(scorer, pair, read.simple, read.complex_side)
     writes.add(AlignedOutcome(pair, read.simple, read.complex_side, outcome, read.seconds + time.perf_counter() - started))
     return "done"
+
+
+def _score(scorer: PairScorer, pair: DocumentPair, simple: SideSentences, complex_side: SideSentences) -> PairOutcome:
+    try:
+        return scorer.score(simple, complex_side)
+    except NonFiniteScores as error:
+        raise NonFiniteScores(f"document pair {pair} (id {pair.pk}): {error}") from None
 
 
 def _align_blocked(
@@ -388,7 +395,7 @@ def _align_blocked(
             local = SideSentences(ids, [side.texts[k] for k in positions], dense_positions(paragraphs), stored_vectors(ids, encoder_name))
             sides.append((local, sorted(set(paragraphs))))
         (block_simple, simple_paragraphs), (block_complex, complex_paragraphs) = sides
-        outcome = scorer.score(block_simple, block_complex)
+        outcome = _score(scorer, pair, block_simple, block_complex)
         with transaction.atomic():
             store_block(run.pk, pair, block, outcome, (block_simple, simple_paragraphs), (block_complex, complex_paragraphs), cols, started)
         job.heartbeat()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -14,6 +15,7 @@ from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, DocumentPair, ParagraphAlignment
 from alignment.services import corpus_get_or_create
+from models_ml.similarity.measures import JaccardSimilarity
 
 LEXICAL = ["tfidf_cosine", "char3_tfidf_cosine", "jaccard"]
 TFIDF_CONFIG = {"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "none"}
@@ -105,6 +107,35 @@ def test_failed_run_keeps_finished_pairs_and_resume_aligns_only_the_rest(stories
     assert run.pairs_done == AlignedPair.objects.filter(run=run).count() == 3
     assert calls["count"] == 4  # 2 on the first attempt, the 2 missing pairs on the second
     assert first_candidates <= set(CandidateAlignment.objects.filter(run=run).values_list("pk", flat=True))
+
+
+def test_a_measure_that_scores_nan_fails_the_run_naming_it_and_the_pair_and_stores_none_of_that_pair(stories, run_worker, monkeypatch):
+    """A NaN would make the CRF's choices undefined and is no jsonb number: the run stops with a message naming the
+    measure and the document pair; the pairs aligned before it stay, and a retry with a sound measure finishes."""
+    real_score = JaccardSimilarity.score
+
+    def nan_for_rain(self, simple, complex_):
+        scores = real_score(self, simple, complex_)
+        if any("Rain" in sentence for sentence in simple):
+            scores[0, 0] = np.nan
+        return scores
+
+    monkeypatch.setattr(JaccardSimilarity, "score", nan_for_rain)
+    run = alignment_run_create(corpus=stories, aligner_config=TFIDF_CONFIG, measures=LEXICAL)
+    run_worker(["alignment"])
+    run.refresh_from_db()
+    rain = DocumentPair.objects.get(corpus=stories, complex_document__title__startswith="Rain")
+    assert run.status == AlignmentRun.Status.FAILED
+    assert f"document pair {rain} (id {rain.pk}): the measure 'jaccard' gave scores that are not finite numbers" in run.error
+    assert not AlignedPair.objects.filter(run=run, pair=rain).exists()
+    assert not CandidateAlignment.objects.filter(run=run, simple_sentence__document=rain.simple_document).exists()
+    assert run.pairs_done == AlignedPair.objects.filter(run=run).count() < 3
+
+    monkeypatch.setattr(JaccardSimilarity, "score", real_score)
+    alignment_run_retry(run=run)
+    run_worker(["alignment"])
+    run.refresh_from_db()
+    assert run.status == AlignmentRun.Status.SUCCEEDED and run.pairs_done == AlignedPair.objects.filter(run=run).count() == 3
 
 
 def test_cancel_request_stops_a_running_run_between_pairs_and_resume_finishes_it(stories, run_worker, monkeypatch):
