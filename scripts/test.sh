@@ -11,9 +11,9 @@ echo "Lint (ruff) and layering contracts (import-linter), configured in pyprojec
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --check . || { echo "ruff format would change the files listed: run .venv/bin/ruff format ."; exit 1; }
 .venv/bin/lint-imports --no-cache >/dev/null || .venv/bin/lint-imports --no-cache
-# Bytecode is written and kept even where the environment says not to (PYTHONDONTWRITEBYTECODE, which this project's development machines set):
-# otherwise every xdist worker and every process a test starts compiles the app and the tests from source again
-# (7 s of each worker's collection, 0.4 s of each Django process's start). The caches are ignored by git.
+# Bytecode is written and kept even where the environment says not to (PYTHONDONTWRITEBYTECODE, which this project's
+# development machines set): otherwise every xdist worker and every process a test starts compiles the app and the
+# tests from source again (7 s of each worker's collection, 0.4 s of each Django process's start). Ignored by git.
 unset PYTHONDONTWRITEBYTECODE
 .venv/bin/python -m compileall -q -j0 webapp alignment annotation models_ml >/dev/null
 # One pytest-xdist worker per core (at most 8; TEST_WORKERS overrides, and a later -n in the arguments wins), each with

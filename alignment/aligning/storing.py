@@ -203,8 +203,8 @@ _PAIRS = AlignmentRun._meta.get_field("pairs")  # the run's pairs: its through t
 RUN_LOCK_SQL = f"SELECT label_counts FROM {table_name(AlignmentRun)} WHERE id = %s FOR UPDATE"
 OPEN_PAIRS_SQL = (
     f"SELECT p.id, p.complex_document_id FROM {table_name(_PAIRS.remote_field.through)} rp "
-    f"JOIN {table_name(DocumentPair)} p ON p.id = rp.{_PAIRS.m2m_reverse_name()} "
-    f"WHERE rp.{_PAIRS.m2m_column_name()} = %s AND p.id = ANY(%s) "
+    f"JOIN {table_name(DocumentPair)} p ON p.id = rp.{connection.ops.quote_name(_PAIRS.m2m_reverse_name())} "
+    f"WHERE rp.{connection.ops.quote_name(_PAIRS.m2m_column_name())} = %s AND p.id = ANY(%s) "
     f"AND NOT EXISTS (SELECT 1 FROM {table_name(AlignedPair)} a WHERE a.run_id = %s AND a.pair_id = p.id)"
 )
 
@@ -267,17 +267,17 @@ def count_outcomes(run_id: int, label_counts: dict[str, int], outcomes: list[tup
     for outcome, _, _, _ in outcomes:
         for label, count in outcome.label_counts.items():
             counts[label] = counts.get(label, 0) + count
-    sums = (
-        sum(pairs for _, _, _, pairs in outcomes),
-        sum(sentences for _, _, sentences, _ in outcomes),
-        sum(len(outcome.candidates) for outcome, _, _, _ in outcomes),
-        sum(outcome.encoder_seconds for outcome, _, _, _ in outcomes),
-        sum(outcome.measure_seconds for outcome, _, _, _ in outcomes),
-        sum(outcome.aligner_seconds for outcome, _, _, _ in outcomes),
-        sum(seconds for _, seconds, _, _ in outcomes),
-    )
+    sums = {
+        "pairs_done": sum(pairs for _, _, _, pairs in outcomes),
+        "sentences_done": sum(sentences for _, _, sentences, _ in outcomes),
+        "candidates_written": sum(len(outcome.candidates) for outcome, _, _, _ in outcomes),
+        "encoder_seconds": sum(outcome.encoder_seconds for outcome, _, _, _ in outcomes),
+        "measure_seconds": sum(outcome.measure_seconds for outcome, _, _, _ in outcomes),
+        "aligner_seconds": sum(outcome.aligner_seconds for outcome, _, _, _ in outcomes),
+        "busy_seconds": sum(seconds for _, seconds, _, _ in outcomes),
+    }
     with connection.cursor() as cursor:
-        cursor.execute(RUN_COUNTERS_SQL, [*sums, json.dumps(counts), run_id])
+        cursor.execute(RUN_COUNTERS_SQL, [*(sums[column] for column in RUN_COUNTERS), json.dumps(counts), run_id])
 
 
 RUN_COUNTERS = (
