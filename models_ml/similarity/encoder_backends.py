@@ -20,6 +20,7 @@ loaded only when something asks for it (the word-alignment measures read its tok
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -204,18 +205,24 @@ def exported_model_dir(model, model_path: str, cache_dir: Path) -> Path:
     folder = _export_folder(source, cache_dir)
     if _finished_export(folder) is not None:
         return folder
-    shutil.rmtree(folder, ignore_errors=True)  # derived data (altered, or of an earlier format): export again
     cache_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=cache_dir))
-    try:
-        _export(model, staging, mode)
+    # One process exports (about 20 s); others that find no export meanwhile (runapp's workers on a fresh state
+    # directory, a test session's processes) wait for it and load its export instead of making their own.
+    with (cache_dir / f"{folder.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when the process dies
+        if _finished_export(folder) is not None:
+            return folder
+        shutil.rmtree(folder, ignore_errors=True)  # derived data (altered, or of an earlier format): export again
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=cache_dir))
         try:
-            staging.rename(folder)  # atomic; another process may have finished the same export first
-        except OSError:
-            if not (folder / CHECKSUMS).is_file():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+            _export(model, staging, mode)
+            try:
+                staging.rename(folder)  # atomic; a process that does not lock (an older version) may have finished first
+            except OSError:
+                if not (folder / CHECKSUMS).is_file():
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return folder
 
 

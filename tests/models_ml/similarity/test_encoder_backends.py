@@ -7,13 +7,16 @@ import dataclasses
 import json
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from models_ml.data.checkpoint import write_checksums
-from models_ml.similarity.encoder_backends import FP32, INT8, META, TOKENIZER
+from models_ml.similarity import encoder_backends
+from models_ml.similarity.encoder_backends import EXPORT_FORMAT, FP32, INT8, META, TOKENIZER, exported_model_dir
 from models_ml.similarity.encoders import CPU_BACKEND, EncoderUnavailable, load_sentence_encoder, resolve_backend
 
 INT8_BACKEND = "onnx-int8"
@@ -87,6 +90,37 @@ def test_the_export_is_cached_with_checksums_and_made_again_when_altered(cache) 
     again = exported_model_dir(model, path, cache)
     assert again == folder and (folder / INT8).stat().st_mtime_ns != stamp  # a file that fails its checksum is exported again
     assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no staging folder left
+
+
+class Transformer:  # what a sentence-transformers model is made of, by name: all the export reads of it here
+    pass
+
+
+class Pooling:
+    pooling_mode = "mean"
+
+
+def test_processes_that_find_no_export_make_it_once_and_the_others_wait_for_it(tmp_path, monkeypatch) -> None:
+    """Two workers starting on a fresh state directory: one exports, the other loads that export (no second export)."""
+    source = tmp_path / "model"
+    source.mkdir()
+    (source / "config.json").write_text("{}")
+    (source / "model.safetensors").write_bytes(b"weights")
+    made = []
+
+    def export(model, folder: Path, mode: str) -> None:
+        made.append(folder)
+        time.sleep(0.5)  # long enough for the other call to find no export and ask for one
+        meta = {"format": EXPORT_FORMAT, "inputs": ["input_ids"], "pooling": mode, "dimensions": 4, "tokenizer": False}
+        for name in (FP32, INT8):
+            (folder / name).write_bytes(b"onnx")
+        (folder / META).write_text(json.dumps(meta))
+        write_checksums(folder, [FP32, INT8, META])
+
+    monkeypatch.setattr(encoder_backends, "_export", export)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        folders = list(pool.map(lambda _: exported_model_dir([Transformer(), Pooling()], str(source), tmp_path / "cache"), range(2)))
+    assert len(made) == 1 and folders[0] == folders[1] and (folders[0] / INT8).read_bytes() == b"onnx"
 
 
 def test_auto_is_torch_on_cuda_and_the_measured_backend_on_cpu() -> None:
