@@ -26,12 +26,12 @@ Last spring the river flooded farms in the north and many farmers lost their cro
 """
 
 
-def run_cli(*args: str | Path, backend: str = "torch") -> subprocess.CompletedProcess[str]:
-    """The CLI in a child process; ``backend``: its ENCODER_BACKEND (torch: exact groups from MiniLM's own vectors)."""
+def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The CLI in a child process, with the session's ENCODER_BACKEND (fp32 vectors: exact groups; tests/embedded_database.py)."""
     return subprocess.run(
         [sys.executable, "-m", "models_ml", *map(str, args)],
         cwd=REPOSITORY,
-        env={**os.environ, "ENCODER_BACKEND": backend},
+        env=dict(os.environ),
         capture_output=True,
         text=True,
         timeout=120,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ import pytest
 
 from models_ml.data.checkpoint import write_checksums
 from models_ml.similarity import encoder_backends
-from models_ml.similarity.encoder_backends import EXPORT_FORMAT, FP32, INT8, META, TOKENIZER, exported_model_dir
+from models_ml.similarity.encoder_backends import EXPORT_FORMAT, FP32, INT8, META, TOKENIZER, default_cache_dir, exported_model_dir
 from models_ml.similarity.encoders import CPU_BACKEND, EncoderUnavailable, load_sentence_encoder, resolve_backend
 
 INT8_BACKEND = "onnx-int8"
@@ -33,7 +34,14 @@ def sentences() -> list[str]:
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("encoder-cache")
+    """A folder of this module's own with a copy of the session's export (made by whichever process of the session
+    needed it first, about 20 s): the tests alter their copy, never the export the session's other processes load."""
+    load_sentence_encoder(device="cpu", backend="onnx")  # made now if no process has made it yet
+    folder = tmp_path_factory.mktemp("encoder-cache")
+    for export in default_cache_dir().iterdir():
+        if export.is_dir() and not export.name.startswith("."):  # not a staging folder of an export under way
+            shutil.copytree(export, folder / export.name)
+    return folder
 
 
 @pytest.fixture(scope="module")
