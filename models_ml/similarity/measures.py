@@ -31,7 +31,7 @@ from itertools import chain
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from scipy import optimize, sparse, special
+from scipy import sparse, special
 
 from models_ml.similarity.encoders import ENCODE_BATCH_SIZE, SentenceEncoder
 
@@ -402,6 +402,8 @@ class LearnedCombiner:
             return float(loss), gradient
 
         start = np.zeros(features.shape[1] + 1)
+        from scipy import optimize  # here, not at the top: only fitting needs it, and it is 0.2-0.3 s of every process's start
+
         result = optimize.minimize(loss_and_gradient, start, jac=True, method="L-BFGS-B", options={"maxiter": self.config.max_iter})
         self.parameters = CombinerParameters(feature_mean=mean, feature_scale=scale, weights=result.x[:-1].copy(), bias=float(result.x[-1]))
         return self

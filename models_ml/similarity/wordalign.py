@@ -43,8 +43,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
-from scipy.spatial.distance import cdist
 
 from models_ml.similarity.measures import WORD_PATTERN, SimilarityMeasure, validate_sentences
 
@@ -84,6 +82,8 @@ def hungarian_alignment(phi: np.ndarray) -> float:
     """Largest total phi of a one-to-one word matching, divided by min(|x|, |y|)."""
     if phi.size == 0:
         return 0.0
+    from scipy.optimize import linear_sum_assignment  # here: scipy.optimize is 0.2-0.3 s of every web process's start
+
     rows, cols = linear_sum_assignment(phi, maximize=True)  # min(k, l) matched pairs
     return float(phi[rows, cols].sum() / min(phi.shape))
 
@@ -93,6 +93,7 @@ def word_movers_similarity(x_vectors: np.ndarray, y_vectors: np.ndarray) -> floa
     if len(x_vectors) == 0 or len(y_vectors) == 0:
         return 0.0
     import ot  # imported here: POT loads torch as one of its backends, two seconds for every process that imports this module
+    from scipy.spatial.distance import cdist  # here, as scipy.optimize above
 
     distances = cdist(x_vectors, y_vectors, metric="euclidean")  # (k, l), in [0, 2] for unit vectors
     x_weights = np.full(len(x_vectors), 1.0 / len(x_vectors))  # (k,)
@@ -109,6 +110,8 @@ def relaxed_word_movers_similarity(x_vectors: np.ndarray, y_vectors: np.ndarray)
     """
     if len(x_vectors) == 0 or len(y_vectors) == 0:
         return 0.0
+    from scipy.spatial.distance import cdist  # here, as scipy.optimize above
+
     distances = cdist(x_vectors, y_vectors, metric="euclidean")  # (k, l), in [0, 2] for unit vectors
     relaxed = max(distances.min(axis=1).mean(), distances.min(axis=0).mean())
     return float(np.clip(1.0 - relaxed / 2.0, 0.0, 1.0))
