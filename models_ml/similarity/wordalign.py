@@ -88,14 +88,20 @@ def hungarian_alignment(phi: np.ndarray) -> float:
     return float(phi[rows, cols].sum() / min(phi.shape))
 
 
+def _euclidean(x_vectors: np.ndarray, y_vectors: np.ndarray) -> np.ndarray:
+    """Distances between (k, d) and (l, d) word vectors: (k, l), in [0, 2] for unit vectors."""
+    from scipy.spatial.distance import cdist  # here, as scipy.optimize above
+
+    return cdist(x_vectors, y_vectors, metric="euclidean")
+
+
 def word_movers_similarity(x_vectors: np.ndarray, y_vectors: np.ndarray) -> float:
     """1 - WMD / 2 between uniform bags of unit word vectors (k, d) and (l, d); 0 when either is empty."""
     if len(x_vectors) == 0 or len(y_vectors) == 0:
         return 0.0
     import ot  # imported here: POT loads torch as one of its backends, two seconds for every process that imports this module
-    from scipy.spatial.distance import cdist  # here, as scipy.optimize above
 
-    distances = cdist(x_vectors, y_vectors, metric="euclidean")  # (k, l), in [0, 2] for unit vectors
+    distances = _euclidean(x_vectors, y_vectors)
     x_weights = np.full(len(x_vectors), 1.0 / len(x_vectors))  # (k,)
     y_weights = np.full(len(y_vectors), 1.0 / len(y_vectors))  # (l,)
     distance = float(ot.emd2(x_weights, y_weights, distances))
@@ -110,9 +116,7 @@ def relaxed_word_movers_similarity(x_vectors: np.ndarray, y_vectors: np.ndarray)
     """
     if len(x_vectors) == 0 or len(y_vectors) == 0:
         return 0.0
-    from scipy.spatial.distance import cdist  # here, as scipy.optimize above
-
-    distances = cdist(x_vectors, y_vectors, metric="euclidean")  # (k, l), in [0, 2] for unit vectors
+    distances = _euclidean(x_vectors, y_vectors)
     relaxed = max(distances.min(axis=1).mean(), distances.min(axis=0).mean())
     return float(np.clip(1.0 - relaxed / 2.0, 0.0, 1.0))
 
