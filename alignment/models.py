@@ -414,10 +414,16 @@ class CandidateAlignment(models.Model):
         PARTIAL = "partial"
         NOT_ALIGNED = "not_aligned", "not aligned"
 
-    run = models.ForeignKey(AlignmentRun, on_delete=models.CASCADE, related_name="candidates")
-    pair = models.ForeignKey(DocumentPair, on_delete=models.CASCADE, related_name="candidates")
-    simple_sentence = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="candidates_as_simple")
-    complex_sentence = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="candidates_as_complex")
+    # A run writes about 90 candidates a pair. Their run and pair are looked up through the two indexes below and the
+    # unique constraint, which lead with them, so neither has an index of its own. Their sentences are kept by Django's
+    # cascade and by the pair's database constraint, not by one of their own: a sentence is deleted only with its
+    # document, whose pairs go in the same transaction, so a candidate stored while its document is deleted fails on
+    # its pair (tests/alignment/test_candidate_integrity.py). A check per sentence, with the row lock it takes on the
+    # sentence, was more than half of PostgreSQL's work on a run's candidates (docs/benchmarks.md, "Corpus scale").
+    run = models.ForeignKey(AlignmentRun, on_delete=models.CASCADE, related_name="candidates", db_index=False)
+    pair = models.ForeignKey(DocumentPair, on_delete=models.CASCADE, related_name="candidates", db_index=False)
+    simple_sentence = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="candidates_as_simple", db_constraint=False)
+    complex_sentence = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="candidates_as_complex", db_constraint=False)
     scores = models.JSONField(default=dict, help_text="Score of every measure of the run, by measure name.")
     score = models.FloatField(help_text="The primary measure's score (the one the CRF saw).")
     crf_marginal = models.FloatField(help_text="P(the simple sentence's CRF state covers the complex one).")
