@@ -65,3 +65,23 @@ def settle(tables: list[str] | None = None) -> None:
         cursor.execute("VACUUM (ANALYZE)" + (" " + ", ".join(tables) if tables else ""))
         with contextlib.suppress(DatabaseError):  # a DATABASE_URL whose role may not (pg_checkpoint): the vacuum is most of it
             cursor.execute("CHECKPOINT")
+
+
+def postgres_cpu_seconds() -> float | None:
+    """CPU seconds PostgreSQL's processes on this machine have used so far: the server's own, its live backends' and
+    those of the backends it has reaped (the postmaster's children's times), read from ``/proc``. Take it before and
+    after a job: the difference is the database's work for it, backends that came and went included. None where it
+    cannot be read (not Linux, or no server here: a DATABASE_URL on another host)."""
+    tick, total, found = os.sysconf("SC_CLK_TCK"), 0, False
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            command = (proc / "cmdline").read_bytes().split(b"\0")[0]
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if command.endswith(b"/postgres") or command == b"postgres":  # the postmaster (by its path)
+            total += sum(int(value) for value in fields[11:15])  # its user and system time, and its reaped children's
+            found = True
+        elif command.startswith(b"postgres:"):  # a backend or a background process (its title)
+            total += int(fields[11]) + int(fields[12])
+    return total / tick if found else None

@@ -33,8 +33,9 @@ Stages, each timed on the app's own path and, in the same run on the same data, 
    real HTTP client against gunicorn as ``scripts/run.sh`` starts it (DEBUG off) - p50 / p95 ms;
 6. export of every format (``export_write``, what the export job runs) vs the same writers fed the
    same pairs already read into memory - pairs/s.
-Also printed: the database's size per sentence, and each worker process's peak resident memory
-(``wait4``'s ru_maxrss). Issue 34's goals on 2 cores: import >= 50 documents/s; embedding and
+Also printed: the database's size per sentence, each worker process's peak resident memory
+(``wait4``'s ru_maxrss), and the CPU seconds PostgreSQL spent during each alignment job (an embedded server's
+processes, read from ``/proc``: what one database host must supply per pair, whatever the number of workers). Issue 34's goals on 2 cores: import >= 50 documents/s; embedding and
 alignment jobs >= 0.8x the DB-free path; export >= 0.8x; worker memory flat in the corpus size
 (10x the pairs, < 1.5x the peak); every page p95 <= 300 ms at 10,000 pairs.
 
@@ -52,7 +53,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from _django import REPO_ROOT, SHARED_DATA, bench_owner, settle, setup_django
+from _django import REPO_ROOT, SHARED_DATA, bench_owner, postgres_cpu_seconds, settle, setup_django
 from _workers import run_workers
 
 os.environ.setdefault("DEBUG", "0")  # DEBUG keeps a log of every SQL query; production does not
@@ -185,7 +186,9 @@ def stage_alignment(corpus, owner, args):
         if args.align_rounds > 1:
             settle()
         run = alignment_run_create(corpus=corpus, model_dir=settings.ALIGNER_MODEL_DIR, created_by=owner)
+        database_before = postgres_cpu_seconds()
         _, round_peaks = run_workers("alignment", args.workers, run, args.threads)
+        database = _cpu_since(database_before)
         run = AlignmentRun.objects.get(pk=run.pk)
         if run.status != "succeeded":
             raise SystemExit(f"the alignment run ended {run.status}: {run.error}")
@@ -204,6 +207,7 @@ def stage_alignment(corpus, owner, args):
         note = (
             f"{run.pairs_done:,} pairs, {run.sentences_done:,} sentences; job {job:.0f} s (measures {run.measure_seconds:.0f} s, "
             f"CRF {run.aligner_seconds:.0f} s, busy {run.busy_seconds:.0f} s), {len(run.measures)} measures vs the model's one"
+            f"{database}"
         )
         _row("alignment", _rate(run.pairs_done, job), _rate(len(sides), reference), "pairs/s", note)
         ratios.append(_rate(run.pairs_done, job) / _rate(len(sides), reference))
@@ -305,6 +309,12 @@ def stage_export(project) -> None:
     )
     shutil.rmtree(app_root, ignore_errors=True)
     shutil.rmtree(memory_root, ignore_errors=True)
+
+
+def _cpu_since(before: float | None) -> str:
+    """``"; PostgreSQL N s of CPU"`` since ``before`` (:func:`postgres_cpu_seconds`), or "" where it cannot be read."""
+    after = postgres_cpu_seconds()
+    return f"; PostgreSQL {after - before:.1f} s of CPU" if before is not None and after is not None else ""
 
 
 def _peaks(peaks: list[float]) -> str:
