@@ -34,10 +34,11 @@ Stages, each timed on the app's own path and, in the same run on the same data, 
 6. export of every format (``export_write``, what the export job runs) vs the same writers fed the
    same pairs already read into memory - pairs/s.
 Also printed: the database's size per sentence, each worker process's peak resident memory
-(``wait4``'s ru_maxrss), and the CPU seconds PostgreSQL spent during each alignment job (an embedded server's
-processes, read from ``/proc``: what one database host must supply per pair, whatever the number of workers). Issue 34's goals on 2 cores: import >= 50 documents/s; embedding and
-alignment jobs >= 0.8x the DB-free path; export >= 0.8x; worker memory flat in the corpus size
-(10x the pairs, < 1.5x the peak); every page p95 <= 300 ms at 10,000 pairs.
+(``wait4``'s ru_maxrss), and the CPU seconds PostgreSQL spent during each alignment job (the processes of the
+server on this machine, read from ``/proc``: what one database host must supply per pair, whatever the number of
+workers). Issue 34's goals on 2 cores: import >= 50 documents/s; embedding and alignment jobs >= 0.8x the DB-free
+path; export >= 0.8x; worker memory flat in the corpus size (10x the pairs, < 1.5x the peak); every page p95 <=
+300 ms at 10,000 pairs.
 
 Measured figures are in docs/benchmarks.md ("Corpus scale").
 """
