@@ -18,6 +18,7 @@ from alignment.aligning.measures import run_measure
 from alignment.aligning.reading import pair_read
 from alignment.aligning.service import alignment_run_create, run_scorer
 from alignment.aligning.storing import AlignedOutcome, store_outcomes
+from alignment.copying import table_name
 from alignment.models import CandidateAlignment, Document, Sentence
 from tests.alignment.test_alignment_runs import LEXICAL, TFIDF_CONFIG, stories  # noqa: F401 (a fixture)
 
@@ -31,9 +32,9 @@ def _aligned(run, pair) -> AlignedOutcome:
 def _candidates_without_sentences() -> int:
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT count(*) FROM {CandidateAlignment._meta.db_table} c WHERE NOT EXISTS "
-            f"(SELECT 1 FROM {Sentence._meta.db_table} s WHERE s.id = c.simple_sentence_id) OR NOT EXISTS "
-            f"(SELECT 1 FROM {Sentence._meta.db_table} s WHERE s.id = c.complex_sentence_id)"
+            f"SELECT count(*) FROM {table_name(CandidateAlignment)} c WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {table_name(Sentence)} s WHERE s.id = c.simple_sentence_id) OR NOT EXISTS "
+            f"(SELECT 1 FROM {table_name(Sentence)} s WHERE s.id = c.complex_sentence_id)"
         )
         return cursor.fetchone()[0]
 
