@@ -43,9 +43,6 @@ from models_ml.aligning.crf_config import CRFConfig
 Group = tuple[list[int], list[int]]  # (complex sentence indices, simple sentence indices)
 
 
-TRANSITION_CHUNK_ROWS = 256  # previous states per FFNN call in NeuralCRF.transitions
-
-
 def span_states(n: int, max_span: int) -> tuple[np.ndarray, np.ndarray]:
     """Spans ``[start, end)`` over n complex sentences: ``starts (K,), ends (K,)``, length-major.
 
@@ -77,6 +74,25 @@ def transition_features(starts: torch.Tensor, ends: torch.Tensor) -> torch.Tenso
     g3 = ~cur_null & prev_null
     g4 = cur_null & prev_null
     return torch.stack([g1.float(), g2.float(), g3.float(), g4.float()], dim=-1)  # (K+1, K+1, 4)
+
+
+NULL_CODES = {(False, True): -1, (True, False): -2, (True, True): -3}  # (previous null, current null): code
+
+
+def transition_codes(
+    prev_first: torch.Tensor, prev_last: torch.Tensor, prev_null: torch.Tensor,
+    cur_first: torch.Tensor, cur_last: torch.Tensor, cur_null: torch.Tensor,
+) -> torch.Tensor:  # fmt: skip
+    """Which row of :func:`transition_features` each (previous, current) pair has, broadcast over the arguments.
+
+    A transition's features take few values: ``[g, 0, 0, 0]`` for two spans ``g`` complex sentences apart, and one
+    vector for each way null can be involved. The code is ``g`` (>= 0) for two spans and ``NULL_CODES``' negative
+    codes otherwise, so the FFNN runs once per distinct code instead of once per pair.
+    """
+    gap = torch.maximum(cur_first - prev_last, prev_first - cur_last).clamp(min=0)
+    codes = gap.masked_fill(~prev_null & cur_null, NULL_CODES[False, True])
+    codes = codes.masked_fill(prev_null & ~cur_null, NULL_CODES[True, False])
+    return codes.masked_fill(prev_null & cur_null, NULL_CODES[True, True])
 
 
 def states_to_groups(states: Sequence[int], starts: np.ndarray, ends: np.ndarray) -> list[Group]:
@@ -202,17 +218,38 @@ class NeuralCRF(nn.Module):
     def transitions(self, n: int) -> torch.Tensor:
         """``T[prev, cur]`` for every state pair over n complex sentences: (K+1, K+1).
 
-        The FFNN runs over ``TRANSITION_CHUNK_ROWS`` previous states at a time: its hidden
-        layer for all pairs at once is (K+1)^2 x hidden floats, 16 GB for a 2,000-sentence
-        document with spans up to 3.
+        The FFNN scores each distinct feature vector once (at most n + 3 of them, :func:`transition_codes`) and the
+        table is filled by lookup: scoring every pair cost (K+1)^2 x hidden multiply-adds, two thirds of a
+        2,000-sentence pair's decoding, for the same values.
         """
+        first, last = (positions[1:].to(torch.int32) for positions in self.state_positions(n))  # (K,) each: spans only
+        gaps = torch.maximum(first[None, :] - last[:, None], first[:, None] - last[None, :]).clamp_(min=0)  # (K, K)
+        top = int(gaps.max()) if gaps.numel() else 0
+        values = self.transition_values(top)  # (top + 4,)
+        span_null, null_span, null_null = (values[top - code] for code in NULL_CODES.values())
+        first_row = torch.cat([null_null.view(1), null_span.expand(gaps.shape[1])])  # (K+1,): from null
+        rest = torch.cat([span_null.expand(gaps.shape[0], 1), values[gaps]], dim=1)  # (K, K+1): from each span
+        return torch.cat([first_row[None, :], rest])  # (K+1, K+1)
+
+    def state_positions(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """First and last complex position of every state over n complex sentences, (K+1,) each; 0 for null."""
         starts, ends = (torch.as_tensor(a, device=self.null_emission.device) for a in self.states(n))
-        features = transition_features(starts, ends).to(self.null_emission.dtype)  # (K+1, K+1, 4)
-        rows = []
-        for start in range(0, features.shape[0], TRANSITION_CHUNK_ROWS):
-            hidden = torch.tanh(self.transition_hidden(features[start : start + TRANSITION_CHUNK_ROWS]))  # (chunk, K+1, h)
-            rows.append(self.transition_out(hidden).squeeze(-1))  # (chunk, K+1)
-        return torch.cat(rows)  # (K+1, K+1)
+        zero = torch.zeros(1, dtype=starts.dtype, device=starts.device)
+        return torch.cat([zero, starts]), torch.cat([zero, ends - 1])
+
+    def transition_lookup(self, codes: torch.Tensor) -> torch.Tensor:
+        """The transition score of each code of :func:`transition_codes`, in the codes' shape."""
+        top = max(int(codes.max()), 0) if codes.numel() else 0  # the largest gap (all codes may be nulls)
+        return self.transition_values(top)[torch.where(codes < 0, top - codes, codes)]
+
+    def transition_values(self, top: int) -> torch.Tensor:
+        """The transition FFNN on each distinct feature vector: gaps 0..top, then the codes -1, -2, -3 (top + 4,)."""
+        dtype, device = self.null_emission.dtype, self.null_emission.device
+        features = torch.zeros(top + 1 + len(NULL_CODES), 4, dtype=dtype, device=device)
+        features[: top + 1, 0] = torch.arange(top + 1, dtype=dtype, device=device)
+        for column, code in enumerate(NULL_CODES.values(), start=1):
+            features[top - code, column] = 1.0  # -1 -> row top + 1, -2 -> top + 2, -3 -> top + 3
+        return self.transition_out(torch.tanh(self.transition_hidden(features))).squeeze(-1)
 
     # ----- the pytorch-crf interface ------------------------------------------------------
 

@@ -25,11 +25,9 @@ from dataclasses import dataclass
 
 import torch
 
-from models_ml.aligning.crf import NeuralCRF
+from models_ml.aligning.crf import NeuralCRF, transition_codes
 
 __all__ = ["PrunedLattice", "decode_pruned"]
-
-TRANSITION_CHUNK_STEPS = 256  # lattice steps per FFNN call: chunk x C x C x hidden floats
 
 
 @dataclass
@@ -46,29 +44,14 @@ class PrunedLattice:
     marginals: torch.Tensor
 
 
-def _positions(crf: NeuralCRF, n: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """First and last complex position of every state, (K+1,) each, with 0 for null."""
-    starts, ends = (torch.as_tensor(a, device=device) for a in crf.states(n))
-    zero = torch.zeros(1, dtype=starts.dtype, device=device)
-    return torch.cat([zero, starts]), torch.cat([zero, ends - 1])
-
-
 def _pair_transitions(
     crf: NeuralCRF, previous: torch.Tensor, current: torch.Tensor, first: torch.Tensor, last: torch.Tensor
 ) -> torch.Tensor:
-    """T(previous[s, p], current[s, c]) for each step s: (S, P, C), the features of ``transition_features``."""
+    """T(previous[s, p], current[s, c]) for each step s: (S, P, C), looked up by :func:`transition_codes`."""
     prev_first, prev_last = first[previous][:, :, None], last[previous][:, :, None]  # (S, P, 1)
     cur_first, cur_last = first[current][:, None, :], last[current][:, None, :]  # (S, 1, C)
     prev_null, cur_null = (previous == 0)[:, :, None], (current == 0)[:, None, :]  # (S, P, 1), (S, 1, C)
-    gap = torch.maximum(cur_first - prev_last, prev_first - cur_last)  # (S, P, C)
-    g1 = gap.clamp(min=0).masked_fill(prev_null | cur_null, 0)
-    g2 = cur_null & ~prev_null
-    g3 = ~cur_null & prev_null
-    g4 = cur_null & prev_null
-    dtype = crf.null_emission.dtype
-    features = torch.stack([g1.to(dtype), g2.to(dtype), g3.to(dtype), g4.to(dtype)], dim=-1)  # (S, P, C, 4)
-    hidden = torch.tanh(crf.transition_hidden(features))  # (S, P, C, h)
-    return crf.transition_out(hidden).squeeze(-1)  # (S, P, C)
+    return crf.transition_lookup(transition_codes(prev_first, prev_last, prev_null, cur_first, cur_last, cur_null))
 
 
 def decode_pruned(crf: NeuralCRF, sim: torch.Tensor, beam: int, allowed: torch.Tensor | None = None) -> PrunedLattice:
@@ -86,13 +69,10 @@ def decode_pruned(crf: NeuralCRF, sim: torch.Tensor, beam: int, allowed: torch.T
         top = emissions[:, 1:].topk(keep, dim=1).indices + 1  # (m, keep) global ids of the best spans
         candidates = torch.cat([top.new_zeros(m, 1), top], dim=1)  # (m, C)
         kept = emissions.gather(1, candidates)  # (m, C)
-        first, last = _positions(crf, sim.shape[1], emissions.device)
+        first, last = crf.state_positions(sim.shape[1])
         start = _pair_transitions(crf, candidates.new_zeros(1, 1), candidates[:1], first, last)[0, 0]  # (C,)
-        steps = []  # (m-1) tables (C, C): from sentence i-1's candidates to sentence i's
-        for begin in range(1, m, TRANSITION_CHUNK_STEPS):
-            stop = min(m, begin + TRANSITION_CHUNK_STEPS)
-            steps.append(_pair_transitions(crf, candidates[begin - 1 : stop - 1], candidates[begin:stop], first, last))
-        transitions = torch.cat(steps) if steps else kept.new_zeros(0, keep + 1, keep + 1)  # (m-1, C, C)
+        # (m-1, C, C): from sentence i-1's candidates to sentence i's, looked up, so no step holds an FFNN's hidden layer
+        transitions = _pair_transitions(crf, candidates[:-1], candidates[1:], first, last)
         states = _viterbi(kept, start, transitions, candidates)
         marginals = _marginals(kept, start, transitions)  # (m, C)
     return PrunedLattice(states=states, candidates=candidates, marginals=marginals)

@@ -297,8 +297,9 @@ def test_bad_arguments_raise_value_error(call) -> None:
         call()
 
 
-def test_chunked_transitions_and_joint_decoding_match_the_plain_computation() -> None:
-    """More previous states than one FFNN chunk; decode_with_marginals equals decode + marginals."""
+def test_looked_up_transitions_and_joint_decoding_match_the_plain_computation() -> None:
+    """The transitions looked up by code equal the FFNN run over every pair's features (897 states, gaps up to 299, and
+    the three null cases); decode_with_marginals equals decode + marginals."""
     crf = NeuralCRF(CRFConfig(max_span=3), seed=3)
     sim = torch.rand(7, 300, generator=torch.Generator().manual_seed(1)) * 4  # (m, n): 897 states
     starts, ends = (torch.as_tensor(a) for a in crf.states(300))
