@@ -40,7 +40,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import torch
 
-from models_ml.aligning.crf import CRFConfig, NeuralCRF, transition_features
+from models_ml.aligning.crf import CRFConfig, NeuralCRF
+from models_ml.aligning.crf_transitions import transition_features
 
 SIZES = (30, 60, 120)
 MAX_SPANS = (1, 3)

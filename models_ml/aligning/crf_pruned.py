@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import torch
 
-from models_ml.aligning.crf import NeuralCRF, transition_codes
+from models_ml.aligning.crf import NeuralCRF
+from models_ml.aligning.crf_transitions import transition_codes
 
 __all__ = ["PrunedLattice", "decode_pruned"]
 

@@ -15,8 +15,8 @@ from models_ml.aligning.crf import (
     span_states,
     states_to_groups,
     train_crf,
-    transition_features,
 )
+from models_ml.aligning.crf_transitions import transition_features
 
 
 def perturbed_crf(max_span: int, seed: int) -> NeuralCRF:
