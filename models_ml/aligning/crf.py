@@ -181,7 +181,7 @@ class NeuralCRF(nn.Module):
     def transitions(self, n: int) -> torch.Tensor:
         """``T[prev, cur]`` for every state pair over n complex sentences: (K+1, K+1).
 
-        The FFNN scores each distinct feature vector once (at most n + 3 of them, :func:`transition_codes`) and the
+        The FFNN scores each distinct feature vector once (at most n + 3 of them, :mod:`models_ml.aligning.crf_transitions`) and the
         table is filled by lookup: scoring every pair cost (K+1)^2 x hidden multiply-adds, two thirds of a
         2,000-sentence pair's decoding, for the same values.
         """
@@ -201,7 +201,7 @@ class NeuralCRF(nn.Module):
         return torch.cat([zero, starts]), torch.cat([zero, ends - 1])
 
     def transition_lookup(self, codes: torch.Tensor) -> torch.Tensor:
-        """The transition score of each code of :func:`transition_codes`, in the codes' shape."""
+        """The transition score of each code of :func:`~models_ml.aligning.crf_transitions.transition_codes`, in its shape."""
         top = max(int(codes.max()), 0) if codes.numel() else 0  # the largest gap (all codes may be nulls)
         return self.transition_values(top)[torch.where(codes < 0, top - codes, codes)]
 
