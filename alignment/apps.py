@@ -6,4 +6,4 @@ class AlignmentConfig(AppConfig):
     verbose_name = "Corpora and alignment"
 
     def ready(self) -> None:
-        from alignment.mining import search_backend  # noqa: F401 - registers the faiss system check
+        from alignment import checks  # noqa: F401 - registers the app's system checks

@@ -24,7 +24,6 @@ import itertools
 
 import numpy as np
 from django.conf import settings
-from django.core import checks
 from django.db import connection
 from scipy import sparse
 
@@ -38,7 +37,7 @@ from alignment.mining.vectors import stored_rows, unit_rows, vector_chunks
 from alignment.mining.worker_index import WorkerIndex
 from models_ml.mining.hybrid_index import HybridIndex
 from models_ml.mining.retrieval import LEXICAL_DIMENSIONS
-from models_ml.mining.vector_index import SELF_SEARCH_EXACT_BELOW, FaissIndex, faiss_available
+from models_ml.mining.vector_index import SELF_SEARCH_EXACT_BELOW, FaissIndex
 
 _job_index: WorkerIndex[FaissIndex | HybridIndex] = WorkerIndex()  # key (job, sequences): one job per worker process
 
@@ -294,17 +293,3 @@ def _stored_views(job: MiningJob, count: int) -> tuple[np.ndarray, np.ndarray, s
 
 
 VIEW_CHUNK = 20_000  # rows of a hybrid job's views read packed before they are unpacked
-
-
-@checks.register()
-def faiss_installed_check(app_configs, **kwargs) -> list[checks.CheckMessage]:
-    """``MINING_SEARCH_BACKEND=faiss`` without faiss-cpu fails ``manage.py check`` (and so the start), not a job later."""
-    if settings.MINING_SEARCH_BACKEND == "faiss" and not faiss_available():
-        return [
-            checks.Error(
-                "MINING_SEARCH_BACKEND=faiss but faiss-cpu is not installed",
-                hint="install it (.venv/bin/pip install faiss-cpu) or unset MINING_SEARCH_BACKEND to search with pgvector",
-                id="alignment.E001",
-            )
-        ]
-    return []
