@@ -26,29 +26,25 @@ PROBE = """
 import json, sys
 import django
 django.setup()
-import webapp.urls, alignment.tasks, annotation.tasks, webapp.tasks
-print(json.dumps(sorted(name for name in {heavy!r} if name in sys.modules)))
+import {modules}
+print(json.dumps(sorted(name for name in {names!r} if name in sys.modules)))
 """
+TASK_MODULES = "alignment.tasks, annotation.tasks, webapp.tasks"
+
+
+def imported_after(modules: str, names: tuple[str, ...]) -> list[str]:
+    """Which of ``names`` a fresh process has imported after Django's set-up and ``import modules``."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "webapp.settings", "PYTHONPATH": str(REPO_ROOT)}
+    env["DATABASE_URL"] = env.get("DATABASE_URL") or "postgresql://nobody@127.0.0.1:1/none"  # nothing here connects
+    code = PROBE.format(modules=modules, names=names)
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
 def test_the_url_conf_and_the_task_modules_import_no_heavy_library() -> None:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "webapp.settings", "PYTHONPATH": str(REPO_ROOT)}
-    env["DATABASE_URL"] = env.get("DATABASE_URL") or "postgresql://nobody@127.0.0.1:1/none"  # nothing here connects
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE.format(heavy=HEAVY)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
-
-
-SETUP_PROBE = """
-import json, sys
-import django
-django.setup()
-import alignment.tasks, annotation.tasks, webapp.tasks
-print(json.dumps(sorted(name for name in ("scipy", "alignment.mining.search_backend") if name in sys.modules)))
-"""
+    assert imported_after(f"webapp.urls, {TASK_MODULES}", HEAVY) == []
 
 
 @pytest.mark.slow
@@ -56,11 +52,7 @@ def test_a_worker_or_command_starts_without_scipy_or_the_mining_search() -> None
     """Django's set-up and the task modules (a worker's start, every ``manage.py`` command's) leave scipy and the mining
     search chain to the first job that needs them: registering one setting's system check imported both, about 0.35 s
     of every process's start. The check still runs (tests/alignment/test_mining_search.py)."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "webapp.settings", "PYTHONPATH": str(REPO_ROOT)}
-    env["DATABASE_URL"] = env.get("DATABASE_URL") or "postgresql://nobody@127.0.0.1:1/none"  # nothing here connects
-    result = subprocess.run([sys.executable, "-c", SETUP_PROBE], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+    assert imported_after(TASK_MODULES, ("scipy", "alignment.mining.search_backend")) == []
 
 
 def test_every_process_of_the_app_collects_its_young_objects_less_often() -> None:
