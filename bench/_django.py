@@ -85,3 +85,25 @@ def postgres_cpu_seconds() -> float | None:
         elif command.startswith(b"postgres:"):  # a backend or a background process (its title)
             total += int(fields[11]) + int(fields[12])
     return total / tick if found else None
+
+
+def cpu_times() -> tuple[int, int] | None:
+    """(steal, total) clock ticks of all CPUs so far, from ``/proc/stat``; None where it cannot be read. Steal is the
+    time the hypervisor gave this VM's virtual CPUs to others while they had work: take it before and after a timed
+    stretch, and :func:`steal_share` says what share of the CPU time it was."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    ticks = [int(value) for value in fields[:8]]  # user nice system idle iowait irq softirq steal (guest is inside user)
+    return (ticks[7], sum(ticks)) if len(ticks) == 8 else None
+
+
+def steal_share(before: tuple[int, int] | None) -> float | None:
+    """The share (0-1) of every CPU's time since ``before`` (:func:`cpu_times`) that the hypervisor took, or None where
+    it cannot be read: printed beside a timed round, so that a slow round can be told from a machine whose neighbours
+    took its CPUs (on this project's shared VMs the pace moves within minutes; where it is 0, steal is not why)."""
+    after = cpu_times()
+    if before is None or after is None or after[1] == before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])

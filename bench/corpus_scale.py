@@ -54,7 +54,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from _django import REPO_ROOT, SHARED_DATA, bench_owner, postgres_cpu_seconds, settle, setup_django
+from _django import REPO_ROOT, SHARED_DATA, bench_owner, cpu_times, postgres_cpu_seconds, settle, setup_django, steal_share
 from _workers import run_workers
 
 os.environ.setdefault("DEBUG", "0")  # DEBUG keeps a log of every SQL query; production does not
@@ -187,9 +187,9 @@ def stage_alignment(corpus, owner, args):
         if args.align_rounds > 1:
             settle()
         run = alignment_run_create(corpus=corpus, model_dir=settings.ALIGNER_MODEL_DIR, created_by=owner)
-        database_before = postgres_cpu_seconds()
+        database_before, cpu_before = postgres_cpu_seconds(), cpu_times()
         _, round_peaks = run_workers("alignment", args.workers, run, args.threads)
-        database = _cpu_since(database_before)
+        database, steal = _cpu_since(database_before), steal_share(cpu_before)
         run = AlignmentRun.objects.get(pk=run.pk)
         if run.status != "succeeded":
             raise SystemExit(f"the alignment run ended {run.status}: {run.error}")
@@ -201,14 +201,14 @@ def stage_alignment(corpus, owner, args):
         ]
         if args.align_rounds > 1:
             settle()
-        started = time.perf_counter()
+        started, cpu_before = time.perf_counter(), cpu_times()
         for simple, complex_side in sides:
             aligner.align(complex_side.texts, simple.texts, complex_side.paragraphs, simple.paragraphs)
-        reference = time.perf_counter() - started
+        reference, reference_steal = time.perf_counter() - started, steal_share(cpu_before)
         note = (
             f"{run.pairs_done:,} pairs, {run.sentences_done:,} sentences; job {job:.0f} s (measures {run.measure_seconds:.0f} s, "
             f"CRF {run.aligner_seconds:.0f} s, busy {run.busy_seconds:.0f} s), {len(run.measures)} measures vs the model's one"
-            f"{database}"
+            f"{database}{_steal(steal, reference_steal)}"
         )
         _row("alignment", _rate(run.pairs_done, job), _rate(len(sides), reference), "pairs/s", note)
         ratios.append(_rate(run.pairs_done, job) / _rate(len(sides), reference))
@@ -310,6 +310,13 @@ def stage_export(project) -> None:
     )
     shutil.rmtree(app_root, ignore_errors=True)
     shutil.rmtree(memory_root, ignore_errors=True)
+
+
+def _steal(job: float | None, reference: float | None) -> str:
+    """``"; CPU steal N % (job), M % (reference)"``: what the hypervisor took of this VM's CPUs meanwhile; "" where unread."""
+    if job is None or reference is None:
+        return ""
+    return f"; CPU steal {100 * job:.1f} % (job), {100 * reference:.1f} % (reference)"
 
 
 def _cpu_since(before: float | None) -> str:
