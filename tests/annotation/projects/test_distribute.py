@@ -1,0 +1,97 @@
+"""Giving a project's pairs out: each pair to the annotators it lacks, least-loaded first, in a few statements a chunk."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from alignment.models import Document, DocumentPair
+from annotation import services
+from annotation.models import Assignment
+from annotation.projects import assigning
+
+
+def _pairs(corpus, count: int, article: str = "a") -> list[DocumentPair]:
+    """``count`` pairs of two empty documents each (articles named ``article`` and a number), written directly: what is
+    given out is the pairs, not their text."""
+    documents = Document.objects.bulk_create(
+        Document(
+            corpus=corpus,
+            external_id=f"{article}{n // 2}",
+            level=("adv", "ele")[n % 2],
+            raw_text="",
+            content_hash=f"{article}{n}",
+            text_hash=f"{article}{n}",
+        )  # fmt: skip
+        for n in range(2 * count)
+    )
+    return DocumentPair.objects.bulk_create(
+        DocumentPair(corpus=corpus, complex_document=documents[2 * n], simple_document=documents[2 * n + 1]) for n in range(count)
+    )
+
+
+def _project(corpus, owner, pairs, annotators, overlap):
+    project = services.project_create(name=f"Spread {len(pairs)}", corpus=corpus, created_by=owner, overlap=overlap)
+    project.pairs.set(pairs)
+    for user in annotators:
+        services.membership_set(project=project, user=user, role="annotator")
+    return project
+
+
+def _users(*names):
+    return [get_user_model().objects.create_user(name, password=f"{name}-pass-123") for name in names]
+
+
+def _one_pair_at_a_time(pair_ids, have, load, overlap):
+    """What the distribution gives, written plainly: pair after pair, least-loaded annotator first, lower id on a tie."""
+    given = []
+    for pair_id in pair_ids:
+        for user_id in sorted((u for u in load if u not in have.get(pair_id, set())), key=lambda u: (load[u], u)):
+            if len(have.get(pair_id, set())) >= overlap:
+                break
+            have.setdefault(pair_id, set()).add(user_id)
+            load[user_id] += 1
+            given.append((pair_id, user_id))
+    return given
+
+
+def test_pairs_go_to_the_least_loaded_annotators_they_lack_across_chunks(owner, corpus, monkeypatch):
+    monkeypatch.setattr(assigning, "DISTRIBUTE_CHUNK", 4)  # 25 pairs in seven chunks
+    anna, ben, cleo, viewer = _users("anna", "ben", "cleo", "vic")
+    pairs = _pairs(corpus, 25)
+    project = _project(corpus, owner, pairs, [anna, ben, cleo], overlap=2)
+    # Work given before: two of anna's, a pair already full (one of its annotators no longer one), a pair half given.
+    before = [(pairs[0], anna), (pairs[0], viewer), (pairs[3], anna), (pairs[9], cleo)]
+    Assignment.objects.bulk_create(Assignment(project=project, pair=pair, annotator=user) for pair, user in before)
+    have = {}
+    for pair, user in before:
+        have.setdefault(pair.pk, set()).add(user.pk)
+    expected = _one_pair_at_a_time([p.pk for p in pairs], have, {anna.pk: 2, ben.pk: 0, cleo.pk: 1}, overlap=2)
+
+    assert services.assignments_distribute(project=project) == len(expected) == 2 * 25 - 4
+    given = set(Assignment.objects.filter(project=project).values_list("pair_id", "annotator_id"))
+    assert given == {(pair.pk, user.pk) for pair, user in before} | set(expected)
+    loads = [Assignment.objects.filter(project=project, annotator=user).count() for user in (anna, ben, cleo)]
+    assert max(loads) - min(loads) <= 1  # spread evenly, the work given before included
+    assert services.assignments_distribute(project=project) == 0  # a second press gives nothing
+
+
+@pytest.mark.parametrize("overlap", [1, 3])
+def test_a_press_takes_the_same_statements_for_ten_pairs_as_for_sixty(owner, corpus, overlap):
+    annotators = _users("anna", "ben", "cleo")
+    statements = []
+    for count, article in ((10, "a"), (60, "b")):
+        project = _project(corpus, owner, _pairs(corpus, count, article), annotators, overlap)
+        with CaptureQueriesContext(connection) as queries:
+            assert services.assignments_distribute(project=project) == count * overlap
+        statements.append(len(queries))
+    assert statements[0] == statements[1]
+
+
+def test_a_project_without_annotators_is_refused_and_given_nothing(owner, corpus):
+    project = _project(corpus, owner, _pairs(corpus, 3), [], overlap=1)
+    with pytest.raises(ValueError, match="has no annotators"):
+        services.assignments_distribute(project=project)
+    assert not Assignment.objects.filter(project=project).exists()
