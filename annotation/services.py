@@ -21,8 +21,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from alignment.errors import Conflict, ServiceError
-from alignment.models import AlignmentRun, Corpus, DocumentPair
+from alignment.errors import Conflict
+from alignment.models import DocumentPair
 from annotation import labels
 from annotation.client_actions import (
     client_action_id_check,
@@ -35,8 +35,8 @@ from annotation.client_actions import (
 from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignment, ItemEvent, LabelEvent, ProjectMembership
 from annotation.projects.assigning import assignment_create as assignment_create  # re-exported: services is the entry
 from annotation.projects.assigning import assignments_distribute as assignments_distribute
+from annotation.projects.creating import project_create as project_create
 from annotation.provenance import shown_provenance
-from annotation.selectors import project_name_refusal
 
 SECONDS_SPENT_MAX = 24 * 60 * 60  # more is not a time on one item but a broken client: refused (the database too, SECONDS_SPENT_SANE)
 
@@ -86,46 +86,6 @@ def _is_chain_race(error: IntegrityError) -> bool:
     """Whether the insert lost a race for a chain slot (a first event or a ``previous`` someone else took)."""
     constraint = getattr(getattr(error.__cause__, "diag", None), "constraint_name", None) or ""
     return constraint in LabelEvent.CHAIN_CONSTRAINTS or constraint.endswith("previous_id_key")
-
-
-def project_create(
-    *,
-    name: str,
-    corpus: Corpus,
-    created_by: AbstractBaseUser,
-    pairs: Sequence[DocumentPair] | None = None,
-    suggestion_run: AlignmentRun | None = None,
-    guidelines: str = "",
-    overlap: int = 2,
-    strategy: str = AnnotationProject.Strategy.DOCUMENTS,
-) -> AnnotationProject:
-    """A project over ``pairs`` (default: all of the corpus); its creator becomes its manager."""
-    chosen = list(pairs) if pairs is not None else list(corpus.pairs.all())
-    if not chosen:
-        raise ValueError(f"corpus {corpus.name!r} has no document pairs to annotate")
-    foreign = [pair.pk for pair in chosen if pair.corpus_id != corpus.pk]
-    if foreign:
-        raise ValueError(f"document pairs {foreign} do not belong to corpus {corpus.name!r}")
-    if suggestion_run is not None and suggestion_run.corpus_id != corpus.pk:
-        raise ValueError(f"alignment run {suggestion_run.pk} belongs to another corpus")
-    if overlap < 1:
-        raise ValueError(f"overlap must be at least 1, got {overlap}")
-    refusal = project_name_refusal(created_by, name)
-    if refusal:
-        raise ServiceError(refusal, field="name")
-    with transaction.atomic():
-        project = AnnotationProject.objects.create(
-            name=name,
-            corpus=corpus,
-            suggestion_run=suggestion_run,
-            guidelines=guidelines,
-            overlap=overlap,
-            strategy=strategy,
-            created_by=created_by,
-        )
-        project.pairs.set(chosen)
-        ProjectMembership.objects.create(project=project, user=created_by, role=ProjectMembership.Role.MANAGER)
-    return project
 
 
 def membership_set(*, project: AnnotationProject, user: AbstractBaseUser, role: str) -> ProjectMembership:

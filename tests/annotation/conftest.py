@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 
 import alignment.aligning.service as aligning
 from alignment.aligning.measures import run_measure
-from alignment.models import AlignmentRun, DocumentPair, Sentence
+from alignment.models import AlignmentRun, Document, DocumentPair, Sentence
 from annotation import services
 from annotation.models import AnnotationProject
 from models_ml.data.io import GoldPair
@@ -106,3 +106,22 @@ def tiny_gold_pair() -> GoldPair:
 def suggestion_run(tram_corpus, monkeypatch):
     """The tram pair aligned by a lexical run (no encoder), in this process."""
     return lexical_run(tram_corpus, monkeypatch)
+
+
+def bare_pairs(corpus, count: int, article: str = "a") -> list[DocumentPair]:
+    """``count`` pairs of two empty documents each (articles named ``article`` and a number), written directly: for
+    what works on a project's pairs, not on their text (giving them out, adding them to a project)."""
+    documents = Document.objects.bulk_create(
+        Document(
+            corpus=corpus,
+            external_id=f"{article}{n // 2}",
+            level=("adv", "ele")[n % 2],
+            raw_text="",
+            content_hash=f"{article}{n}",
+            text_hash=f"{article}{n}",
+        )  # fmt: skip
+        for n in range(2 * count)
+    )
+    return DocumentPair.objects.bulk_create(
+        DocumentPair(corpus=corpus, complex_document=documents[2 * n], simple_document=documents[2 * n + 1]) for n in range(count)
+    )

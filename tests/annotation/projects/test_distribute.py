@@ -7,29 +7,10 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from alignment.models import Document, DocumentPair
 from annotation import services
 from annotation.models import Assignment
 from annotation.projects import assigning
-
-
-def _pairs(corpus, count: int, article: str = "a") -> list[DocumentPair]:
-    """``count`` pairs of two empty documents each (articles named ``article`` and a number), written directly: what is
-    given out is the pairs, not their text."""
-    documents = Document.objects.bulk_create(
-        Document(
-            corpus=corpus,
-            external_id=f"{article}{n // 2}",
-            level=("adv", "ele")[n % 2],
-            raw_text="",
-            content_hash=f"{article}{n}",
-            text_hash=f"{article}{n}",
-        )  # fmt: skip
-        for n in range(2 * count)
-    )
-    return DocumentPair.objects.bulk_create(
-        DocumentPair(corpus=corpus, complex_document=documents[2 * n], simple_document=documents[2 * n + 1]) for n in range(count)
-    )
+from tests.annotation.conftest import bare_pairs
 
 
 def _project(corpus, owner, pairs, annotators, overlap):
@@ -60,7 +41,7 @@ def _one_pair_at_a_time(pair_ids, have, load, overlap):
 def test_pairs_go_to_the_least_loaded_annotators_they_lack_across_chunks(owner, corpus, monkeypatch):
     monkeypatch.setattr(assigning, "DISTRIBUTE_CHUNK", 4)  # 25 pairs in seven chunks
     anna, ben, cleo, viewer = _users("anna", "ben", "cleo", "vic")
-    pairs = _pairs(corpus, 25)
+    pairs = bare_pairs(corpus, 25)
     project = _project(corpus, owner, pairs, [anna, ben, cleo], overlap=2)
     # Work given before: two of anna's, a pair already full (one of its annotators no longer one), a pair half given.
     before = [(pairs[0], anna), (pairs[0], viewer), (pairs[3], anna), (pairs[9], cleo)]
@@ -83,7 +64,7 @@ def test_a_press_takes_the_same_statements_for_ten_pairs_as_for_sixty(owner, cor
     annotators = _users("anna", "ben", "cleo")
     statements = []
     for count, article in ((10, "a"), (60, "b")):
-        project = _project(corpus, owner, _pairs(corpus, count, article), annotators, overlap)
+        project = _project(corpus, owner, bare_pairs(corpus, count, article), annotators, overlap)
         with CaptureQueriesContext(connection) as queries:
             assert services.assignments_distribute(project=project) == count * overlap
         statements.append(len(queries))
@@ -91,7 +72,7 @@ def test_a_press_takes_the_same_statements_for_ten_pairs_as_for_sixty(owner, cor
 
 
 def test_a_project_without_annotators_is_refused_and_given_nothing(owner, corpus):
-    project = _project(corpus, owner, _pairs(corpus, 3), [], overlap=1)
+    project = _project(corpus, owner, bare_pairs(corpus, 3), [], overlap=1)
     with pytest.raises(ValueError, match="has no annotators"):
         services.assignments_distribute(project=project)
     assert not Assignment.objects.filter(project=project).exists()
