@@ -51,3 +51,11 @@ def queue_counts_refresh(*, project_id: int) -> None:
     from annotation.labelling.queue import queue_counts_recount
 
     queue_counts_recount(project_id=project_id)
+
+
+@job_task(queue="maintenance", name="annotation.assignments_distribute")
+def assignments_distribute(*, project_id: int) -> None:
+    """Give a large project's pairs out after a manager's Assign press (annotation.projects.assigning)."""
+    from annotation.projects.assigning import assignments_distribute_later
+
+    assignments_distribute_later(project_id=project_id)

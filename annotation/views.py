@@ -31,6 +31,7 @@ from annotation.labelling import queue as queue_mode
 from annotation.labels import LABELS, pair_verified, verified_pair_ids
 from annotation.models import ProjectMembership
 from annotation.projects import members, worklist
+from annotation.projects.assigning import assigning_in_background
 from annotation.projects.summary import project_summary
 
 
@@ -113,6 +114,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "pair_count": pairs.count,
         "member_form": MemberForm(),
         "shortfall": summary.shortfall,
+        "assigning": role == ProjectMembership.Role.MANAGER and assigning_in_background(project),
         "corpus_visible": selectors.corpus_visible(request.user, project),
         "label_times": summary.label_times,
         "idle_minutes": round(settings.ANNOTATION_IDLE_SECONDS / 60),
@@ -175,10 +177,13 @@ def project_member_search(request: HttpRequest, project_id: int) -> HttpResponse
 def project_assign(request: HttpRequest, project_id: int) -> HttpResponse:
     project = _manager_project(request, project_id)
     try:
-        created = services.assignments_distribute(project=project)
+        created = services.assignments_distribute_press(project=project)
     except ValueError as error:
         messages.error(request, str(error))
     else:
+        if created is None:  # a large project: given out by a background job
+            messages.info(request, "Assigning the project's pairs in the background.")
+            return redirect("annotation:project_detail", project_id=project.pk)
         messages.success(request, f"{created} new assignment{'s' if created != 1 else ''}.")
         shortfall = members.overlap_shortfall(project)
         if shortfall["short_pairs"]:

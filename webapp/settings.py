@@ -384,6 +384,9 @@ PROJECT_FIGURES_INLINE_MS = envint("PROJECT_FIGURES_INLINE_MS", 300)
 # A bulk load of at least this many assignments or imported labels counts the manager's figures ahead, in the background
 # (annotation.selectors.figures_warm): the first view of a large project reads them instead of counting them.
 PROJECT_FIGURES_WARM_MIN_ITEMS = envint("PROJECT_FIGURES_WARM_MIN_ITEMS", 1000)
+# A manager's Assign press gives a project of more pairs than this out in the background (queue "maintenance"), not in
+# the request: about 2 s a 10,000 pairs (annotation.projects.assigning, docs/benchmarks.md "Corpus scale").
+ASSIGN_INLINE_MAX_PAIRS = envint("ASSIGN_INLINE_MAX_PAIRS", 10_000)
 
 # Exports (annotation/export/): files are written under EXPORT_DIR, one folder per export job.
 EXPORT_DIR = envpath("EXPORT_DIR", STATE_DIR / "exports")

@@ -1,22 +1,28 @@
-"""Giving document pairs to annotators: every pair of a project to ``overlap`` annotators, or one pair to one.
+"""Giving document pairs to annotators: every pair of a project to ``overlap`` annotators (a large project's in the
+background, after a manager's press), or one pair to one.
 
-Both are re-exported by :mod:`annotation.services`, where callers find them.
+Re-exported by :mod:`annotation.services`, where callers find them.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from alignment.copying import copy_rows
+from alignment.jobs.enqueue import defer_unless_waiting
 from alignment.models import DocumentPair
 from annotation import labels
 from annotation.models import AnnotationProject, Assignment, ProjectMembership
 from annotation.selectors import figures_warm
+
+logger = logging.getLogger(__name__)
 
 DISTRIBUTE_CHUNK = 2_000  # pairs read, given out, written and recounted at a time: four statements, whatever the project's size
 
@@ -30,11 +36,7 @@ def assignments_distribute(*, project: AnnotationProject) -> int:
     10,000-pair project's press tens of thousands of statements in one request. The project's row is locked first, so
     two presses at once give each pair out once: the second finds the first's assignments.
     """
-    annotators = list(
-        ProjectMembership.objects.filter(project=project, role=ProjectMembership.Role.ANNOTATOR).values_list("user_id", flat=True)
-    )
-    if not annotators:
-        raise ValueError(f"project {project.name!r} has no annotators to assign work to")
+    annotators = _annotators(project)
     created = 0
     with transaction.atomic():
         AnnotationProject.objects.select_for_update().filter(pk=project.pk).exists()
@@ -57,6 +59,55 @@ def assignments_distribute(*, project: AnnotationProject) -> int:
                 labels.assignments_recount(project, pair_ids=sorted({pair_id for pair_id, _ in new}))
         figures_warm(project, items=created)
     return created
+
+
+ASSIGN_TASK = "annotation.assignments_distribute"
+
+
+def assignments_distribute_press(*, project: AnnotationProject) -> int | None:
+    """A manager's *Assign* press: the pairs given out now (:func:`assignments_distribute`, the new assignments' count),
+    or, for a project of more than ``ASSIGN_INLINE_MAX_PAIRS`` pairs, in the background (None): a press while one
+    waits queues nothing more. A project without annotators is refused either way, before anything is queued."""
+    if project.pairs.count() <= settings.ASSIGN_INLINE_MAX_PAIRS:
+        return assignments_distribute(project=project)
+    _annotators(project)
+    defer_unless_waiting(ASSIGN_TASK, _assign_lock(project.pk), project_id=project.pk)
+    return None
+
+
+def assigning_in_background(project: AnnotationProject) -> bool:
+    """Whether a background job is giving the project's pairs out, or waits to (one query, by Procrastinate's locks)."""
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
+    lock = _assign_lock(project.pk)
+    return ProcrastinateJob.objects.filter(Q(queueing_lock=lock, status="todo") | Q(lock=lock, status="doing")).exists()
+
+
+def assignments_distribute_later(*, project_id: int) -> None:
+    """The background task's work: the project's pairs given out (a project deleted meanwhile has none; one whose
+    annotators all left meanwhile is logged and left as it is)."""
+    project = AnnotationProject.objects.filter(pk=project_id).first()
+    if project is None:
+        return
+    try:
+        assignments_distribute(project=project)
+    except ValueError as error:
+        logger.warning("assigning project %s in the background: %s", project_id, error)
+
+
+def _assign_lock(project_id: int) -> str:
+    """The Procrastinate lock and queueing lock of a project's background assigning: one runs, one waits at most."""
+    return f"assign-{project_id}"
+
+
+def _annotators(project: AnnotationProject) -> list[int]:
+    """The project's annotators' user ids; ValueError naming the project when it has none."""
+    annotators = list(
+        ProjectMembership.objects.filter(project=project, role=ProjectMembership.Role.ANNOTATOR).values_list("user_id", flat=True)
+    )
+    if not annotators:
+        raise ValueError(f"project {project.name!r} has no annotators to assign work to")
+    return annotators
 
 
 # What a new assignment's row holds, written by COPY: the ORM built a 10,000-pair press's 20,000 rows' INSERT in Python

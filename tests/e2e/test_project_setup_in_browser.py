@@ -6,12 +6,16 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 from playwright.sync_api import Page, expect
+from procrastinate.contrib.django.models import ProcrastinateJob
 
 from annotation import services
-from annotation.models import LabelEvent, ProjectMembership
+from annotation.models import Assignment, LabelEvent, ProjectMembership
+from annotation.projects import assigning
 from tests.annotation.conftest import tram_project
 from tests.e2e.shots import shot
+from tests.e2e.test_mining_in_browser import _work
 
 
 def _login(page: Page, base: str, username: str, password: str) -> None:
@@ -99,3 +103,27 @@ def test_an_annotator_finds_their_work_in_my_tasks_and_filters_it(page: Page, li
     page.get_by_role("link", name=re.compile(r"^in progress")).click()
     page.get_by_role("link", name="Continue").click()
     expect(page).to_have_url(re.compile(rf"/annotate/projects/{project.pk}/pairs/{pair.pk}/$"))
+
+
+def test_a_large_project_is_assigned_in_the_background_and_the_page_says_so(
+    page: Page, live_server, transactional_db, tram_corpus, owner, settings
+) -> None:
+    settings.ASSIGN_INLINE_MAX_PAIRS = 0  # the tram project's one pair is "large" here
+    with connection.cursor() as cursor:  # jobs earlier tests left queued (Procrastinate's tables are not flushed)
+        cursor.execute("TRUNCATE procrastinate_jobs CASCADE")
+    anna = get_user_model().objects.create_user("anna", password="anna-pass-123")
+    project = services.project_create(name="Trams", corpus=tram_corpus, created_by=owner, overlap=1)
+    services.membership_set(project=project, user=anna, role="annotator")
+    _login(page, live_server.url, "owner", "owner-pass-123")
+    page.goto(f"{live_server.url}/annotate/projects/{project.pk}/")
+    page.get_by_role("button", name="Assign pairs to annotators").click()
+    expect(page.locator(".messages")).to_contain_text("Assigning the project's pairs in the background.")
+    expect(page.locator("#assigning-note")).to_contain_text("reload this page in a minute")
+    expect(page.locator("#overlap-warning")).to_have_count(0)  # not "add annotators": they are being given pairs
+    shot(page, "project-assign-background.png", full_page=True)
+    assert not Assignment.objects.filter(project=project).exists()
+    assert ProcrastinateJob.objects.filter(task_name=assigning.ASSIGN_TASK, status="todo").count() == 1
+    _work(["maintenance"])  # the real worker, until the queue is empty
+    page.reload()
+    expect(page.locator("#assignments")).to_contain_text("anna")
+    expect(page.locator("#assigning-note")).to_have_count(0)

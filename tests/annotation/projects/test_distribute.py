@@ -6,6 +6,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from procrastinate.contrib.django.models import ProcrastinateJob
 
 from annotation import services
 from annotation.models import Assignment
@@ -76,3 +78,39 @@ def test_a_project_without_annotators_is_refused_and_given_nothing(owner, corpus
     with pytest.raises(ValueError, match="has no annotators"):
         services.assignments_distribute(project=project)
     assert not Assignment.objects.filter(project=project).exists()
+
+
+def _assign_jobs() -> list[dict]:
+    return [job.args for job in ProcrastinateJob.objects.filter(task_name=assigning.ASSIGN_TASK, status="todo")]
+
+
+def test_a_large_project_is_assigned_by_one_background_job_however_often_it_is_pressed(client, owner, corpus, settings):
+    settings.ASSIGN_INLINE_MAX_PAIRS = 5
+    (anna,) = _users("anna")
+    project = _project(corpus, owner, bare_pairs(corpus, 6), [anna], overlap=1)
+    client.force_login(owner)
+    url = reverse("annotation:project_assign", args=[project.pk])
+    page = client.post(url, follow=True).content.decode()
+    client.post(url)
+    assert "Assigning the project&#x27;s pairs in the background." in page and 'id="assigning-note"' in page
+    assert _assign_jobs() == [{"project_id": project.pk}]  # the second press found it waiting
+    assert not Assignment.objects.filter(project=project).exists()  # nothing given out in the request
+    assigning.assignments_distribute_later(**_assign_jobs()[0])  # what the worker runs
+    assert Assignment.objects.filter(project=project, annotator=anna).count() == 6
+
+
+def test_a_large_project_without_annotators_is_refused_at_the_press_and_nothing_is_queued(client, owner, corpus, settings):
+    settings.ASSIGN_INLINE_MAX_PAIRS = 5
+    project = _project(corpus, owner, bare_pairs(corpus, 6), [], overlap=1)
+    client.force_login(owner)
+    page = client.post(reverse("annotation:project_assign", args=[project.pk]), follow=True).content.decode()
+    assert "has no annotators to assign work to" in page and _assign_jobs() == []
+
+
+def test_a_background_job_for_a_project_deleted_or_left_without_annotators_gives_nothing_out(owner, corpus, caplog):
+    (anna,) = _users("anna")
+    project = _project(corpus, owner, bare_pairs(corpus, 2), [anna], overlap=1)
+    services.membership_set(project=project, user=anna, role="viewer")  # the only annotator left before the job ran
+    assigning.assignments_distribute_later(project_id=project.pk)
+    assert not Assignment.objects.filter(project=project).exists() and "has no annotators" in caplog.text
+    assigning.assignments_distribute_later(project_id=project.pk + 1000)  # no such project: nothing to do
