@@ -74,6 +74,15 @@ def defer_unless_waiting(task_name: str, lock: str, job: Job | None = None, *, o
         pass
 
 
+def waiting_or_running(lock: str) -> bool:
+    """Whether a task deferred by :func:`defer_unless_waiting` under ``lock`` waits or runs now (one query, by the
+    indexes Procrastinate keeps on its locks)."""
+    from django.db.models import Q
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
+    return ProcrastinateJob.objects.filter(Q(queueing_lock=lock, status="todo") | Q(lock=lock, status="doing")).exists()
+
+
 def defer_in_transaction(task_name: str, job: Job, **task_kwargs: Any) -> int:
     """Defer through Django's own connection, inside the caller's transaction: the job row and its task commit together.
 

@@ -12,11 +12,11 @@ from collections import defaultdict
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.utils import timezone
 
 from alignment.copying import copy_rows
-from alignment.jobs.enqueue import defer_unless_waiting
+from alignment.jobs.enqueue import defer_unless_waiting, waiting_or_running
 from alignment.models import DocumentPair
 from annotation import labels
 from annotation.models import AnnotationProject, Assignment, ProjectMembership
@@ -76,11 +76,8 @@ def assignments_distribute_press(*, project: AnnotationProject) -> int | None:
 
 
 def assigning_in_background(project: AnnotationProject) -> bool:
-    """Whether a background job is giving the project's pairs out, or waits to (one query, by Procrastinate's locks)."""
-    from procrastinate.contrib.django.models import ProcrastinateJob
-
-    lock = _assign_lock(project.pk)
-    return ProcrastinateJob.objects.filter(Q(queueing_lock=lock, status="todo") | Q(lock=lock, status="doing")).exists()
+    """Whether a background job is giving the project's pairs out, or waits to."""
+    return waiting_or_running(_assign_lock(project.pk))
 
 
 def assignments_distribute_later(*, project_id: int) -> None:

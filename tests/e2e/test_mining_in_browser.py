@@ -3,33 +3,20 @@
 from __future__ import annotations
 
 import re
-import threading
 
 from django.db import connection
 from playwright.sync_api import Page, expect
-from procrastinate.contrib.django import app
 
 from alignment.mining.models import MinedPair, MiningJob
 from annotation.models import AnnotationProject
 from tests.alignment.test_mining import embedded_news_corpora
 from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login
-
-
-def _run_worker_until_idle(queues: list[str]) -> None:
-    with app.replace_connector(app.connector.get_worker_connector()):
-        app.run_worker(queues=queues, wait=False, install_signal_handlers=False, listen_notify=False)
-
-
-def _work(queues: list[str]) -> None:
-    worker = threading.Thread(target=_run_worker_until_idle, args=(queues,))
-    worker.start()
-    worker.join(timeout=300)
-    assert not worker.is_alive()
+from tests.e2e.worker import work
 
 
 def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(page: Page, live_server, transactional_db, owner):
-    corpora = embedded_news_corpora(owner, _work)
+    corpora = embedded_news_corpora(owner, work)
     source, _target = corpora
 
     _login(page, live_server, "owner", "owner-pass-123")
@@ -46,7 +33,7 @@ def test_start_lha_follow_it_filter_the_pairs_and_send_a_sample_to_annotation(pa
     lha.get_by_role("button", name="Start mining").click()
     expect(page).to_have_url(re.compile(r"/mining/\d+/$"))
     expect(page.locator("#progress .status")).to_have_text("Queued")
-    _work(["mining"])
+    work(["mining"])
     expect(page.locator("#progress .status")).to_have_text("Succeeded", timeout=30_000)  # htmx polled the card
     job = MiningJob.objects.get()
     expect(page.locator("#job-stats")).to_contain_text(str(job.pairs_found))
@@ -107,7 +94,7 @@ def test_a_muss_job_encoded_in_shards_shows_the_sequences_encoded_then_its_searc
     shot(page, "mining_encode_shards.png", full_page=True)
     for shard in others:
         mining.mining_shard_execute(shard_id=shard.pk, encode=encode)
-    _work(["mining"])  # what the last encode shard queued: the prepare again (the index), then the neighbours and pairs shards
+    work(["mining"])  # what the last encode shard queued: the prepare again (the index), then the neighbours and pairs shards
     expect(page.locator("#progress .status")).to_have_text("Succeeded", timeout=30_000)
     job.refresh_from_db()
     expect(page.locator("#progress-text")).to_contain_text(

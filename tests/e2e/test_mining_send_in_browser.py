@@ -16,11 +16,11 @@ from annotation.models import AnnotationProject
 from tests.alignment.test_mining import embedded_news_corpora
 from tests.e2e.shots import shot
 from tests.e2e.test_annotate_in_browser import _login
-from tests.e2e.test_mining_in_browser import _work
+from tests.e2e.worker import work
 
 
 def test_mining_into_an_empty_corpus_is_refused_with_the_corpus_named(page: Page, live_server, transactional_db, owner):
-    source, _ = embedded_news_corpora(owner, _work)
+    source, _ = embedded_news_corpora(owner, work)
     corpus_get_or_create(name="Nothing yet", language="en", owner=owner)
     _login(page, live_server, "owner", "owner-pass-123")
     page.goto(f"{live_server.url}/corpora/{source.pk}/mine/")
@@ -36,7 +36,7 @@ def test_mining_into_an_empty_corpus_is_refused_with_the_corpus_named(page: Page
     lha.get_by_label("θs (sentence score)").fill("0.99")
     lha.get_by_role("button", name="Start mining").click()
     expect(page).to_have_url(re.compile(r"/mining/\d+/$"))
-    _work(["mining"])
+    work(["mining"])
     expect(page.locator("#progress .status")).to_have_text("Succeeded", timeout=30_000)
     expect(page.locator("#no-pairs-reason")).to_contain_text("reached θd 0.99")
     expect(page.locator("#pairs")).to_contain_text("No pairs: the job found none")
@@ -46,11 +46,11 @@ def test_mining_into_an_empty_corpus_is_refused_with_the_corpus_named(page: Page
 def test_pairs_mined_from_the_simple_corpus_reach_the_annotator_complex_side_first_with_suggestions(
     page: Page, live_server, transactional_db, owner
 ):
-    complex_corpus, simple_corpus = embedded_news_corpora(owner, _work)
+    complex_corpus, simple_corpus = embedded_news_corpora(owner, work)
     job, _ = mining.mining_job_create(
         source_corpus=simple_corpus, target_corpus=complex_corpus, config={"k_documents": 1, "theta_d": 0.3, "theta_s": 0.5}
     )
-    _work(["mining"])
+    work(["mining"])
     _login(page, live_server, "owner", "owner-pass-123")
     page.goto(f"{live_server.url}/mining/{job.pk}/")
     page.locator("#send").get_by_label("Project name").fill("Mined news")
@@ -73,7 +73,7 @@ def test_pairs_mined_from_the_simple_corpus_reach_the_annotator_complex_side_fir
     page.goto(f"{live_server.url}/corpora/{simple_corpus.pk}/")
     expect(page.get_by_text("No pairs yet")).to_be_visible()
 
-    _work(["alignment"])  # the alignment run queued with the project; it becomes the suggestion run
+    work(["alignment"])  # the alignment run queued with the project; it becomes the suggestion run
     project.refresh_from_db()
     assert project.suggestion_run_id is not None and project.pending_suggestion_run_id is None
     annotator = get_user_model().objects.create_user("anna", password="anna-pass-123")

@@ -15,7 +15,7 @@ from annotation.models import Assignment, LabelEvent, ProjectMembership
 from annotation.projects import assigning
 from tests.annotation.conftest import tram_project
 from tests.e2e.shots import shot
-from tests.e2e.test_mining_in_browser import _work
+from tests.e2e.worker import work
 
 
 def _login(page: Page, base: str, username: str, password: str) -> None:
@@ -123,7 +123,7 @@ def test_a_large_project_is_assigned_in_the_background_and_the_page_says_so(
     shot(page, "project-assign-background.png", full_page=True)
     assert not Assignment.objects.filter(project=project).exists()
     assert ProcrastinateJob.objects.filter(task_name=assigning.ASSIGN_TASK, status="todo").count() == 1
-    _work(["maintenance"])  # the real worker, until the queue is empty
+    work(["maintenance"])  # the real worker, until the queue is empty
     page.reload()
     expect(page.locator("#assignments")).to_contain_text("anna")
     expect(page.locator("#assigning-note")).to_have_count(0)
