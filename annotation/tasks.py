@@ -54,8 +54,9 @@ def queue_counts_refresh(*, project_id: int) -> None:
 
 
 @job_task(queue="maintenance", name="annotation.assignments_distribute")
-def assignments_distribute(*, project_id: int) -> None:
-    """Give a large project's pairs out after a manager's Assign press (annotation.projects.assigning)."""
+def assignments_distribute(*, project_id: int, after: int = 0) -> None:
+    """Give a large project's pairs out after a manager's Assign press (annotation.projects.assigning), a time slice at a time."""
+    from alignment.jobs.slices import TimeSlice
     from annotation.projects.assigning import assignments_distribute_later
 
-    assignments_distribute_later(project_id=project_id)
+    assignments_distribute_later(project_id=project_id, after=after, time_slice=TimeSlice.from_settings())

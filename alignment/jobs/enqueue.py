@@ -61,15 +61,22 @@ def defer(task_name: str, job: Job | None = None, *, options: dict | None = None
     return job_id
 
 
-def defer_unless_waiting(task_name: str, lock: str, job: Job | None = None, *, options: dict | None = None, **task_kwargs: Any) -> None:
+def defer_unless_waiting(
+    task_name: str, lock: str, job: Job | None = None, *, options: dict | None = None, in_transaction: bool = False, **task_kwargs: Any
+) -> None:
     """Defer ``task_name`` now under the Procrastinate lock and queueing lock ``lock`` (one runs at a time, one waits at
     most), unless a task with that queueing lock waits already. A savepoint: the refused insert must not abort the
-    caller's transaction."""
+    caller's transaction. ``in_transaction``: through Django's connection, committed with the caller's transaction
+    (:func:`defer_in_transaction`), as a task's continuation must be."""
     from procrastinate.exceptions import AlreadyEnqueued
 
+    chosen = {**(options or {}), "lock": lock, "queueing_lock": lock}
     try:
         with transaction.atomic():
-            defer(task_name, job, options={**(options or {}), "lock": lock, "queueing_lock": lock}, **task_kwargs)
+            if in_transaction:
+                defer_in_transaction(task_name, job, options=chosen, **task_kwargs)
+            else:
+                defer(task_name, job, options=chosen, **task_kwargs)
     except AlreadyEnqueued:
         pass
 
@@ -83,7 +90,7 @@ def waiting_or_running(lock: str) -> bool:
     return ProcrastinateJob.objects.filter(Q(queueing_lock=lock, status="todo") | Q(lock=lock, status="doing")).exists()
 
 
-def defer_in_transaction(task_name: str, job: Job, **task_kwargs: Any) -> int:
+def defer_in_transaction(task_name: str, job: Job | None, *, options: dict | None = None, **task_kwargs: Any) -> int:
     """Defer through Django's own connection, inside the caller's transaction: the job row and its task commit together.
 
     A worker's app talks to the database through its own connection pool, so a plain :func:`defer`
@@ -95,10 +102,11 @@ def defer_in_transaction(task_name: str, job: Job, **task_kwargs: Any) -> int:
     from procrastinate.manager import JobManager
 
     assert connection.in_atomic_block, "defer_in_transaction needs the caller's transaction"
-    configured = app.configure_task(task_name, allow_unknown=False, **queue_options(job, None))
+    configured = app.configure_task(task_name, allow_unknown=False, **queue_options(job, options))
     job_id = JobDeferrer(job_manager=JobManager(DjangoConnector()), job=configured.job).defer(**task_kwargs)
-    type(job)._base_manager.filter(pk=job.pk).update(procrastinate_job_id=job_id)
-    job.procrastinate_job_id = job_id
+    if job is not None:
+        type(job)._base_manager.filter(pk=job.pk).update(procrastinate_job_id=job_id)
+        job.procrastinate_job_id = job_id
     return job_id
 
 

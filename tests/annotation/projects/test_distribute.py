@@ -13,6 +13,7 @@ from annotation import services
 from annotation.models import Assignment
 from annotation.projects import assigning
 from tests.annotation.conftest import bare_pairs
+from tests.e2e.worker import work
 
 
 def _project(corpus, owner, pairs, annotators, overlap):
@@ -114,3 +115,26 @@ def test_a_background_job_for_a_project_deleted_or_left_without_annotators_gives
     assigning.assignments_distribute_later(project_id=project.pk)
     assert not Assignment.objects.filter(project=project).exists() and "has no annotators" in caplog.text
     assigning.assignments_distribute_later(project_id=project.pk + 1000)  # no such project: nothing to do
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_background_job_commits_each_chunk_and_continues_after_its_time_slice_as_one_press_would(owner, corpus, monkeypatch, settings):
+    """The real worker: every chunk's slice has run out, so each job gives four pairs out, commits, and defers the rest
+    in the same transaction; the pairs end with exactly the annotators one request would have given them."""
+    monkeypatch.setattr(assigning, "DISTRIBUTE_CHUNK", 4)  # 25 pairs in seven chunks
+    settings.ASSIGN_INLINE_MAX_PAIRS, settings.JOB_SLICE_SECONDS = 5, 1e-6
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE procrastinate_jobs CASCADE")
+    anna, ben, cleo = _users("anna", "ben", "cleo")
+    pairs = bare_pairs(corpus, 25)
+    project = _project(corpus, owner, pairs, [anna, ben, cleo], overlap=2)
+    expected = _one_pair_at_a_time([p.pk for p in pairs], {}, {anna.pk: 0, ben.pk: 0, cleo.pk: 0}, overlap=2)
+
+    assert services.assignments_distribute_press(project=project) is None  # queued, nothing given in the request
+    work(["maintenance"])
+    assert set(Assignment.objects.filter(project=project).values_list("pair_id", "annotator_id")) == set(expected)
+    runs = ProcrastinateJob.objects.filter(task_name=assigning.ASSIGN_TASK).order_by("id")
+    assert [(job.status, job.args.get("after")) for job in runs] == [("succeeded", None)] + [
+        ("succeeded", pairs[index].pk) for index in (3, 7, 11, 15, 19, 23)
+    ]
+    assert not assigning.assigning_in_background(project)
