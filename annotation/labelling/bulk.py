@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from django.core.cache import caches
@@ -31,10 +32,11 @@ from django.db import connection
 from django.db.models import Count, Max
 
 from alignment.errors import ServiceError
-from alignment.models import AlignedPair, CandidateAlignment, Sentence
+from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, Sentence
 from annotation.labelling import bulk_estimate
 from annotation.labelling.bulk_estimate import PrecisionEstimate, estimate_at, offer_threshold
 from annotation.models import AnnotationProject, Assignment, LabelEvent
+from annotation.provenance import KEPT_FROM
 from models_ml.aligning.calibration import calibration_read
 
 BULK_ESTIMATE_PAIRS = 200  # the most recently done assignments an estimate reads
@@ -43,21 +45,33 @@ CACHE_SECONDS = 24 * 3600
 
 _ANSWERS_SQL = """
 WITH done AS (
-    SELECT pair_id, annotator_id FROM {assignment}
-    WHERE project_id = %(project)s AND completed_at IS NOT NULL
-    ORDER BY completed_at DESC, id DESC LIMIT %(pairs)s
+    SELECT d.pair_id, d.annotator_id, d.completed_at, (
+        SELECT e.suggestion_run_id FROM {event} e
+        WHERE e.project_id = %(project)s AND e.annotator_id = d.annotator_id AND e.pair_id = d.pair_id
+          AND e.source <> 'adjudication'
+        ORDER BY e.id DESC LIMIT 1
+    ) AS shown_run, EXISTS (
+        SELECT 1 FROM {event} e
+        WHERE e.project_id = %(project)s AND e.annotator_id = d.annotator_id AND e.pair_id = d.pair_id
+          AND e.source <> 'adjudication'
+    ) AS labelled
+    FROM {assignment} d
+    WHERE d.project_id = %(project)s AND d.completed_at IS NOT NULL
+    ORDER BY d.completed_at DESC, d.id DESC LIMIT %(pairs)s
 )
 SELECT
     CASE WHEN ap.viterbi IS NULL OR (ap.viterbi -> ss.index) @> to_jsonb(cs.index)
          THEN c.crf_marginal ELSE coalesce(c.group_score, c.crf_marginal) END,
-    c.label, latest.new_label, latest.source, checked.new_label
+    c.label, latest.new_label, latest.source, checked.new_label,
+    c.pair_id, CASE WHEN latest.source IS NULL THEN done.shown_run ELSE latest.suggestion_run_id END,
+    done.labelled, done.completed_at
 FROM done
 JOIN {candidate} c ON c.run_id = %(run)s AND c.pair_id = done.pair_id AND c.label IN ('aligned', 'partial')
 JOIN {sentence} ss ON ss.id = c.simple_sentence_id
 JOIN {sentence} cs ON cs.id = c.complex_sentence_id
 LEFT JOIN {aligned} ap ON ap.run_id = c.run_id AND ap.pair_id = c.pair_id
 LEFT JOIN LATERAL (
-    SELECT e.new_label, e.source FROM {event} e
+    SELECT e.new_label, e.source, e.suggestion_run_id FROM {event} e
     WHERE e.project_id = %(project)s AND e.pair_id = c.pair_id AND e.annotator_id = done.annotator_id
       AND e.simple_sentence_id = c.simple_sentence_id AND e.complex_sentence_id = c.complex_sentence_id
       AND e.source <> 'adjudication'
@@ -92,20 +106,39 @@ class BulkOffer:
 def project_answers(project: AnnotationProject) -> list[tuple[float, bool]]:
     """(confidence, right) of the suggestions of the project's ``BULK_ESTIMATE_PAIRS`` most recently done assignments,
     each against that annotator's label of it. A suggestion their bulk accept labelled is no evidence, until a
-    reviewer decides the sentence pair (a spot check): then it counts, against the reviewer's label."""
-    if project.suggestion_run_id is None:
+    reviewer decides the sentence pair (a spot check): then it counts, against the reviewer's label.
+
+    Only labels made while the annotator saw these suggestions answer them (``LabelEvent.suggestion_run`` is the run
+    whose model made what the screen showed, :mod:`annotation.provenance`; an unlabelled suggestion goes by the
+    annotator's last label of the pair, and a pair done without any label of theirs by whether it was done after the
+    run finished). After a promoted version's re-alignment became the suggestion run, the pairs done before would
+    grade a model that may have been trained on their very labels, and grade it on suggestions nobody saw: an
+    estimate on training data. A started pair whose suggestions an adaptation kept (copied from the run they were
+    labelled under) still answers them."""
+    run = project.suggestion_run
+    if run is None:
         return []
+    kept = {int(pair): int(origin) for pair, origin in ((run.config or {}).get(KEPT_FROM) or {}).items()}
     sql = _ANSWERS_SQL.format(
         assignment=Assignment._meta.db_table, candidate=CandidateAlignment._meta.db_table, sentence=Sentence._meta.db_table,
         aligned=AlignedPair._meta.db_table, event=LabelEvent._meta.db_table,
     )  # fmt: skip
     with connection.cursor() as cursor:
-        cursor.execute(sql, {"project": project.pk, "run": project.suggestion_run_id, "pairs": BULK_ESTIMATE_PAIRS})
+        cursor.execute(sql, {"project": project.pk, "run": run.pk, "pairs": BULK_ESTIMATE_PAIRS})
         rows = cursor.fetchall()
+    finished = dict(AlignmentRun.objects.filter(pk__in={run.pk, *kept.values()}).values_list("pk", "finished_at")) if rows else {}
+
+    def saw(pair_id: int, shown_run: int | None, labelled: bool, completed_at: datetime) -> bool:
+        origin = kept.get(pair_id, run.pk)
+        if labelled:
+            return shown_run == origin
+        return finished.get(origin) is None or completed_at >= finished[origin]  # done without a label: done after the run
+
     return [
         (min(max(float(confidence or 0.0), 0.0), 1.0), (decided if source == LabelEvent.Source.BULK else label) == suggested)
-        for confidence, suggested, label, source, decided in rows
-        if source != LabelEvent.Source.BULK or decided  # a bulk label counts once a reviewer decided its pair
+        for confidence, suggested, label, source, decided, pair_id, shown_run, labelled, completed_at in rows
+        if saw(pair_id, shown_run, labelled, completed_at)  # labelled with these suggestions on the screen
+        and (source != LabelEvent.Source.BULK or decided)  # a bulk label counts once a reviewer decided its pair
     ]
 
 

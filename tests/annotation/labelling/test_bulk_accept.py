@@ -10,16 +10,17 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from alignment.models import CandidateAlignment
+from alignment.models import AlignmentRun, CandidateAlignment
 from annotation import services
 from annotation.export.card import CardStatistics, _provenance_lines
 from annotation.export.selection import pair_exports
 from annotation.labelling import bulk, bulk_estimate
 from annotation.labelling.bulk_estimate import PrecisionEstimate, estimate_at, threshold_for
 from annotation.labelling.confidence import confidences
-from annotation.models import LabelEvent
+from annotation.models import AnnotationProject, LabelEvent
+from annotation.provenance import KEPT_FROM
 from models_ml.aligning.calibration import calibration_write
-from tests.annotation.conftest import label_now
+from tests.annotation.conftest import label_now, lexical_run
 
 JSON = {"HTTP_ACCEPT": "application/json"}
 
@@ -263,3 +264,26 @@ def test_the_projects_own_answers_overrule_the_model_once_there_are_enough(crew,
     for user in users[:2]:
         _answer(project, user, pair, suggested, wrong=set(range(len(suggested))))  # all wrong here
     assert bulk.bulk_offer(project).estimate is None  # the project's four answers say otherwise: nothing offered
+
+
+def test_answers_count_only_against_the_suggestions_their_annotator_saw(crew, pair, suggestion_run, tram_corpus, monkeypatch):
+    """A promoted version's re-alignment (the same suggestions here, from another run) is graded only by labels made
+    while it was shown: the pairs done before may have trained its model. An adaptation that kept the pair's
+    suggestions from the run they were labelled under keeps their answers."""
+    project, users, suggested = crew
+    _answer(project, users[0], pair, suggested, wrong={0})
+    services.assignment_complete(project=project, annotator=users[1], pair=pair)  # done without a label: all wrong
+    assert len(bulk.project_answers(project)) == 2 * len(suggested)
+
+    promoted = lexical_run(tram_corpus, monkeypatch)
+    AnnotationProject.objects.filter(pk=project.pk).update(suggestion_run=promoted)
+    project.refresh_from_db()
+    assert bulk.project_answers(project) == []  # labelled under the first run, or done before the promoted one finished
+    _answer(project, users[2], pair, suggested, wrong={1})  # done while it is shown: its evidence
+    assert sorted(right for _, right in bulk.project_answers(project)) == [False] + [True] * (len(suggested) - 1)
+
+    kept = {**promoted.config, KEPT_FROM: {str(pair.pk): suggestion_run.pk}}  # as an adaptation's re-suggestion keeps them
+    AlignmentRun.objects.filter(pk=promoted.pk).update(config=kept)
+    project.refresh_from_db()
+    answers = bulk.project_answers(project)  # users[0]'s and users[1]'s again; users[2] labelled under the promoted run
+    assert len(answers) == 2 * len(suggested) and sum(not right for _, right in answers) == 1 + len(suggested)
