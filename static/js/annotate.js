@@ -310,9 +310,25 @@
 
   const open = (id) => !$(id).hidden;
 
+  // An Enter that answered a dialog does nothing more while it is held, or when the next key is Enter again within
+  // DIALOG_ENTER_MS: a double Enter on the bulk dialog also accepted the current suggestion, one the annotator had
+  // not looked at. Any other key in between ends the guard.
+  const DIALOG_ENTER_MS = 500;
+  let answeredAt = null;
+  const echoOfAnswer = (event) => {
+    if (answeredAt === null) return false;
+    if (event.key === "Enter" && (event.repeat || event.timeStamp - answeredAt < DIALOG_ENTER_MS)) return true;
+    answeredAt = null;
+    return false;
+  };
+
   document.addEventListener("keydown", (event) => {
     const target = event.target;
     if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (echoOfAnswer(event)) {
+      event.preventDefault();
+      return;
+    }
     if (segment.isOpen()) {
       if (event.key === "Escape") {
         segment.close();
@@ -324,6 +340,7 @@
     if (event.key === "Enter" && target.closest && target.closest("button, a, summary")) return; // Enter presses the focused button
     if (open("finish-box") || bulk.isOpen()) {
       if (event.key === "Enter") {
+        answeredAt = event.timeStamp;
         if (bulk.isOpen()) bulk.confirm();
         else finish(true);
       } else if (event.key === "Escape") ACTIONS.close();
@@ -338,6 +355,7 @@
 
   document.addEventListener("click", (event) => {
     const button = event.target.closest("[data-key], [data-finish], [data-bulk]");
+    if (button && (button.dataset.finish || button.dataset.bulk) && event.detail === 0) answeredAt = event.timeStamp; // pressed by Enter
     if (button && button.dataset.finish) return button.dataset.finish === "yes" ? finish(true) : ACTIONS.close();
     if (button && button.dataset.bulk) return button.dataset.bulk === "no" ? ACTIONS.close() : bulk.confirm(button.dataset.bulk === "paragraph" ? "paragraph" : "pair");
     if (button) {

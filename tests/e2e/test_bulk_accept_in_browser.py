@@ -118,3 +118,25 @@ def test_bulk_accept_can_keep_to_the_current_paragraph_row(page: Page, live_serv
     made = LabelEvent.objects.filter(annotator__username="anna")
     assert made.count() == in_row and set(made.values_list("source", flat=True)) == {"bulk"}
     assert {e.simple_sentence.paragraph.index for e in made} == {0}
+
+
+def test_a_double_enter_on_the_dialog_accepts_nothing_more(page: Page, live_server, annotation_setup, monkeypatch) -> None:
+    """The second Enter of a double press (or a held one) used to reach the screen once the dialog closed, and accept
+    the current pair's suggestion as well: the undo that follows now takes back the bulk edit, not that label."""
+    project, pair, run = annotation_setup
+    monkeypatch.setattr(bulk_estimate, "MIN_ANSWERED", 2)
+    bulk.bulk_target_set(project, "0.8")
+    _answered_by_two(project, pair, run)
+    _login(page, live_server, "anna", "anna-pass-123")
+    page.goto(_screen_url(live_server, project, pair))
+    page.keyboard.press("j")  # a current pair, which Enter would accept
+    page.keyboard.press("B")
+    expect(page.locator("#bulk-box")).to_be_visible()
+    count = int(re.match(r"(\d+) suggestion", page.locator("#bulk-count").inner_text()).group(1))
+    page.keyboard.press("Enter")
+    page.keyboard.press("Enter")
+    expect(page.locator("#save-status")).to_contain_text("bulk accepted")
+    page.keyboard.press("u")  # saved after anything the second Enter queued
+    expect(page.locator("#save-status")).to_contain_text(f"Undone ✓ the last edit ({count} sentence pairs)")
+    made = LabelEvent.objects.filter(annotator__username="anna").exclude(source="undo")
+    assert set(made.values_list("source", flat=True)) == {"bulk"} and made.count() == count  # no label of the current pair
