@@ -23,6 +23,7 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from alignment.copying import vector_cursor
 from alignment.errors import ServiceError
 from alignment.importing.language import language_codes
+from alignment.index_loading import index_make_room, indexed_rows
 from alignment.index_memory import build_memory, index_build_memory_mb
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Job, Pickup
@@ -171,6 +172,16 @@ def encoder_index_ensure(*, encoder: Encoder, run: EmbeddingRun | None = None) -
             return False  # another run built it while this one waited for its turn
         _index_build(encoder, run)
     return True
+
+
+def encoder_index_make_room(*, encoder: Encoder, adding: int, run: EmbeddingRun | None = None) -> bool:
+    """Before a run stores ``adding`` vectors: drop the encoder's index when they are a large share of what it holds
+    (:func:`alignment.index_loading.index_make_room`; the run's end builds it again, :func:`encoder_index_ensure`),
+    in the build's turn, so that no other run's build is dropped half-way. True when it was dropped."""
+    if adding <= 0 or indexed_rows(encoder.index_name) is None:
+        return False
+    with _build_turn(encoder.index_name, run):
+        return index_make_room(encoder.index_name, adding)
 
 
 def _index_build(encoder: Encoder, run: EmbeddingRun | None) -> None:
@@ -392,6 +403,8 @@ def embedding_run_execute(
         # A continuation keeps what its first slice found stored; a (re)start counts what is there now.
         already = {} if pickup is Pickup.CONTINUE else {"already_embedded": stored}
         run.heartbeat(total_sentences=total, embedded_sentences=stored, **already)
+        if encoder_row is not None and pickup is not Pickup.CONTINUE and not run.shards.exists():
+            encoder_index_make_room(encoder=encoder_row, adding=total - stored, run=run)  # a large load: built again at its end
         if run.shards.exists() or total - stored > settings.EMBEDDING_SHARD_SENTENCES:
             from alignment.embedding_shards import embedding_shards_start
 

@@ -13,6 +13,7 @@ from functools import partial
 from django.db import connection, transaction
 from django.template.defaultfilters import pluralize
 
+from alignment.index_loading import index_make_room, indexed_rows
 from alignment.jobs.helper_io import RunIO, at_once
 from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.models import DocumentEmbedding
@@ -90,6 +91,16 @@ def _document_vectors_store(corpus: Corpus, encoder: Encoder, after: int) -> tup
 def document_index_name(encoder: Encoder) -> str:
     """The name of pgvector's partial HNSW index over ``encoder``'s document vectors."""
     return f"document_embedding_hnsw_{int(encoder.pk)}"
+
+
+def document_index_make_room(corpora: list[Corpus], encoder: Encoder) -> bool:
+    """Before ``corpora``'s document vectors are stored: drop the encoder's document index when they are a large share
+    of what it holds (:func:`alignment.index_loading.index_make_room`); :func:`document_index_ensure` builds it again."""
+    name = document_index_name(encoder)
+    if indexed_rows(name) is None:
+        return False
+    adding = Document.objects.filter(corpus__in=corpora).exclude(embeddings__encoder=encoder).count()
+    return index_make_room(name, adding)
 
 
 def document_index_ensure(encoder: Encoder, check: CancelCheck) -> None:

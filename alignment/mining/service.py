@@ -29,7 +29,7 @@ from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Pickup, error_text
 from alignment.mining.cancelling import CancelCheck, PrepareCancelled
-from alignment.mining.document_vectors import corpora_document_vectors, document_index_ensure
+from alignment.mining.document_vectors import corpora_document_vectors, document_index_ensure, document_index_make_room
 from alignment.mining.index_store import index_forget
 from alignment.mining.lha_search import document_search
 from alignment.mining.lha_service import (
@@ -232,6 +232,8 @@ def _lha_prepare(job: MiningJob) -> list[int]:
         raise ValueError(f"no vectors from encoder {job.config['encoder']!r}: run the embedding job of both corpora first")
     corpora = list(dict.fromkeys([job.source_corpus, job.target_corpus]))
     new = Document.objects.filter(corpus__in=corpora).exclude(embeddings__encoder=encoder).exists()
+    if new:  # a large share of new document vectors: into no index, which is built again over them all below
+        document_index_make_room(corpora, encoder)
     # corpora mined for the first time with this encoder are most likely just loaded and embedded: fresh statistics
     corpora_document_vectors(corpora, encoder, check, refresh=new)
     search = document_search(job)
