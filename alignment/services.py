@@ -177,10 +177,12 @@ def encoder_index_ensure(*, encoder: Encoder, run: EmbeddingRun | None = None) -
 def encoder_index_make_room(*, encoder: Encoder, adding: int, run: EmbeddingRun | None = None) -> bool:
     """Before a run stores ``adding`` vectors: drop the encoder's index when they are a large share of what it holds
     (:func:`alignment.index_loading.index_make_room`; the run's end builds it again, :func:`encoder_index_ensure`),
-    in the build's turn, so that no other run's build is dropped half-way. True when it was dropped."""
+    in the build's turn, so that no other run's build is dropped half-way; ``DROP INDEX CONCURRENTLY`` waits for every
+    transaction that reads the table, so it is cancelled once the run stops, as a build is (an index left invalid is
+    dropped and built at the run's next end). True when it was dropped."""
     if adding <= 0 or indexed_rows(encoder.index_name) is None:
         return False
-    with _build_turn(encoder.index_name, run):
+    with _build_turn(encoder.index_name, run), _stopped_when_run_stops(run):
         return index_make_room(encoder.index_name, adding)
 
 

@@ -93,14 +93,16 @@ def document_index_name(encoder: Encoder) -> str:
     return f"document_embedding_hnsw_{int(encoder.pk)}"
 
 
-def document_index_make_room(corpora: list[Corpus], encoder: Encoder) -> bool:
+def document_index_make_room(corpora: list[Corpus], encoder: Encoder, check: CancelCheck = NEVER) -> bool:
     """Before ``corpora``'s document vectors are stored: drop the encoder's document index when they are a large share
-    of what it holds (:func:`alignment.index_loading.index_make_room`); :func:`document_index_ensure` builds it again."""
+    of what it holds (:func:`alignment.index_loading.index_make_room`); :func:`document_index_ensure` builds it again.
+    ``check``: the prepare's cancel check, which stops the drop's wait for the transactions reading the table."""
     name = document_index_name(encoder)
     if indexed_rows(name) is None:
         return False
     adding = Document.objects.filter(corpus__in=corpora).exclude(embeddings__encoder=encoder).count()
-    return index_make_room(name, adding)
+    with check.statement():
+        return index_make_room(name, adding)
 
 
 def document_index_ensure(encoder: Encoder, check: CancelCheck) -> None:

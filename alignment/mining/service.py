@@ -233,7 +233,7 @@ def _lha_prepare(job: MiningJob) -> list[int]:
     corpora = list(dict.fromkeys([job.source_corpus, job.target_corpus]))
     new = Document.objects.filter(corpus__in=corpora).exclude(embeddings__encoder=encoder).exists()
     if new:  # a large share of new document vectors: into no index, which is built again over them all below
-        document_index_make_room(corpora, encoder)
+        document_index_make_room(corpora, encoder, check)
     # corpora mined for the first time with this encoder are most likely just loaded and embedded: fresh statistics
     corpora_document_vectors(corpora, encoder, check, refresh=new)
     search = document_search(job)

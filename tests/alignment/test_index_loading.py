@@ -3,10 +3,14 @@ inserts a vector into the graph by searching it, about ten times a vector's shar
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+
 import numpy as np
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection, connections
 
 from alignment import services
 from alignment.index_loading import indexed_rows
@@ -84,3 +88,38 @@ def test_an_lha_prepare_of_many_new_documents_drops_the_document_index_and_few_k
     assert document_vectors.document_index_make_room([corpora[1]], encoder) is True  # 2 of 8: a quarter, dropped
     assert indexed_rows(name) is None and _index_oid(name) is None
     assert document_vectors.document_index_make_room([corpora[1]], encoder) is False  # no index: nothing to drop
+
+
+def test_the_drop_waits_for_a_reader_but_stops_within_seconds_of_a_cancel_and_the_index_is_built_again(big_corpus, run_worker, monkeypatch):
+    """``DROP INDEX CONCURRENTLY`` waits for every transaction that reads the table: a reader left open must not hold
+    the run past its cancel. The index it leaves invalid is dropped and built again at the encoder's next run end."""
+    _embed(big_corpus(40), run_worker, monkeypatch)
+    encoder = Encoder.objects.get(name=settings.ENCODER_MODEL)
+    run = services.embedding_run_create(corpus=big_corpus(30), encoder_name=settings.ENCODER_MODEL)
+    assert run.mark_running()
+    reader = connections.create_connection("default")  # another session, in the middle of a transaction on the table
+    reader.set_autocommit(False)
+    with reader.cursor() as cursor:
+        cursor.execute("SET idle_in_transaction_session_timeout = '15s'")  # a drop that ignored the cancel fails, not hangs
+        cursor.execute("SELECT count(*) FROM alignment_sentenceembedding")
+    timer = threading.Timer(1.0, _cancel, args=(run,))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(services.RunStopped):
+            services.encoder_index_make_room(encoder=encoder, adding=30, run=run)
+        assert time.monotonic() - started < 5
+    finally:
+        timer.join()
+        with contextlib.suppress(DatabaseError):  # ended by its timeout when the drop waited it out
+            reader.rollback()
+        reader.close()
+    assert indexed_rows(encoder.index_name) is None  # not usable
+    assert services.encoder_index_ensure(encoder=encoder) is True and indexed_rows(encoder.index_name) == 40
+
+
+def _cancel(run) -> None:
+    try:
+        services.embedding_run_cancel(run=run)
+    finally:
+        connections.close_all()
