@@ -40,3 +40,16 @@ def index_make_room(name: str, adding: int) -> bool:
     with connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX {concurrently} IF EXISTS {connection.ops.quote_name(name)}")
     return True
+
+
+def index_abandoned(name: str) -> bool:
+    """The index exists, invalid, and no build of it is in progress: what a cancelled ``CONCURRENTLY`` build or drop
+    leaves, which a ``CREATE INDEX IF NOT EXISTS`` would skip for good. (Another build of the same index is invalid until
+    it ends: that one is left to finish.)"""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s AND NOT i.indisvalid "
+            "AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = i.indexrelid)",
+            [name],
+        )
+        return cursor.fetchone() is not None

@@ -23,7 +23,7 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from alignment.copying import vector_cursor
 from alignment.errors import ServiceError
 from alignment.importing.language import language_codes
-from alignment.index_loading import index_make_room, indexed_rows
+from alignment.index_loading import index_abandoned, index_make_room, indexed_rows
 from alignment.index_memory import build_memory, index_build_memory_mb
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Job, Pickup
@@ -192,7 +192,7 @@ def _index_build(encoder: Encoder, run: EmbeddingRun | None) -> None:
     concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"
     needed_mb = index_build_memory_mb(SentenceEmbedding.objects.filter(encoder=encoder).count(), int(encoder.dimensions))
     with connection.cursor() as cursor, build_memory(cursor, needed_mb):
-        if _index_abandoned(encoder.index_name):  # a cancelled CONCURRENTLY build's invalid index: never used, never rebuilt
+        if index_abandoned(encoder.index_name):  # a cancelled CONCURRENTLY build's invalid index: never used, never rebuilt
             cursor.execute(f"DROP INDEX {concurrently} IF EXISTS {encoder.index_name}")
         with _stopped_when_run_stops(run):
             cursor.execute(
@@ -236,18 +236,6 @@ def _index_valid(name: str) -> bool:
         cursor.execute("SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s", [name])
         row = cursor.fetchone()
         return bool(row and row[0])
-
-
-def _index_abandoned(name: str) -> bool:
-    """The index exists, invalid, and no build of it is in progress (another run's build of the same encoder's index
-    is invalid until it ends: that one is left to finish, and this build's ``IF NOT EXISTS`` then skips)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s AND NOT i.indisvalid "
-            "AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = i.indexrelid)",
-            [name],
-        )
-        return cursor.fetchone() is not None
 
 
 def _stopped_when_run_stops(run: EmbeddingRun | None):

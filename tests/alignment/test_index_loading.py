@@ -89,6 +89,12 @@ def test_an_lha_prepare_of_many_new_documents_drops_the_document_index_and_few_k
     assert indexed_rows(name) is None and _index_oid(name) is None
     assert document_vectors.document_index_make_room([corpora[1]], encoder) is False  # no index: nothing to drop
 
+    with connection.cursor() as cursor, pytest.raises(DatabaseError):  # a failed CONCURRENTLY build's invalid index,
+        cursor.execute(f"CREATE UNIQUE INDEX CONCURRENTLY {name} ON alignment_documentembedding (encoder_id)")  # as a cancelled drop leaves
+    assert _index_oid(name) is not None and indexed_rows(name) is None
+    document_vectors.document_index_ensure(encoder, NEVER)  # dropped and built again, not skipped by IF NOT EXISTS
+    assert indexed_rows(name) == 8
+
 
 def test_the_drop_waits_for_a_reader_but_stops_within_seconds_of_a_cancel_and_the_index_is_built_again(big_corpus, run_worker, monkeypatch):
     """``DROP INDEX CONCURRENTLY`` waits for every transaction that reads the table: a reader left open must not hold
