@@ -36,10 +36,16 @@ def index_make_room(name: str, adding: int) -> bool:
     rows = indexed_rows(name)
     if rows is None or adding <= 0 or adding < INDEX_REBUILD_SHARE * rows:
         return False
-    concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"  # CONCURRENTLY cannot run in a transaction block
+    index_drop(name)
+    return True
+
+
+def index_drop(name: str) -> None:
+    """``DROP INDEX IF EXISTS``, ``CONCURRENTLY`` outside a transaction block (where it cannot run), so that readers of the
+    table are not blocked; it waits for them instead: callers run it under their job's cancel."""
+    concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"
     with connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX {concurrently} IF EXISTS {connection.ops.quote_name(name)}")
-    return True
 
 
 def index_abandoned(name: str) -> bool:

@@ -13,7 +13,7 @@ from functools import partial
 from django.db import connection, transaction
 from django.template.defaultfilters import pluralize
 
-from alignment.index_loading import index_abandoned, index_make_room, indexed_rows
+from alignment.index_loading import index_abandoned, index_drop, index_make_room, indexed_rows
 from alignment.jobs.helper_io import RunIO, at_once
 from alignment.mining.cancelling import NEVER, CancelCheck
 from alignment.mining.models import DocumentEmbedding
@@ -109,6 +109,6 @@ def document_index_ensure(encoder: Encoder, check: CancelCheck) -> None:
     """Build the encoder's document index if it is missing; an invalid one a cancelled drop left is dropped first."""
     name = document_index_name(encoder)
     if index_abandoned(name):
-        with connection.cursor() as cursor:
-            cursor.execute(f"DROP INDEX IF EXISTS {connection.ops.quote_name(name)}")
+        with check.statement():
+            index_drop(name)
     partial_hnsw_index(name, DocumentEmbedding._meta.db_table, int(encoder.dimensions), "encoder_id", encoder.pk, check=check)
