@@ -99,13 +99,18 @@ def test_bulk_accept_asks_stores_one_edit_and_one_undo_takes_it_back(page: Page,
     _manager_finds_them(page, live_server, project, pair, count)
 
 
-def test_bulk_accept_can_keep_to_the_current_paragraph_row(page: Page, live_server, annotation_setup, monkeypatch) -> None:
+def _anna_on_the_screen(page: Page, live_server, annotation_setup, monkeypatch) -> None:
+    """Bulk accept offered on the tram pair (two annotators' answers suffice here) and anna on its screen."""
     project, pair, run = annotation_setup
     monkeypatch.setattr(bulk_estimate, "MIN_ANSWERED", 2)
     bulk.bulk_target_set(project, "0.8")
     _answered_by_two(project, pair, run)
     _login(page, live_server, "anna", "anna-pass-123")
     page.goto(_screen_url(live_server, project, pair))
+
+
+def test_bulk_accept_can_keep_to_the_current_paragraph_row(page: Page, live_server, annotation_setup, monkeypatch) -> None:
+    _anna_on_the_screen(page, live_server, annotation_setup, monkeypatch)
     page.keyboard.press("j")  # the first simple sentence: its paragraph row is the first
     page.keyboard.press("B")
     only = page.locator("#bulk-paragraph")
@@ -123,12 +128,7 @@ def test_bulk_accept_can_keep_to_the_current_paragraph_row(page: Page, live_serv
 def test_a_double_enter_on_the_dialog_accepts_nothing_more(page: Page, live_server, annotation_setup, monkeypatch) -> None:
     """The second Enter of a double press (or a held one) used to reach the screen once the dialog closed, and accept
     the current pair's suggestion as well: the undo that follows now takes back the bulk edit, not that label."""
-    project, pair, run = annotation_setup
-    monkeypatch.setattr(bulk_estimate, "MIN_ANSWERED", 2)
-    bulk.bulk_target_set(project, "0.8")
-    _answered_by_two(project, pair, run)
-    _login(page, live_server, "anna", "anna-pass-123")
-    page.goto(_screen_url(live_server, project, pair))
+    _anna_on_the_screen(page, live_server, annotation_setup, monkeypatch)
     page.keyboard.press("j")  # a current pair, which Enter would accept
     page.keyboard.press("B")
     expect(page.locator("#bulk-box")).to_be_visible()
