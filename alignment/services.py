@@ -23,7 +23,7 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from alignment.copying import vector_cursor
 from alignment.errors import ServiceError
 from alignment.importing.language import language_codes
-from alignment.index_loading import index_abandoned, index_make_room, indexed_rows
+from alignment.index_loading import index_abandoned, index_drop, index_make_room, indexed_rows
 from alignment.index_memory import build_memory, index_build_memory_mb
 from alignment.jobs.enqueue import enqueue_on_commit
 from alignment.jobs.models import Job, Pickup
@@ -193,7 +193,7 @@ def _index_build(encoder: Encoder, run: EmbeddingRun | None) -> None:
     needed_mb = index_build_memory_mb(SentenceEmbedding.objects.filter(encoder=encoder).count(), int(encoder.dimensions))
     with connection.cursor() as cursor, build_memory(cursor, needed_mb):
         if index_abandoned(encoder.index_name):  # a cancelled CONCURRENTLY build's invalid index: never used, never rebuilt
-            cursor.execute(f"DROP INDEX {concurrently} IF EXISTS {encoder.index_name}")
+            index_drop(encoder.index_name)
         with _stopped_when_run_stops(run):
             cursor.execute(
                 f"CREATE INDEX {concurrently} IF NOT EXISTS {encoder.index_name} ON {SentenceEmbedding._meta.db_table} "
