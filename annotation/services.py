@@ -36,6 +36,7 @@ from annotation.models import ITEM_COMMENT_MAX_CHARS, AnnotationProject, Assignm
 from annotation.projects.assigning import assignment_create as assignment_create  # re-exported: services is the entry
 from annotation.projects.assigning import assignments_distribute as assignments_distribute
 from annotation.projects.assigning import assignments_distribute_press as assignments_distribute_press
+from annotation.projects.assigning import assignments_distribute_stop as assignments_distribute_stop
 from annotation.projects.creating import project_create as project_create
 from annotation.provenance import shown_provenance
 

@@ -17,6 +17,7 @@ urlpatterns = [
     path("projects/<int:project_id>/members/search/", views.project_member_search, name="project_member_search"),
     path("projects/<int:project_id>/members/invite/", views.project_member_invite, name="project_member_invite"),
     path("projects/<int:project_id>/assign/", views.project_assign, name="project_assign"),
+    path("projects/<int:project_id>/assign/stop/", views.project_assign_stop, name="project_assign_stop"),
     path("projects/<int:project_id>/queue/", views.project_queue, name="project_queue"),
     path("projects/<int:project_id>/bulk-target/", views.project_bulk_target, name="project_bulk_target"),
     path("projects/<int:project_id>/gold-items/", views.project_gold_items, name="project_gold_items"),

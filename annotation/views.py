@@ -192,6 +192,21 @@ def project_assign(request: HttpRequest, project_id: int) -> HttpResponse:
 
 
 @require_POST
+def project_assign_stop(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = _manager_project(request, project_id)
+    given = services.assignments_distribute_stop(project=project)
+    if given is not None:
+        messages.info(
+            request,
+            f"Stopped giving pairs out: {given:,} of {project.pairs.count():,} pairs have their annotators. "
+            "Assign pairs to annotators again to give out the rest.",
+        )
+    else:
+        messages.info(request, "Nothing to stop: no pairs were being given out.")
+    return redirect("annotation:project_detail", project_id=project.pk)
+
+
+@require_POST
 def project_bulk_target(request: HttpRequest, project_id: int) -> HttpResponse:
     """A manager sets the precision target bulk accept is offered for (:mod:`annotation.labelling.bulk`)."""
     project = _manager_project(request, project_id)

@@ -22,6 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 
 from alignment.jobs.models import Job
 
@@ -82,12 +83,32 @@ def defer_unless_waiting(
 
 
 def waiting_or_running(lock: str) -> bool:
-    """Whether a task deferred by :func:`defer_unless_waiting` under ``lock`` waits or runs now (one query, by the
-    indexes Procrastinate keeps on its locks)."""
-    from django.db.models import Q
+    """Whether a task deferred by :func:`defer_unless_waiting` under ``lock`` waits or runs now, one asked to stop
+    (:func:`stop_waiting_or_running`) not counted (one query, by the indexes Procrastinate keeps on its locks)."""
     from procrastinate.contrib.django.models import ProcrastinateJob
 
-    return ProcrastinateJob.objects.filter(Q(queueing_lock=lock, status="todo") | Q(lock=lock, status="doing")).exists()
+    running = Q(lock=lock, status="doing", abort_requested=False)
+    return ProcrastinateJob.objects.filter(Q(queueing_lock=lock, status="todo") | running).exists()
+
+
+def stop_waiting_or_running(lock: str) -> int:
+    """Cancel the task that waits under ``lock`` (:func:`defer_unless_waiting`) and ask the one that runs to stop
+    (Procrastinate's abort request, which the task reads with :func:`stop_asked`), in the caller's transaction; the
+    number of tasks cancelled or asked."""
+    from procrastinate.contrib.django.django_connector import DjangoConnector
+    from procrastinate.contrib.django.models import ProcrastinateJob
+    from procrastinate.manager import JobManager
+
+    manager = JobManager(DjangoConnector())
+    tasks = ProcrastinateJob.objects.filter(lock=lock, status__in=["todo", "doing"]).values_list("id", flat=True)
+    return sum(manager.cancel_job_by_id(job_id, abort=True) for job_id in tasks)
+
+
+def stop_asked(lock: str) -> bool:
+    """Whether the task running under ``lock`` was asked to stop (:func:`stop_waiting_or_running`); one query."""
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
+    return ProcrastinateJob.objects.filter(lock=lock, status="doing", abort_requested=True).exists()
 
 
 def defer_in_transaction(task_name: str, job: Job | None, *, options: dict | None = None, **task_kwargs: Any) -> int:

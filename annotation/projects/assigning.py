@@ -17,7 +17,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from alignment.copying import copy_rows
-from alignment.jobs.enqueue import defer_unless_waiting, waiting_or_running
+from alignment.jobs.enqueue import defer_unless_waiting, stop_asked, stop_waiting_or_running, waiting_or_running
 from alignment.jobs.slices import TimeSlice
 from alignment.models import DocumentPair
 from annotation import labels
@@ -102,12 +102,24 @@ def assigning_in_background(project: AnnotationProject) -> bool:
     return waiting_or_running(_assign_lock(project.pk))
 
 
+def assignments_distribute_stop(*, project: AnnotationProject) -> int | None:
+    """A manager's *Stop assigning* press: the project's background job is cancelled if it waits, and stops before its
+    next chunk if it runs. The chunks it committed keep their assignments, and the next *Assign* press gives out the
+    rest. The project's pairs given out so far (final: the job gives nothing more), or None when no job was there."""
+    with transaction.atomic():
+        _project_locked(project.pk)  # after the chunk under way commits: the continuation it may defer is cancelled too
+        if not stop_waiting_or_running(_assign_lock(project.pk)):
+            return None
+        return Assignment.objects.filter(project=project).values("pair_id").distinct().count()
+
+
 def assignments_distribute_later(*, project_id: int, after: int = 0, time_slice: TimeSlice | None = None) -> None:
     """The background task's work: the project's pairs after ``after`` given out as :func:`assignments_distribute`
     gives them, but each chunk committed in its own transaction, so that the worker and the project's row are held
     for a chunk at a time (about 0.3 s), not for a whole 100,000-pair project. Once ``time_slice`` has run out the
     rest is a continuation, deferred in the last chunk's transaction: other work queued meanwhile runs first. A
-    project deleted meanwhile ends the job at its next chunk; one whose annotators all left is logged and left as it is.
+    project deleted meanwhile, or a manager's stop (:func:`assignments_distribute_stop`), ends the job at its next
+    chunk; one whose annotators all left is logged and left as it is.
     """
     created, project, load = 0, None, None
     for chunk in _pair_chunks(project_id, after):
@@ -115,6 +127,9 @@ def assignments_distribute_later(*, project_id: int, after: int = 0, time_slice:
             project = _project_locked(project_id)
             if project is None:
                 return
+            if stop_asked(_assign_lock(project_id)):  # read under the project's lock, which a stop takes too
+                logger.info("assigning project %s in the background: stopped by a manager before pair %s", project_id, chunk[0])
+                break
             if load is None:  # the slice's annotators and their loads: read once, then kept up to date as pairs are given
                 try:
                     annotators = _annotators(project)

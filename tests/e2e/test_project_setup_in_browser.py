@@ -105,7 +105,7 @@ def test_an_annotator_finds_their_work_in_my_tasks_and_filters_it(page: Page, li
     expect(page).to_have_url(re.compile(rf"/annotate/projects/{project.pk}/pairs/{pair.pk}/$"))
 
 
-def test_a_large_project_is_assigned_in_the_background_and_the_page_says_so(
+def test_a_large_project_is_assigned_in_the_background_the_page_says_so_and_it_can_be_stopped(
     page: Page, live_server, transactional_db, tram_corpus, owner, settings
 ) -> None:
     settings.ASSIGN_INLINE_MAX_PAIRS = 0  # the tram project's one pair is "large" here
@@ -123,6 +123,12 @@ def test_a_large_project_is_assigned_in_the_background_and_the_page_says_so(
     shot(page, "project-assign-background.png", full_page=True)
     assert not Assignment.objects.filter(project=project).exists()
     assert ProcrastinateJob.objects.filter(task_name=assigning.ASSIGN_TASK, status="todo").count() == 1
+    page.get_by_role("button", name="Stop assigning").click()  # a manager changes their mind: nothing was given out
+    expect(page.locator(".messages")).to_contain_text("Stopped giving pairs out: 0 of 1 pairs have their annotators.")
+    expect(page.locator("#assigning-note")).to_have_count(0)
+    assert ProcrastinateJob.objects.filter(task_name=assigning.ASSIGN_TASK, status="todo").count() == 0
+    page.get_by_role("button", name="Assign pairs to annotators").click()  # and presses again
+    expect(page.locator("#assigning-note")).to_be_visible()
     work(["maintenance"])  # the real worker, until the queue is empty
     page.reload()
     expect(page.locator("#assignments")).to_contain_text("anna")

@@ -108,6 +108,7 @@ RULES: dict[str, tuple[str, str]] = {
     "annotation:project_member_search": ("project_manager", "project_manager"),
     "annotation:project_member_invite": ("project_manager", "project_manager"),
     "annotation:project_assign": ("project_manager", "project_manager"),
+    "annotation:project_assign_stop": ("project_manager", "project_manager"),
     "annotation:project_queue": ("project_read", "project_labeller"),
     "annotation:project_gold_items": ("project_manager", "project_manager"),
     "annotation:project_agreement": ("project_oversight", "project_oversight"),
@@ -156,6 +157,7 @@ RULES: dict[str, tuple[str, str]] = {
     "api:project-member-list": ("project_read", "project_manager"),
     "api:project-assignment-list": ("project_read", "project_manager"),
     "api:project-assignment-distribute": ("project_manager", "project_manager"),
+    "api:project-assignment-distribute-stop": ("project_manager", "project_manager"),
     "api:project-assignment-detail": ("project_read", "project_read"),
     "api:project-label-list": ("project_read", "own_assignment"),  # annotators label; managers adjudicate (another source)
     "api:project-label-detail": ("project_read", "own_assignment"),  # PUT changes only your own label

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from procrastinate.contrib.django.models import ProcrastinateJob
 
 from alignment.services import corpus_get_or_create
 from annotation.models import AnnotationProject, Assignment, ProjectMembership
+from annotation.projects.assigning import ASSIGN_TASK
 from tests.webapp.api_support import api_world, fast_password_hashing, results  # noqa: F401 - pytest fixtures used as arguments
 
 
@@ -164,10 +166,25 @@ def test_only_managers_assign(api_world, persona, code):
 
 def test_distribute_gives_pairs_to_new_annotators_up_to_the_overlap(api_world):
     client = api_world.client("manager")
-    assert client.post(api_world.url("projects/{project}/assignments/distribute/")).json() == {"created": 0}  # overlap 2 is met
+    distribute = api_world.url("projects/{project}/assignments/distribute/")
+    assert client.post(distribute).json() == {"created": 0, "in_background": False}  # overlap 2 is met
     AnnotationProject.objects.filter(pk=api_world.project.pk).update(overlap=3)
     client.post(api_world.url("projects/{project}/members/"), {"username": "outsider", "role": "annotator"}, format="json")
-    assert client.post(api_world.url("projects/{project}/assignments/distribute/")).json() == {"created": 1}
+    assert client.post(distribute).json() == {"created": 1, "in_background": False}
+
+
+def test_a_large_projects_distribution_runs_in_the_background_and_a_manager_can_stop_it(api_world, settings):
+    settings.ASSIGN_INLINE_MAX_PAIRS = 0  # the world's one pair is "large" here
+    ProcrastinateJob.objects.filter(task_name=ASSIGN_TASK).delete()
+    distribute, stop = (api_world.url(f"projects/{{project}}/assignments/{path}") for path in ("distribute/", "distribute/stop/"))
+    assert api_world.client("anna").post(stop).status_code == 403  # an annotator of the project
+    manager = api_world.client("manager")
+    answer = manager.post(distribute)
+    assert answer.status_code == 202 and answer.json() == {"created": None, "in_background": True}
+    assert ProcrastinateJob.objects.filter(task_name=ASSIGN_TASK, status="todo").count() == 1
+    assert manager.post(stop).json() == {"stopped": True, "pairs_assigned": 1}  # the world's pair was given out before
+    assert not ProcrastinateJob.objects.filter(task_name=ASSIGN_TASK, status="todo").exists()
+    assert manager.post(stop).json() == {"stopped": False, "pairs_assigned": None}
 
 
 @pytest.mark.parametrize("path", ["members/", "assignments/", "labels/", "model-versions/", "exports/"])

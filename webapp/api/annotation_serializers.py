@@ -148,7 +148,22 @@ class AssignmentCreateSerializer(serializers.Serializer):
 
 
 class DistributeResultSerializer(serializers.Serializer):
-    created = serializers.IntegerField(help_text="New assignments (pairs already given to `overlap` annotators are left alone).")
+    created = serializers.IntegerField(
+        allow_null=True,
+        help_text="New assignments (pairs already given to `overlap` annotators are left alone); null when a large "
+        "project's pairs are given out by a background job.",
+    )
+    in_background = serializers.BooleanField(
+        help_text="A project of more than `ASSIGN_INLINE_MAX_PAIRS` pairs is given out by a background job (answered "
+        "202); `distribute/stop/` stops it."
+    )
+
+
+class DistributeStopSerializer(serializers.Serializer):
+    stopped = serializers.BooleanField(help_text="Whether a background job was giving the pairs out, or waited to.")
+    pairs_assigned = serializers.IntegerField(
+        allow_null=True, help_text="The project's pairs with assignments once it stopped (null when nothing was stopped)."
+    )
 
 
 class LabelEventSerializer(serializers.ModelSerializer):

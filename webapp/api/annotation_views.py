@@ -25,6 +25,7 @@ from webapp.api.annotation_serializers import (
     AssignmentCreateSerializer,
     AssignmentSerializer,
     DistributeResultSerializer,
+    DistributeStopSerializer,
     LabelConflictSerializer,
     LabelCreateSerializer,
     LabelEventSerializer,
@@ -148,17 +149,28 @@ class AssignmentViewSet(ProjectScopedViewSet, mixins.ListModelMixin, mixins.Retr
         return Response(AssignmentSerializer(assignment).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
-        summary="Give every pair of the project to `overlap` annotators, least loaded first (managers)",
-        request=None, responses={200: DistributeResultSerializer},
+        summary="Give every pair of the project to `overlap` annotators, least loaded first (managers); a large project's in the background",
+        request=None, responses={200: DistributeResultSerializer, 202: DistributeResultSerializer},
     )  # fmt: skip
     @action(detail=False, methods=["post"])
     def distribute(self, request: Request, project_id: str) -> Response:
         self.require_manager()
         try:
-            created = services.assignments_distribute(project=self.project)
+            created = services.assignments_distribute_press(project=self.project)
         except ValueError as error:
             raise api_error(error) from None
-        return Response({"created": created})
+        if created is None:
+            return Response({"created": None, "in_background": True}, status=status.HTTP_202_ACCEPTED)
+        return Response({"created": created, "in_background": False})
+
+    @extend_schema(
+        summary="Stop a large project's background distribution (managers)", request=None, responses={200: DistributeStopSerializer}
+    )
+    @action(detail=False, methods=["post"], url_path="distribute/stop", url_name="distribute-stop")
+    def distribute_stop(self, request: Request, project_id: str) -> Response:
+        self.require_manager()
+        given = services.assignments_distribute_stop(project=self.project)
+        return Response({"stopped": given is not None, "pairs_assigned": given})
 
 
 _WRITE_RESPONSES = {

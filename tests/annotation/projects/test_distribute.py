@@ -138,3 +138,54 @@ def test_a_background_job_commits_each_chunk_and_continues_after_its_time_slice_
         ("succeeded", pairs[index].pk) for index in (3, 7, 11, 15, 19, 23)
     ]
     assert not assigning.assigning_in_background(project)
+
+
+def test_stop_assigning_cancels_a_waiting_job_for_its_manager_only_and_a_press_queues_one_again(client, owner, corpus, settings):
+    settings.ASSIGN_INLINE_MAX_PAIRS = 5
+    (anna,) = _users("anna")
+    project = _project(corpus, owner, bare_pairs(corpus, 6), [anna], overlap=1)
+    assign, stop = (reverse(name, args=[project.pk]) for name in ("annotation:project_assign", "annotation:project_assign_stop"))
+    client.force_login(anna)  # an annotator of the project may not stop it
+    assert client.post(stop).status_code in (403, 404)
+    client.force_login(owner)
+    client.post(assign)
+    (waiting,) = ProcrastinateJob.objects.filter(task_name=assigning.ASSIGN_TASK, status="todo")
+
+    page = client.post(stop, follow=True).content.decode()
+    assert "Stopped giving pairs out: 0 of 6 pairs have their annotators." in page and 'id="assigning-note"' not in page
+    assert ProcrastinateJob.objects.get(pk=waiting.pk).status == "cancelled" and not assigning.assigning_in_background(project)
+    assert "Nothing to stop: no pairs were being given out." in client.post(stop, follow=True).content.decode()
+    client.post(assign)  # the stopped job no longer holds the queueing lock
+    assert _assign_jobs() == [{"project_id": project.pk}]
+
+
+def test_a_running_job_asked_to_stop_gives_nothing_more_and_the_next_press_gives_out_the_rest(owner, corpus, monkeypatch, settings):
+    """Stopped between its first and second chunk, the job keeps the first chunk's assignments, gives no more and
+    queues no continuation; the next press ends with what one press would have given."""
+    monkeypatch.setattr(assigning, "DISTRIBUTE_CHUNK", 4)
+    settings.ASSIGN_INLINE_MAX_PAIRS = 5
+    anna, ben = _users("anna", "ben")
+    pairs = bare_pairs(corpus, 10)
+    project = _project(corpus, owner, pairs, [anna, ben], overlap=1)
+    services.assignments_distribute_press(project=project)
+    ProcrastinateJob.objects.filter(task_name=assigning.ASSIGN_TASK).update(status="doing")  # the worker took it
+    chunks, stopped = assigning._pair_chunks, []
+
+    def stop_after_the_first(project_id, after=0):
+        for number, chunk in enumerate(chunks(project_id, after)):
+            if number == 1:
+                stopped.append(services.assignments_distribute_stop(project=project))
+            yield chunk
+
+    monkeypatch.setattr(assigning, "_pair_chunks", stop_after_the_first)
+    assert assigning.assigning_in_background(project)
+    assigning.assignments_distribute_later(project_id=project.pk)
+    assert stopped == [4] and Assignment.objects.filter(project=project).count() == 4
+    assert not assigning.assigning_in_background(project) and _assign_jobs() == []  # no continuation waits
+    ProcrastinateJob.objects.filter(task_name=assigning.ASSIGN_TASK).update(status="succeeded")  # the worker ended it
+
+    monkeypatch.setattr(assigning, "_pair_chunks", chunks)
+    services.assignments_distribute_press(project=project)
+    assigning.assignments_distribute_later(**_assign_jobs()[0])
+    expected = _one_pair_at_a_time([p.pk for p in pairs], {}, {anna.pk: 0, ben.pk: 0}, overlap=1)
+    assert set(Assignment.objects.filter(project=project).values_list("pair_id", "annotator_id")) == set(expected)
