@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from alignment import selectors
 from alignment.errors import form_error
 from alignment.forms import CorpusImportForm, CorpusImportPreviewForm
-from alignment.importing.jobs import import_job_create
+from alignment.importing.jobs import import_job_cancel, import_job_create
 from alignment.importing.models import ImportJob
 from alignment.importing.preview import ImportPreview, import_preview
 from alignment.importing.uploads import ImportUploadLimit, import_upload_guard
@@ -112,3 +112,12 @@ def import_job(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(selectors.import_jobs_for_user(request.user).select_related("embedding_run", "alignment_run"), pk=job_id)
     template = "alignment/import_job.html#job" if request.htmx else "alignment/import_job.html"
     return render(request, template, {"job": job})
+
+
+@require_POST
+def import_job_cancel_view(request: HttpRequest, job_id: int) -> HttpResponse:
+    """The job card's *Cancel*: whoever may see the job (who started it, and staff) may cancel it."""
+    import_job_cancel(job=get_object_or_404(selectors.import_jobs_for_user(request.user), pk=job_id))
+    if request.htmx:
+        return import_job(request, job_id)
+    return redirect("alignment:import_job", job_id=job_id)

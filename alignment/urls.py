@@ -10,6 +10,7 @@ urlpatterns = [
     path("corpora/import/", import_views.corpus_import, name="corpus_import"),
     path("corpora/import/preview/", import_views.corpus_import_preview, name="corpus_import_preview"),
     path("imports/<int:job_id>/", import_views.import_job, name="import_job"),
+    path("imports/<int:job_id>/cancel/", import_views.import_job_cancel_view, name="import_job_cancel"),
     path("corpora/<int:corpus_id>/", views.corpus_detail, name="corpus_detail"),
     path("corpora/<int:corpus_id>/embed/", views.corpus_embed, name="corpus_embed"),
     path("corpora/<int:corpus_id>/language/", views.corpus_language, name="corpus_language"),

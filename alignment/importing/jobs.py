@@ -117,6 +117,7 @@ def import_job_execute(*, job_id: int, time_slice: TimeSlice | None = None) -> I
             files=_staged_files(job, start=len(results)), options=ImportOptions(**job.options), for_user=job.created_by,
             created_by=job.created_by, on_file_done=on_file_done, on_corpus=on_corpus,
             earlier=ImportProgress(corpus_created=job.corpus_created, files_done=job.report.files),
+            stop=lambda: ImportJob.objects.filter(pk=job.pk, cancel_requested=True).exists(),
         )  # fmt: skip
     except ValueError as exc:  # the corpus was refused: a message for the user, not a crash
         _fail(job, str(exc))
@@ -129,6 +130,21 @@ def import_job_execute(*, job_id: int, time_slice: TimeSlice | None = None) -> I
     return job
 
 
+def import_job_cancel(*, job: ImportJob) -> ImportJob:
+    """A job that has not started is cancelled at once (its staged files deleted); a running one, or one waiting to
+    continue after its time slice, stops before its next file: the files done stay imported and are paired, and no
+    embedding or alignment is queued (the corpus page starts them)."""
+    with transaction.atomic():
+        locked = ImportJob.objects.select_for_update().get(pk=job.pk)
+        if locked.status == ImportJob.Status.QUEUED and not locked.yielded and not locked.results:
+            locked.staged_files.all().delete()
+            locked.mark_cancelled()
+        elif locked.is_active:
+            ImportJob.objects.filter(pk=locked.pk).update(cancel_requested=True)
+    locked.refresh_from_db()
+    return locked
+
+
 def _finish(job: ImportJob, outcome: ImportOutcome) -> None:
     report = outcome.report
     fields = {
@@ -138,7 +154,9 @@ def _finish(job: ImportJob, outcome: ImportOutcome) -> None:
     }  # fmt: skip
     with transaction.atomic():
         job.staged_files.all().delete()
-        if report.errors and not (report.documents_created or report.documents_unchanged):
+        if report.stopped:  # asked to: the files done are imported and paired, the rest dropped with the staged files
+            job.mark_cancelled(**fields)
+        elif report.errors and not (report.documents_created or report.documents_unchanged):
             job.mark_failed(f"no file was imported: {len(report.errors)} of {len(report.files)} had errors (see the report)", **fields)
         elif not job.mark_succeeded(**fields):
             raise RuntimeError(f"import job {job.pk} stopped running before it finished (status {job.status})")

@@ -37,6 +37,7 @@ class ImportJob(Job):
     )  # fmt: skip
     corpus_created = models.BooleanField(default=False, help_text="The corpus was created by this job.")
     corpus_removed = models.BooleanField(default=False, help_text="The new corpus got no document and was removed again.")
+    cancel_requested = models.BooleanField(default=False, help_text="Asked to stop: no file after the one in flight is imported.")
     files_total = models.PositiveIntegerField(default=0)
     results = models.JSONField(default=list, help_text="One FileImportResult (as a dict) per file done, in upload order.")
     pairs_created = models.PositiveIntegerField(default=0)

@@ -56,6 +56,7 @@ class ImportReport:
     pairs_created: int = 0
     direction: list[str] = field(default_factory=list)  # the level order the pairs follow, and why (LevelOrder.notes)
     language_note: str = ""  # for an import that detected the language: what it found, and how sure it was
+    stopped: bool = False  # stopped on request before its last file (the files done are imported and paired)
 
     @property
     def errors(self) -> list[FileImportResult]:
@@ -108,8 +109,10 @@ def corpus_import_files(
     files: Iterable[tuple[str, bytes]],
     options: ImportOptions,
     on_file_done: Callable[[FileImportResult], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> ImportReport:
-    """Import ``(name, bytes)`` files into ``corpus``; one failing file does not stop the others.
+    """Import ``(name, bytes)`` files into ``corpus``; one failing file does not stop the others. ``stop`` (asked
+    before each file): once it says so, the files left are not imported (``report.stopped``); those done are paired.
 
     Then the corpus's level order is settled (``options.level_order``, the existing pairs, known
     schemes, else readability; :mod:`alignment.level_order`) and the pairs made. ServiceError on
@@ -123,6 +126,9 @@ def corpus_import_files(
     )
     with closing(split):  # stopped early (a cancel, a time slice): the helper processes' queued files are dropped
         for parsed in split:
+            if stop is not None and stop():
+                report.stopped = True
+                break
             result = _import_one_file(corpus=corpus, parsed=parsed)
             report.files.append(result)
             if on_file_done:

@@ -165,6 +165,7 @@ def corpus_import_and_queue(
     on_file_done: Callable[[FileImportResult], None] | None = None,
     on_corpus: Callable[[Corpus, bool], None] | None = None,
     earlier: ImportProgress | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> ImportOutcome:
     """Import ``(name, bytes)`` files into the target corpus and queue its embedding and alignment.
 
@@ -175,7 +176,8 @@ def corpus_import_and_queue(
     Queueing is idempotent (an active embedding run is reused, pairs in a queued run count as
     covered), so a resumed attempt never adds a second active run. ValueError (nothing stored)
     when the corpus is refused. ``target.language`` LANGUAGE_DETECT: see :func:`import_language_settle`;
-    the report's ``language_note`` says what it found.
+    the report's ``language_note`` says what it found. ``stop``: see :func:`corpus_import_files`; an import
+    stopped so queues no runs (the corpus page starts them).
     """
     earlier = earlier or ImportProgress()
     language = import_language_settle(target=target, files=files, options=options, for_user=for_user)
@@ -184,12 +186,13 @@ def corpus_import_and_queue(
     created = created or earlier.corpus_created
     if on_corpus is not None:
         on_corpus(corpus, created)
-    report = corpus_import_files(corpus=corpus, files=files, options=options, on_file_done=on_file_done)
+    report = corpus_import_files(corpus=corpus, files=files, options=options, on_file_done=on_file_done, stop=stop)
     report.files[:0] = earlier.files_done
     report.language_note = language.note
     if created and not report.documents_created and import_corpus_remove_if_empty(corpus=corpus):
         return ImportOutcome(report=report, corpus=None, corpus_created=True, corpus_removed=True)
-    queued = import_jobs_queue(corpus=corpus, report=report, created_by=created_by, embed=embed, align=align)
+    go_on = not report.stopped
+    queued = import_jobs_queue(corpus=corpus, report=report, created_by=created_by, embed=embed and go_on, align=align and go_on)
     return ImportOutcome(
         report=report, corpus=corpus, corpus_created=created,
         embedding_run=queued.embedding_run, alignment_run=queued.alignment_run,

@@ -170,3 +170,55 @@ def test_the_command_removes_a_new_corpus_when_no_file_went_in(tmp_path, owner):
     with pytest.raises(CommandError, match="1 of 1 files were not imported .*the new corpus 'Empty' got nothing and was removed"):
         call_command("import_corpus", str(tmp_path), corpus="Empty", owner="owner", stdout=StringIO(), verbosity=0)
     assert not Corpus.objects.filter(name="Empty").exists()
+
+
+def test_a_waiting_import_is_cancelled_at_once_from_its_card_by_its_importer_only(client, owner, outsider, run_worker):
+    client.force_login(owner)
+    job = _submit(client, [SimpleUploadedFile("Tram-adv.txt", SAMPLE_ADV.encode())])
+    cancel = reverse("alignment:import_job_cancel", args=[job.pk])
+    assert cancel in _page(client, job)  # the card's Cancel button
+    client.force_login(outsider)
+    assert client.post(cancel).status_code == 404
+    client.force_login(owner)
+    assert client.post(cancel)["Location"] == reverse("alignment:import_job", args=[job.pk])
+    job.refresh_from_db()
+    assert job.status == "cancelled" and not ImportJobFile.objects.filter(job=job).exists()
+    run_worker(["imports"])  # its task finds it cancelled: nothing is imported
+    assert not Corpus.objects.filter(name="Uploaded").exists() and ImportJob.objects.get(pk=job.pk).status == "cancelled"
+    html = _page(client, job)
+    assert "Cancelled after 0 of 1 file: nothing was imported." in html and cancel not in html
+
+
+def test_a_running_import_asked_to_stop_keeps_the_files_done_paired_and_queues_nothing(client, owner, monkeypatch):
+    """Asked to stop during its second file, the job imports no third one: the first pair's two files are in the
+    corpus and paired, the staged files are gone, and no embedding or alignment is queued."""
+    from alignment.importing import jobs, service
+
+    names = ["Tram-adv.txt", "Tram-ele.txt", "Bus-adv.txt", "Bus-ele.txt"]
+    texts = [SAMPLE_ADV, SAMPLE_ELE, SAMPLE_ADV.replace("tram", "bus"), SAMPLE_ELE.replace("tram", "bus")]
+    job = import_job_create(
+        user=owner, corpus_name="Stopped", language="en", pairing="all",
+        options=ImportOptions(format="text", paragraph_mode="blank", filename_pattern=PATTERN),
+        files=[(name, text.encode()) for name, text in zip(names, texts, strict=True)],
+    )  # fmt: skip
+    one_file, done = service._import_one_file, []
+
+    def import_one_file(**arguments):
+        done.append(arguments["parsed"].name)
+        if len(done) == 2:  # the importer presses Cancel while the second file is being stored
+            assert jobs.import_job_cancel(job=job).cancel_requested
+        return one_file(**arguments)
+
+    monkeypatch.setattr(service, "_import_one_file", import_one_file)
+    import_job_execute(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == "cancelled" and done == names[:2] and job.files_done == 2
+    corpus = Corpus.objects.get(name="Stopped")
+    assert sorted(Document.objects.filter(corpus=corpus).values_list("external_id", "level")) == [("Tram", "adv"), ("Tram", "ele")]
+    assert job.pairs_created == corpus.pairs.count() == 1 and not ImportJobFile.objects.filter(job=job).exists()
+    assert job.embedding_run is None and not EmbeddingRun.objects.filter(corpus=corpus).exists()
+    assert not AlignmentRun.objects.filter(corpus=corpus).exists()
+    client.force_login(owner)
+    html = _page(client, job)
+    assert "Cancelled after 2 of 4 files: the documents of those files are in the corpus and paired" in html
+    assert jobs.import_job_cancel(job=job).status == "cancelled"  # a second press changes nothing

@@ -40,3 +40,21 @@ def test_an_upload_is_imported_in_the_background_and_the_job_page_shows_the_repo
     shot(page, "import-job-report.png", full_page=True)
     card.get_by_role("link", name="Browser upload").click()
     expect(page.locator("h1")).to_contain_text("Browser upload")
+
+
+def test_a_waiting_upload_is_cancelled_from_its_card_without_a_reload(page: Page, live_server, owner, run_worker):
+    _login(page, live_server, "owner", "owner-pass-123")
+    page.goto(live_server.url + "/corpora/import/")
+    page.get_by_label("Corpus name").fill("Wrong files")
+    page.get_by_label("Files").set_input_files([{"name": "Tram-adv.txt", "mimeType": "text/plain", "buffer": SAMPLE_ADV.encode()}])
+    page.get_by_role("button", name="Import").click()
+    job = ImportJob.objects.get()
+    card = page.locator(f"#import-{job.pk}")
+    expect(card).to_contain_text("waiting for a worker")
+    card.get_by_role("button", name="Cancel").click()  # htmx swaps the card
+    expect(card).to_contain_text("Cancelled after 0 of 1 file: nothing was imported.")
+    expect(card.get_by_role("button", name="Cancel")).to_have_count(0)
+    shot(page, "import-job-cancelled.png")
+    run_worker(["imports"])  # the task finds the job cancelled
+    job.refresh_from_db()
+    assert job.status == "cancelled" and job.corpus is None

@@ -79,6 +79,7 @@ RULES: dict[str, tuple[str, str]] = {
     "alignment:corpus_import": ("user", "user"),
     "alignment:corpus_import_preview": ("user", "user"),
     "alignment:import_job": ("own_import", "own_import"),
+    "alignment:import_job_cancel": ("own_import", "own_import"),
     "alignment:corpus_detail": ("corpus_read", "corpus_read"),
     "alignment:corpus_jobs": ("corpus_read", "corpus_read"),
     "alignment:corpus_embed": ("corpus_write", "corpus_write"),
@@ -152,6 +153,7 @@ RULES: dict[str, tuple[str, str]] = {
     "api:candidate-detail": ("corpus_read", "corpus_read"),
     "api:import-list": ("user", "user"),  # anyone may import into a new corpus or their own; the list is their own jobs
     "api:import-detail": ("own_import", "own_import"),
+    "api:import-cancel": ("own_import", "own_import"),
     "api:project-list": ("user", "user"),
     "api:project-detail": ("project_read", "project_read"),
     "api:project-member-list": ("project_read", "project_manager"),
@@ -205,6 +207,7 @@ PARAMETER_OBJECTS = {
     ("annotation:export_job", "job_id"): "export_job",
     ("annotation:export_file", "job_id"): "export_job",
     ("alignment:import_job", "job_id"): "import_job",
+    ("alignment:import_job_cancel", "job_id"): "import_job",
     "corpus_id": "corpus", "pair_id": "pair", "run_id": "alignment_run", "candidate_id": "candidate", "project_id": "project",
     "version_id": "model_version", "webhook_id": "webhook", "delivery_id": "delivery", "token_id": "api_token",
 }  # fmt: skip

@@ -219,3 +219,13 @@ def test_the_schema_describes_the_multipart_body_and_the_413(client):
     body = operation["requestBody"]["content"]
     assert list(body) == ["multipart/form-data"] and operation["requestBody"]["required"] is True
     assert operation["responses"].keys() >= {"202", "400", "413"}
+
+
+def test_an_import_is_cancelled_through_the_api_by_its_importer_only(owner, outsider):
+    answer = _post(_client(owner), _tram_files())
+    job = answer.json()
+    assert answer.status_code == 202 and job["cancel_requested"] is False
+    assert _client(outsider).post(f"{IMPORTS}{job['id']}/cancel/").status_code == 404
+    cancelled = _client(owner).post(f"{IMPORTS}{job['id']}/cancel/")
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert not ImportJobFile.objects.exists() and ImportJob.objects.get(pk=job["id"]).status == "cancelled"

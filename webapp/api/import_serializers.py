@@ -72,7 +72,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
     class Meta:
         model = ImportJob
         fields = [
-            "id", "url", "status", "percent", "corpus_name", "language", "pairing", "options", "corpus", "corpus_created",
+            "id", "url", "status", "cancel_requested", "percent", "corpus_name", "language", "pairing", "options", "corpus", "corpus_created",
             "corpus_removed", "files_total", "files_done", "results", "pairs_created", "direction", "language_note", "embedding_run", "alignment_run", "error",
             "attempts", "created_by", "created_at", "started_at", "finished_at",
         ]  # fmt: skip

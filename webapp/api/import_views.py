@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.http import QueryDict
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
@@ -18,7 +19,7 @@ from rest_framework.response import Response
 
 from alignment import selectors
 from alignment.forms import CorpusImportForm
-from alignment.importing.jobs import import_job_create
+from alignment.importing.jobs import import_job_cancel, import_job_create
 from alignment.importing.models import ImportJob
 from alignment.importing.uploads import ImportUploadLimit, import_upload_guard
 from webapp.api.access import ID, is_schema_generation
@@ -105,3 +106,14 @@ class ImportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.
             raise api_error(error) from None
         body = self.get_serializer(self.get_queryset().get(pk=job.pk)).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+    @extend_schema(
+        summary="Cancel an import job (who started it, and staff)",
+        description="One not started yet is cancelled at once. A running one stops before its next file: the files done "
+        "stay imported and paired, no embedding or alignment is queued, and the job ends `cancelled`.",
+        request=None, responses=ImportJobSerializer,
+    )  # fmt: skip
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        job = import_job_cancel(job=self.get_object())
+        return Response(self.get_serializer(self.get_queryset().get(pk=job.pk)).data)
