@@ -184,7 +184,7 @@ def export_write(*, project: AnnotationProject, options: dict, root: Path, job_i
                 statistics.simplification_kept += len(kept)
                 statistics.add(exported, split, simplification.phenomena_counts(exported, groups, pairs))
             if job_id is not None and (done % _PROGRESS_EVERY == 0 or done == len(pair_ids)):
-                ExportJob(pk=job_id).heartbeat(pairs_done=done, items_written=statistics.items)
+                _still_running(ExportJob(pk=job_id).heartbeat(pairs_done=done, items_written=statistics.items))
         statistics.finish()
     finally:
         statistics.close()
@@ -201,8 +201,27 @@ def export_write(*, project: AnnotationProject, options: dict, root: Path, job_i
         render_card(project=project, statistics=statistics, options=options, level_numbers=numbers, files=files), encoding="utf-8"
     )
     names = [CARD, *names]
+    if job_id is not None:  # the archive takes as long again as the files: not for a job cancelled meanwhile
+        _still_running(ExportJob(pk=job_id).heartbeat())
     _zip(root, names)
     return _listing(root, [*names, ARCHIVE])
+
+
+class ExportCancelled(Exception):
+    """The job was cancelled while it wrote its files (:func:`export_job_cancel`)."""
+
+
+def _still_running(alive: bool) -> None:
+    if not alive:
+        raise ExportCancelled
+
+
+def export_job_cancel(*, job: ExportJob) -> ExportJob:
+    """Cancel a queued or running export: one running stops within its next 50 pairs (or before its archive) and
+    removes what it wrote, since half an export is no dataset. A finished job is left as it is."""
+    job.mark_cancelled()
+    job.refresh_from_db()
+    return job
 
 
 def _staging_folders(job: ExportJob) -> list[Path]:
@@ -232,12 +251,16 @@ def export_job_execute(*, job_id: int) -> ExportJob:
         files = export_write(project=job.project, options=job.options, root=staging, job_id=job.pk)
         with transaction.atomic():
             if not job.mark_succeeded(files=files):
+                job.refresh_from_db(fields=["status"])
+                _still_running(job.status != ExportJob.Status.CANCELLED)
                 raise RuntimeError(f"export job {job_id} stopped running before it finished (status {job.status})")
             final = job.directory
             if final.exists():  # left by a run whose transaction rolled back after the rename
                 shutil.rmtree(final)
             staging.rename(final)  # last: if it fails, the transaction rolls back and the staging folder is removed
         staging = None
+    except ExportCancelled:  # its files go with the staging folder (below); the row says cancelled already
+        return ExportJob.objects.get(pk=job_id)
     except Exception as exc:
         job.mark_failed_by(exc)
         raise

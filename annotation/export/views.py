@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from annotation import selectors
 from annotation.export.forms import ExportForm
 from annotation.export.models import ExportJob
-from annotation.export.service import export_job_create
+from annotation.export.service import export_job_cancel, export_job_create
 from annotation.models import AnnotationProject, ProjectMembership
 
 
@@ -50,6 +50,16 @@ def export_job_card(request: HttpRequest, project_id: int, job_id: int) -> HttpR
     project = _project(request, project_id)
     job = get_object_or_404(ExportJob, pk=job_id, project=project)
     return render(request, "annotation/project_exports.html#job", {"project": project, "job": job})
+
+
+@require_POST
+def export_job_cancel_view(request: HttpRequest, project_id: int, job_id: int) -> HttpResponse:
+    """The card's *Cancel* (the project's managers): the card again, or the page without htmx."""
+    project = _project(request, project_id)
+    export_job_cancel(job=get_object_or_404(ExportJob, pk=job_id, project=project))
+    if request.htmx:
+        return export_job_card(request, project_id, job_id)
+    return redirect("annotation:project_exports", project_id=project.pk)
 
 
 def export_file(request: HttpRequest, project_id: int, job_id: int, name: str) -> FileResponse:

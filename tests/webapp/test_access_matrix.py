@@ -122,6 +122,7 @@ RULES: dict[str, tuple[str, str]] = {
     "annotation:project_exports": ("project_manager", "project_manager"),
     "annotation:export_start": ("project_manager", "project_manager"),
     "annotation:export_job": ("project_manager", "project_manager"),
+    "annotation:export_job_cancel": ("project_manager", "project_manager"),
     "annotation:export_file": ("project_manager", "project_manager"),
     "annotation:pair_review": ("project_manager", "project_manager"),
     "annotation:pair_adjudicate": ("project_manager", "project_manager"),
@@ -171,6 +172,7 @@ RULES: dict[str, tuple[str, str]] = {
     "api:project-export-list": ("project_manager", "project_manager"),
     "api:project-export-detail": ("project_manager", "project_manager"),
     "api:project-export-download": ("project_manager", "project_manager"),
+    "api:project-export-cancel": ("project_manager", "project_manager"),
     "accounts:api_tokens": ("user", "user"),  # one's own tokens
     "accounts:landing": ("user", "user"),  # where a login lands: My tasks or Corpora, by role
     "accounts:api_token_create": ("user", "user"),
@@ -205,6 +207,7 @@ PARAMETER_OBJECTS = {
     ("annotation:training_job", "job_id"): "training_job",
     ("annotation:training_cancel", "job_id"): "training_job",
     ("annotation:export_job", "job_id"): "export_job",
+    ("annotation:export_job_cancel", "job_id"): "export_job",
     ("annotation:export_file", "job_id"): "export_job",
     ("alignment:import_job", "job_id"): "import_job",
     ("alignment:import_job_cancel", "job_id"): "import_job",

@@ -96,3 +96,11 @@ def test_a_project_without_gold_has_nothing_to_export(api_world):
     response = api_world.client("manager").post(api_world.url(EXPORTS), {}, format="json")
     assert response.status_code == 400 and "has nothing to export" in response.json()["non_field_errors"][0]
     assert not ExportJob.objects.exists()
+
+
+def test_a_manager_cancels_a_waiting_export_and_an_annotator_may_not(gold_world):
+    job_id = gold_world.client("manager").post(gold_world.url(EXPORTS), {"formats": ["csv"]}, format="json").json()["id"]
+    assert gold_world.client("anna").post(gold_world.url(f"{EXPORTS}{job_id}/cancel/")).status_code == 403
+    cancelled = gold_world.client("manager").post(gold_world.url(f"{EXPORTS}{job_id}/cancel/"))
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert ExportJob.objects.get(pk=job_id).status == "cancelled"

@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotation.export.models import ExportJob
-from annotation.export.service import ARCHIVE, export_job_create
+from annotation.export.service import ARCHIVE, export_job_cancel, export_job_create
 from annotation.export.simplification import METRICS
 from annotation.export.writers import FORMATS
 from webapp.api.access import MANAGER, is_schema_generation
@@ -95,6 +95,15 @@ class ExportJobViewSet(ProjectScopedViewSet, mixins.ListModelMixin, mixins.Retri
         except ValueError as error:  # ExportDataError included: nothing to export yet
             raise api_error(error) from None
         return Response(ExportJobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Cancel an export job (the project's managers)",
+        description="One waiting is cancelled at once; a running one stops within its next 50 pairs and removes what it wrote.",
+        request=None, responses=ExportJobSerializer,
+    )  # fmt: skip
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, project_id: str, pk: str | None = None) -> Response:
+        return Response(ExportJobSerializer(export_job_cancel(job=self.get_object())).data)
 
     @extend_schema(
         summary="Download one file of a succeeded export (default: the zip of everything)",
