@@ -3,6 +3,7 @@ from django.urls import include, path
 from annotation import views
 from annotation.adjudication import views as adjudication_views
 from annotation.labelling import views as annotate_views
+from annotation.projects import views as project_views
 from annotation.training import views as training_views
 
 app_name = "annotation"
@@ -13,11 +14,11 @@ urlpatterns = [
     path("mining/<int:job_id>/send/", views.mined_pairs_send, name="mined_pairs_send"),
     path("projects/new/", views.project_create, name="project_create"),
     path("projects/<int:project_id>/", views.project_detail, name="project_detail"),
-    path("projects/<int:project_id>/members/", views.project_members, name="project_members"),
-    path("projects/<int:project_id>/members/search/", views.project_member_search, name="project_member_search"),
-    path("projects/<int:project_id>/members/invite/", views.project_member_invite, name="project_member_invite"),
-    path("projects/<int:project_id>/assign/", views.project_assign, name="project_assign"),
-    path("projects/<int:project_id>/assign/stop/", views.project_assign_stop, name="project_assign_stop"),
+    path("projects/<int:project_id>/members/", project_views.project_members, name="project_members"),
+    path("projects/<int:project_id>/members/search/", project_views.project_member_search, name="project_member_search"),
+    path("projects/<int:project_id>/members/invite/", project_views.project_member_invite, name="project_member_invite"),
+    path("projects/<int:project_id>/assign/", project_views.project_assign, name="project_assign"),
+    path("projects/<int:project_id>/assign/stop/", project_views.project_assign_stop, name="project_assign_stop"),
     path("projects/<int:project_id>/queue/", views.project_queue, name="project_queue"),
     path("projects/<int:project_id>/bulk-target/", views.project_bulk_target, name="project_bulk_target"),
     path("projects/<int:project_id>/gold-items/", views.project_gold_items, name="project_gold_items"),

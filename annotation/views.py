@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from alignment.errors import error_answer, form_error
 from alignment.paging import list_page
@@ -18,9 +18,7 @@ from annotation import selectors, services
 from annotation.adjudication.forms import ReviewDiffForm
 from annotation.adjudication.review import pair_review_read, reviewer_changes
 from annotation.forms import (
-    InviteForm,
     MemberForm,
-    MemberSearchForm,
     ParagraphLinksForm,
     ProjectCreateForm,
     QueueActionForm,
@@ -30,16 +28,10 @@ from annotation.labelling import bulk, item_events, keys, quality
 from annotation.labelling import queue as queue_mode
 from annotation.labels import LABELS, pair_verified, verified_pair_ids
 from annotation.models import ProjectMembership
-from annotation.projects import members, worklist
+from annotation.projects import worklist
 from annotation.projects.assigning import assigning_in_background
 from annotation.projects.summary import project_summary
-
-
-def _manager_project(request: HttpRequest, project_id: int):
-    project, role = selectors.project_get_for_user(request.user, project_id)
-    if role != ProjectMembership.Role.MANAGER:
-        raise PermissionDenied("only the project's managers do this")
-    return project
+from annotation.projects.views import manager_project
 
 
 def project_list(request: HttpRequest) -> HttpResponse:
@@ -131,85 +123,9 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
 
 
 @require_POST
-def project_members(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = _manager_project(request, project_id)
-    form = MemberForm(request.POST)
-    if form.is_valid():
-        services.membership_set(project=project, user=form.cleaned_data["username"], role=form.cleaned_data["role"])
-        messages.success(request, f"{form.cleaned_data['username']} is now {form.cleaned_data['role']}.")
-    else:
-        messages.error(request, "Member not added: " + "; ".join(" ".join(errors) for errors in form.errors.values()))
-    return redirect("annotation:project_detail", project_id=project.pk)
-
-
-@require_POST
-def project_member_invite(request: HttpRequest, project_id: int) -> HttpResponse:
-    """Create an annotator's account; the manager passes on a link where its owner chooses a password."""
-    project = _manager_project(request, project_id)
-    form = InviteForm(request.POST, project=project)
-    if not form.is_valid():
-        messages.error(request, "Account not created: " + "; ".join(" ".join(errors) for errors in form.errors.values()))
-        return redirect("annotation:project_detail", project_id=project.pk)
-    user = form.invitee or members.annotator_account_create(
-        project=project, username=form.cleaned_data["username"], email=form.cleaned_data["email"]
-    )
-    link = request.build_absolute_uri(members.invite_path(user))
-    hours = settings.PASSWORD_RESET_TIMEOUT // 3600
-    valid = f"{hours // 24} days" if hours >= 48 else f"{hours} hours"
-    messages.success(
-        request,
-        f"{user.get_username()} is an annotator of this project. Send them this link to choose a password "
-        f"(it works once, for {valid}): {link}",
-    )
-    return redirect("annotation:project_detail", project_id=project.pk)
-
-
-@require_GET
-def project_member_search(request: HttpRequest, project_id: int) -> HttpResponse:
-    """Usernames starting with what the member form's box holds, as ``<option>`` elements for the member form's datalist (htmx)."""
-    project = _manager_project(request, project_id)
-    form = MemberSearchForm(request.GET)
-    users = members.member_candidates(form.cleaned_data["username"]) if form.is_valid() else []
-    return render(request, "annotation/project_detail.html#member-options", {"project": project, "candidates": users})
-
-
-@require_POST
-def project_assign(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = _manager_project(request, project_id)
-    try:
-        created = services.assignments_distribute_press(project=project)
-    except ValueError as error:
-        messages.error(request, str(error))
-    else:
-        if created is None:  # a large project: given out by a background job
-            messages.info(request, "Assigning the project's pairs in the background.")
-            return redirect("annotation:project_detail", project_id=project.pk)
-        messages.success(request, f"{created} new assignment{'s' if created != 1 else ''}.")
-        shortfall = members.overlap_shortfall(project)
-        if shortfall["short_pairs"]:
-            messages.warning(request, _shortfall_text(project, shortfall))
-    return redirect("annotation:project_detail", project_id=project.pk)
-
-
-@require_POST
-def project_assign_stop(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = _manager_project(request, project_id)
-    given = services.assignments_distribute_stop(project=project)
-    if given is not None:
-        messages.info(
-            request,
-            f"Stopped giving pairs out: {given:,} of {project.pairs.count():,} pairs have their annotators. "
-            "Assign pairs to annotators again to give out the rest.",
-        )
-    else:
-        messages.info(request, "Nothing to stop: no pairs were being given out.")
-    return redirect("annotation:project_detail", project_id=project.pk)
-
-
-@require_POST
 def project_bulk_target(request: HttpRequest, project_id: int) -> HttpResponse:
     """A manager sets the precision target bulk accept is offered for (:mod:`annotation.labelling.bulk`)."""
-    project = _manager_project(request, project_id)
+    project = manager_project(request, project_id)
     try:
         bulk.bulk_target_set(project, request.POST.get("bulk_precision_target", ""))
     except ValueError as error:
@@ -219,21 +135,13 @@ def project_bulk_target(request: HttpRequest, project_id: int) -> HttpResponse:
     return redirect(reverse("annotation:project_detail", args=[project.pk]) + "#bulk")
 
 
-def _shortfall_text(project, shortfall: dict) -> str:
-    annotators = shortfall["annotators"]
-    return (
-        f"{members.overlap_shortfall_phrase(shortfall['short_pairs'], project.overlap, still=True)}: the project has "
-        f"{annotators} annotator{'s' if annotators != 1 else ''}. Add annotators, then assign again."
-    )
-
-
 def pair_review(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
     """Adjudication of one document pair: the annotators' alignments side by side, every labelled sentence pair
     with each annotator's label (open ones first), a decision per row by button or key, verify; the annotators'
     flags and comments, and the word diff of the focused row (``?simple=&complex=``; from htmx only that card)."""
     from annotation.labelling.screen import sentence_pair_diff
 
-    project = _manager_project(request, project_id)
+    project = manager_project(request, project_id)
     pair = get_object_or_404(project.pairs.select_related("complex_document", "simple_document"), pk=pair_id)
     show = request.GET.get("show") if request.GET.get("show") in ("all", "bulk") else "open"
     asked = ReviewDiffForm(request.GET)
@@ -266,7 +174,7 @@ def pair_review(request: HttpRequest, project_id: int, pair_id: int) -> HttpResp
 @require_POST
 def pair_adjudicate(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
     """Set the final label of one sentence pair; from htmx, answers that table row and the count of open ones."""
-    project = _manager_project(request, project_id)
+    project = manager_project(request, project_id)
     pair = get_object_or_404(project.pairs.all(), pk=pair_id)
     show = request.POST.get("show") if request.POST.get("show") in ("all", "bulk") else "open"
     back = f"{reverse('annotation:pair_review', args=[project.pk, pair.pk])}?show={show}"
@@ -317,7 +225,7 @@ def pair_adjudicate(request: HttpRequest, project_id: int, pair_id: int) -> Http
 
 @require_POST
 def pair_verify(request: HttpRequest, project_id: int, pair_id: int) -> HttpResponse:
-    project = _manager_project(request, project_id)
+    project = manager_project(request, project_id)
     pair = get_object_or_404(project.pairs.all(), pk=pair_id)
     verified = request.POST.get("verified", "1") == "1"
     try:
@@ -331,7 +239,7 @@ def pair_verify(request: HttpRequest, project_id: int, pair_id: int) -> HttpResp
 
 @require_POST
 def project_gold_items(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = _manager_project(request, project_id)
+    project = manager_project(request, project_id)
     created = quality.gold_items_from_verified(project)
     messages.success(request, f"{created} new gold test item{'s' if created != 1 else ''} from the verified pairs.")
     return redirect("annotation:project_detail", project_id=project.pk)
