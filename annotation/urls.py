@@ -19,6 +19,7 @@ urlpatterns = [
     path("projects/<int:project_id>/members/invite/", project_views.project_member_invite, name="project_member_invite"),
     path("projects/<int:project_id>/assign/", project_views.project_assign, name="project_assign"),
     path("projects/<int:project_id>/assign/stop/", project_views.project_assign_stop, name="project_assign_stop"),
+    path("projects/<int:project_id>/assign/progress/", project_views.project_assign_progress, name="project_assign_progress"),
     path("projects/<int:project_id>/queue/", views.project_queue, name="project_queue"),
     path("projects/<int:project_id>/bulk-target/", views.project_bulk_target, name="project_bulk_target"),
     path("projects/<int:project_id>/gold-items/", views.project_gold_items, name="project_gold_items"),

@@ -31,7 +31,7 @@ from annotation.models import ProjectMembership
 from annotation.projects import worklist
 from annotation.projects.assigning import assigning_in_background
 from annotation.projects.summary import project_summary
-from annotation.projects.views import manager_project
+from annotation.projects.views import assigning_figures, manager_project
 
 
 def project_list(request: HttpRequest) -> HttpResponse:
@@ -106,7 +106,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "pair_count": pairs.count,
         "member_form": MemberForm(),
         "shortfall": summary.shortfall,
-        "assigning": role == ProjectMembership.Role.MANAGER and assigning_in_background(project),
+        **assigning_figures(project, pairs.count, background=role == ProjectMembership.Role.MANAGER and assigning_in_background(project)),
         "corpus_visible": selectors.corpus_visible(request.user, project),
         "label_times": summary.label_times,
         "idle_minutes": round(settings.ANNOTATION_IDLE_SECONDS / 60),

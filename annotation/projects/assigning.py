@@ -102,6 +102,11 @@ def assigning_in_background(project: AnnotationProject) -> bool:
     return waiting_or_running(_assign_lock(project.pk))
 
 
+def assignments_made(project: AnnotationProject) -> int:
+    """The project's assignments so far, for the background job's note (one count by the project's unique index)."""
+    return Assignment.objects.filter(project=project).count()
+
+
 def assignments_distribute_stop(*, project: AnnotationProject) -> int | None:
     """A manager's *Stop assigning* press: the project's background job is cancelled if it waits, and stops before its
     next chunk if it runs. The chunks it committed keep their assignments, and the next *Assign* press gives out the

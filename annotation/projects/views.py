@@ -1,5 +1,6 @@
 """A project's members and assignments, for its managers: add members and invite annotators, give the pairs out
-(a large project's in the background, and a stop). Thin; :mod:`annotation.views` asks :func:`manager_project` too."""
+(a large project's in the background, its note's progress, a stop). Thin; :mod:`annotation.views` asks :func:`manager_project`
+and :func:`assigning_figures` too."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation import selectors, services
 from annotation.forms import InviteForm, MemberForm, MemberSearchForm
-from annotation.models import ProjectMembership
+from annotation.models import AnnotationProject, ProjectMembership
 from annotation.projects import members
+from annotation.projects.assigning import assigning_in_background, assignments_made
 
 
 def manager_project(request: HttpRequest, project_id: int):
@@ -82,6 +84,23 @@ def project_assign(request: HttpRequest, project_id: int) -> HttpResponse:
         if shortfall["short_pairs"]:
             messages.warning(request, _shortfall_text(project, shortfall))
     return redirect("annotation:project_detail", project_id=project.pk)
+
+
+def assigning_figures(project: AnnotationProject, pair_count: int, *, background: bool) -> dict:
+    """The note's figures while a background job gives the pairs out: assignments made, and the overlap's target."""
+    if not background:
+        return {"assigning": False}
+    made = assignments_made(project)
+    return {"assigning": True, "assigning_made": made, "assigning_target": max(made, pair_count * project.overlap)}
+
+
+def project_assign_progress(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The note's poll while the pairs are given out (managers): the note again, or, once the job has ended, a reload."""
+    project = manager_project(request, project_id)
+    if not assigning_in_background(project):
+        return HttpResponse(status=204, headers={"HX-Refresh": "true"})
+    context = {"project": project, **assigning_figures(project, project.pairs.count(), background=True)}
+    return render(request, "annotation/project_detail.html#assigning-note", context)
 
 
 @require_POST

@@ -110,6 +110,7 @@ RULES: dict[str, tuple[str, str]] = {
     "annotation:project_member_invite": ("project_manager", "project_manager"),
     "annotation:project_assign": ("project_manager", "project_manager"),
     "annotation:project_assign_stop": ("project_manager", "project_manager"),
+    "annotation:project_assign_progress": ("project_manager", "project_manager"),
     "annotation:project_queue": ("project_read", "project_labeller"),
     "annotation:project_gold_items": ("project_manager", "project_manager"),
     "annotation:project_agreement": ("project_oversight", "project_oversight"),

@@ -96,8 +96,17 @@ def test_a_large_project_is_assigned_by_one_background_job_however_often_it_is_p
     assert "Assigning the project&#x27;s pairs in the background." in page and 'id="assigning-note"' in page
     assert _assign_jobs() == [{"project_id": project.pk}]  # the second press found it waiting
     assert not Assignment.objects.filter(project=project).exists()  # nothing given out in the request
+    progress = reverse("annotation:project_assign_progress", args=[project.pk])
+    assert f'hx-get="{progress}"' in page and "0 of 6 assignments so far" in page
+    note = client.get(progress, headers={"HX-Request": "true"})
+    assert 'id="assigning-note"' in note.content.decode() and "0 of 6 assignments so far" in note.content.decode()
     assigning.assignments_distribute_later(**_assign_jobs()[0])  # what the worker runs
     assert Assignment.objects.filter(project=project, annotator=anna).count() == 6
+    ProcrastinateJob.objects.filter(task_name=assigning.ASSIGN_TASK).update(status="succeeded")  # as the worker ends it
+    ended = client.get(progress, headers={"HX-Request": "true"})
+    assert ended.status_code == 204 and ended["HX-Refresh"] == "true"  # the page reloads with the assignments
+    client.force_login(anna)
+    assert client.get(progress).status_code == 403
 
 
 def test_a_large_project_without_annotators_is_refused_at_the_press_and_nothing_is_queued(client, owner, corpus, settings):
