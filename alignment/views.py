@@ -78,11 +78,15 @@ def corpus_jobs(request: HttpRequest, corpus_id: int) -> HttpResponse:
 def _jobs_context(request: HttpRequest, corpus) -> dict:
     runs = list(corpus.embedding_runs.all()[:5])
     alignment_runs = selectors.alignment_runs_recent(corpus)
+    sentence_count, embedding_counts = selectors.corpus_counts(corpus)
+    embedded = next((row["vectors"] for row in embedding_counts if row["encoder__name"] == settings.ENCODER_MODEL), 0)
     return {
         "runs": runs,
         "alignment_runs": alignment_runs,
         "jobs_active": any(run.is_active for run in [*runs, *alignment_runs]),
-        **dict(zip(("sentence_count", "embedding_counts"), selectors.corpus_counts(corpus))),
+        "sentence_count": sentence_count,
+        "embedding_counts": embedding_counts,
+        "missing_vectors": max(0, sentence_count - embedded),  # of the configured encoder: what *Embed missing* would embed
         "encoder_name": settings.ENCODER_MODEL,
         "may_control": selectors.user_may_run_jobs(request.user, corpus),
     }

@@ -8,6 +8,7 @@ a corpus's jobs is for its owner and staff; anyone else gets 403 and nothing cha
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 from rest_framework.test import APIClient
@@ -16,7 +17,7 @@ from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.mining.models import MiningJob
 from alignment.mining.service import mining_job_create
-from alignment.models import DocumentPair, EmbeddingRun
+from alignment.models import DocumentPair, EmbeddingRun, Encoder, Sentence, SentenceEmbedding
 from alignment.services import corpus_get_or_create
 from annotation import services
 from annotation.labelling import queue
@@ -184,3 +185,19 @@ def test_creating_a_project_with_a_private_project_name_does_not_confirm_it(clie
     message = " ".join(response.json()["name"])
     assert "not available" in message and "exists" not in message
     assert AnnotationProject.objects.count() == 1
+
+
+def test_the_embed_button_is_offered_to_who_may_press_it_and_only_while_sentences_lack_a_vector(client, shared, outsider, owner):
+    """A viewer of a shared corpus was shown *Embed missing sentences*, which then answered 403; and the button stayed
+    once every sentence had a vector, where a press queued a run with nothing to do."""
+    url, button = reverse("alignment:corpus_detail", args=[shared.pk]), reverse("alignment:corpus_embed", args=[shared.pk])
+    sentences = Sentence.objects.filter(document__corpus=shared).count()
+    assert sentences and button not in _as(client, outsider).get(url).content.decode()
+    page = _as(client, owner).get(url).content.decode()
+    assert button in page and f"Embed missing sentences ({sentences})" in page
+    encoder, _ = Encoder.objects.get_or_create(name=settings.ENCODER_MODEL, defaults={"dimensions": 3})
+    SentenceEmbedding.objects.bulk_create(
+        SentenceEmbedding(sentence=sentence, encoder=encoder, vector=[1.0, 0.0, 0.0])
+        for sentence in Sentence.objects.filter(document__corpus=shared)
+    )
+    assert button not in _as(client, owner).get(url).content.decode()
