@@ -110,7 +110,7 @@ def project_assign_stop(request: HttpRequest, project_id: int) -> HttpResponse:
     if given is not None:
         messages.info(
             request,
-            f"Stopped giving pairs out: {given:,} of {project.pairs.count():,} pairs have their annotators. "
+            f"Stopped giving pairs out: {given:,} of {project.pairs.count():,} pairs have an annotator so far. "
             "Assign pairs to annotators again to give out the rest.",
         )
     else:

@@ -124,7 +124,7 @@ def test_a_large_project_is_assigned_in_the_background_the_page_says_so_and_it_c
     assert not Assignment.objects.filter(project=project).exists()
     assert ProcrastinateJob.objects.filter(task_name=assigning.ASSIGN_TASK, status="todo").count() == 1
     page.get_by_role("button", name="Stop assigning").click()  # a manager changes their mind: nothing was given out
-    expect(page.locator(".messages")).to_contain_text("Stopped giving pairs out: 0 of 1 pairs have their annotators.")
+    expect(page.locator(".messages")).to_contain_text("Stopped giving pairs out: 0 of 1 pairs have an annotator so far.")
     expect(page.locator("#assigning-note")).to_have_count(0)
     assert ProcrastinateJob.objects.filter(task_name=assigning.ASSIGN_TASK, status="todo").count() == 0
     page.get_by_role("button", name="Assign pairs to annotators").click()  # and presses again

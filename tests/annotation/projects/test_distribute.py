@@ -161,7 +161,7 @@ def test_stop_assigning_cancels_a_waiting_job_for_its_manager_only_and_a_press_q
     (waiting,) = ProcrastinateJob.objects.filter(task_name=assigning.ASSIGN_TASK, status="todo")
 
     page = client.post(stop, follow=True).content.decode()
-    assert "Stopped giving pairs out: 0 of 6 pairs have their annotators." in page and 'id="assigning-note"' not in page
+    assert "Stopped giving pairs out: 0 of 6 pairs have an annotator so far." in page and 'id="assigning-note"' not in page
     assert ProcrastinateJob.objects.get(pk=waiting.pk).status == "cancelled" and not assigning.assigning_in_background(project)
     assert "Nothing to stop: no pairs were being given out." in client.post(stop, follow=True).content.decode()
     client.post(assign)  # the stopped job no longer holds the queueing lock
