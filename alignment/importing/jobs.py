@@ -137,8 +137,7 @@ def import_job_cancel(*, job: ImportJob) -> ImportJob:
     with transaction.atomic():
         locked = ImportJob.objects.select_for_update().get(pk=job.pk)
         if locked.status == ImportJob.Status.QUEUED and not locked.yielded and not locked.results:
-            locked.staged_files.all().delete()
-            locked.mark_cancelled()
+            locked.mark_cancelled(corpus_removed=_clean_up(locked))  # the staged files go, as when a job ends
         elif locked.is_active:
             ImportJob.objects.filter(pk=locked.pk).update(cancel_requested=True)
     locked.refresh_from_db()
