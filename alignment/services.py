@@ -191,14 +191,13 @@ def _index_build(encoder: Encoder, run: EmbeddingRun | None) -> None:
     # cannot run inside a transaction block (as in tests); then build it plainly.
     concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"
     needed_mb = index_build_memory_mb(SentenceEmbedding.objects.filter(encoder=encoder).count(), int(encoder.dimensions))
-    with connection.cursor() as cursor, build_memory(cursor, needed_mb):
+    with connection.cursor() as cursor, build_memory(cursor, needed_mb), _stopped_when_run_stops(run):
         if index_abandoned(encoder.index_name):  # a cancelled CONCURRENTLY build's invalid index: never used, never rebuilt
-            index_drop(encoder.index_name)
-        with _stopped_when_run_stops(run):
-            cursor.execute(
-                f"CREATE INDEX {concurrently} IF NOT EXISTS {encoder.index_name} ON {SentenceEmbedding._meta.db_table} "
-                f"USING hnsw ((vector::vector({int(encoder.dimensions)})) vector_cosine_ops) WHERE encoder_id = {int(encoder.pk)}"
-            )
+            index_drop(encoder.index_name)  # CONCURRENTLY waits for every reader of the table, as the build does: under the cancel
+        cursor.execute(
+            f"CREATE INDEX {concurrently} IF NOT EXISTS {encoder.index_name} ON {SentenceEmbedding._meta.db_table} "
+            f"USING hnsw ((vector::vector({int(encoder.dimensions)})) vector_cosine_ops) WHERE encoder_id = {int(encoder.pk)}"
+        )
 
 
 INDEX_LOCKS = 4201  # the first key of the session advisory locks that give an index build its turn (the second: its name's hash)

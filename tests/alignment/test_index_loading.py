@@ -103,25 +103,59 @@ def test_the_drop_waits_for_a_reader_but_stops_within_seconds_of_a_cancel_and_th
     encoder = Encoder.objects.get(name=settings.ENCODER_MODEL)
     run = services.embedding_run_create(corpus=big_corpus(30), encoder_name=settings.ENCODER_MODEL)
     assert run.mark_running()
-    reader = connections.create_connection("default")  # another session, in the middle of a transaction on the table
-    reader.set_autocommit(False)
-    with reader.cursor() as cursor:
-        cursor.execute("SET idle_in_transaction_session_timeout = '15s'")  # a drop that ignored the cancel fails, not hangs
-        cursor.execute("SELECT count(*) FROM alignment_sentenceembedding")
-    timer = threading.Timer(1.0, _cancel, args=(run,))
-    started = time.monotonic()
-    timer.start()
-    try:
+    with _reader_open(), _cancelled_after(1.0, run):
+        started = time.monotonic()
         with pytest.raises(services.RunStopped):
             services.encoder_index_make_room(encoder=encoder, adding=30, run=run)
         assert time.monotonic() - started < 5
-    finally:
-        timer.join()
-        with contextlib.suppress(DatabaseError):  # ended by its timeout when the drop waited it out
-            reader.rollback()
-        reader.close()
     assert indexed_rows(encoder.index_name) is None  # not usable
     assert services.encoder_index_ensure(encoder=encoder) is True and indexed_rows(encoder.index_name) == 40
+
+
+def test_the_build_drops_an_abandoned_index_under_the_run_cancel_too(big_corpus, run_worker, monkeypatch):
+    """The build's first step, dropping an invalid index a cancelled build or drop left, waits for every reader as the
+    build does: it too stops within seconds of the run's cancel (it waited for the reader's end, 15 s here)."""
+    _embed(big_corpus(40), run_worker, monkeypatch)
+    encoder = Encoder.objects.get(name=settings.ENCODER_MODEL)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {encoder.index_name}")
+        with pytest.raises(DatabaseError):  # a failed CONCURRENTLY build's invalid index, as a cancelled one leaves
+            cursor.execute(f"CREATE UNIQUE INDEX CONCURRENTLY {encoder.index_name} ON alignment_sentenceembedding (encoder_id)")
+    assert _index_oid(encoder.index_name) is not None and indexed_rows(encoder.index_name) is None
+    run = services.embedding_run_create(corpus=big_corpus(3), encoder_name=settings.ENCODER_MODEL)
+    assert run.mark_running()
+    with _reader_open(), _cancelled_after(1.0, run):
+        started = time.monotonic()
+        with pytest.raises(services.RunStopped):
+            services.encoder_index_ensure(encoder=encoder, run=run)
+        assert time.monotonic() - started < 5
+    assert services.encoder_index_ensure(encoder=encoder) is True and indexed_rows(encoder.index_name) == 40
+
+
+@contextlib.contextmanager
+def _reader_open():
+    """Another session in the middle of a transaction that read the vectors' table, until the block ends."""
+    reader = connections.create_connection("default")
+    reader.set_autocommit(False)
+    with reader.cursor() as cursor:
+        cursor.execute("SET idle_in_transaction_session_timeout = '15s'")  # a step that ignored the cancel fails, not hangs
+        cursor.execute("SELECT count(*) FROM alignment_sentenceembedding")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(DatabaseError):  # ended by its timeout when a step waited it out
+            reader.rollback()
+        reader.close()
+
+
+@contextlib.contextmanager
+def _cancelled_after(seconds: float, run):
+    timer = threading.Timer(seconds, _cancel, args=(run,))
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.join()
 
 
 def _cancel(run) -> None:
