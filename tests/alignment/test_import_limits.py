@@ -107,19 +107,25 @@ def test_the_names_of_one_upload_share_one_time_budget(monkeypatch):
 
 
 def _name_taking_about_50_ms(pattern: str) -> str:
-    """A name the exponential pattern fails on in 30 to 60 ms on this machine (time doubles with each letter)."""
+    """A name the exponential pattern fails on in 30 to 60 ms on this machine (time doubles with each letter), by the
+    faster of two tries: one try preempted on a loaded machine would stop at a name too short to reach the budget."""
     compiled = regex.compile(pattern)
     for length in range(8, 40):
-        started = time.perf_counter()
-        compiled.match("a" * length, timeout=1)
-        if time.perf_counter() - started > 0.03:
+        tries = []
+        for _ in range(2):
+            started = time.perf_counter()
+            compiled.match("a" * length, timeout=1)
+            tries.append(time.perf_counter() - started)
+        if min(tries) > 0.03:
             return "a" * length
     raise AssertionError("the pattern did not slow down")
 
 
-def test_the_import_page_spends_at_most_the_budget_on_a_pattern_slow_on_many_names(client, owner):
-    """100 names (the most one upload may have) at 30-60 ms each, under the 0.1 s per name: 3-6 s of matching before,
-    refused after the 1 s budget now."""
+def test_the_import_page_spends_at_most_the_budget_on_a_pattern_slow_on_many_names(client, owner, monkeypatch):
+    """100 names (the most one upload may have) at 30-60 ms each, under the bound per name: 3-6 s of matching before,
+    refused after the 1 s budget now. The bound per name is raised to 0.5 s here: under the full suite's load one
+    match of such a name took over 0.1 s, and the bound per name, not the budget, refused the upload."""
+    monkeypatch.setattr(patterns, "MATCH_TIMEOUT_SECONDS", 0.5)
     client.force_login(owner)
     name = _name_taking_about_50_ms(SLOW_PATTERN)
     files = [SimpleUploadedFile(f"{name}_{k}.txt", SAMPLE_ADV.encode()) for k in range(100)]  # slow: no b after the a's
