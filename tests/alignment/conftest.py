@@ -18,6 +18,36 @@ from alignment.services import corpus_get_or_create
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
+LEXICAL = ["tfidf_cosine", "char3_tfidf_cosine", "jaccard"]
+TFIDF_CONFIG = {"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "none"}
+
+STORIES = {
+    "Bees": (
+        "Honeybees visit thousands of flowers every day to collect nectar.\nThey turn the nectar into honey inside the hive.\n",
+        "Bees visit many flowers every day.\nThey collect nectar.\nThey turn the nectar into honey in the hive.\n",
+    ),
+    "Rain": (
+        "Heavy rain flooded the main road through the village on Monday.\nThe school stayed closed for two days.\n",
+        "Rain flooded the main road in the village.\nThe school was closed for two days.\n",
+    ),
+    "Moon": (
+        "The space agency will send a small robot to the moon next year.\nIt will search for frozen water near the south pole.\n",
+        "A small robot will go to the moon next year.\nIt will look for ice near the south pole.\n",
+    ),
+}
+
+
+@pytest.fixture
+def stories(owner):
+    """Three short two-level stories imported presplit into the corpus "Stories" (three pairs)."""
+    corpus, _ = corpus_get_or_create(name="Stories", language="en", owner=owner)
+    files = []
+    for name, (adv, ele) in STORIES.items():
+        files += [(f"{name}-adv.txt", adv.encode()), (f"{name}-ele.txt", ele.encode())]
+    report = corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit"))
+    assert not report.errors, report.errors
+    return corpus
+
 
 @pytest.fixture
 def run_worker(transactional_db):

@@ -21,8 +21,7 @@ from alignment.importing.service import corpus_import_files
 from alignment.jobs import helper_io
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, DocumentPair, ParagraphAlignment
 from alignment.services import corpus_get_or_create
-from tests.alignment.conftest import synthetic_sentences
-from tests.alignment.test_alignment_runs import LEXICAL, TFIDF_CONFIG
+from tests.alignment.conftest import LEXICAL, TFIDF_CONFIG, synthetic_sentences
 
 pytestmark = pytest.mark.django_db(transaction=True)  # a helper thread's connection sees only committed rows
 

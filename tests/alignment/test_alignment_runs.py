@@ -11,40 +11,10 @@ import torch
 from alignment.aligning import scoring
 from alignment.aligning import service as aligning_service
 from alignment.aligning.service import alignment_run_cancel, alignment_run_create, alignment_run_retry
-from alignment.importing.readers import ImportOptions
-from alignment.importing.service import corpus_import_files
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, DocumentPair, ParagraphAlignment
 from alignment.services import corpus_get_or_create
 from models_ml.similarity.measures import JaccardSimilarity
-
-LEXICAL = ["tfidf_cosine", "char3_tfidf_cosine", "jaccard"]
-TFIDF_CONFIG = {"measure": "tfidf_cosine", "null_score": 0.15, "paragraph_variant": "none"}
-
-STORIES = {
-    "Bees": (
-        "Honeybees visit thousands of flowers every day to collect nectar.\nThey turn the nectar into honey inside the hive.\n",
-        "Bees visit many flowers every day.\nThey collect nectar.\nThey turn the nectar into honey in the hive.\n",
-    ),
-    "Rain": (
-        "Heavy rain flooded the main road through the village on Monday.\nThe school stayed closed for two days.\n",
-        "Rain flooded the main road in the village.\nThe school was closed for two days.\n",
-    ),
-    "Moon": (
-        "The space agency will send a small robot to the moon next year.\nIt will search for frozen water near the south pole.\n",
-        "A small robot will go to the moon next year.\nIt will look for ice near the south pole.\n",
-    ),
-}
-
-
-@pytest.fixture
-def stories(owner):
-    corpus, _ = corpus_get_or_create(name="Stories", language="en", owner=owner)
-    files = []
-    for name, (adv, ele) in STORIES.items():
-        files += [(f"{name}-adv.txt", adv.encode()), (f"{name}-ele.txt", ele.encode())]
-    report = corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit"))
-    assert not report.errors, report.errors
-    return corpus
+from tests.alignment.conftest import LEXICAL, TFIDF_CONFIG
 
 
 def _texts(candidate: CandidateAlignment) -> tuple[str, str]:

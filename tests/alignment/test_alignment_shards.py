@@ -10,7 +10,7 @@ from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_cancel, alignment_run_create, alignment_run_execute, alignment_run_retry
 from alignment.models import AlignedPair, AlignmentRun, AlignmentShard, CandidateAlignment, ParagraphAlignment
 from alignment.signals import run_succeeded
-from tests.alignment.test_alignment_runs import LEXICAL, TFIDF_CONFIG, stories  # noqa: F401 (the fixture)
+from tests.alignment.conftest import LEXICAL, TFIDF_CONFIG
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from alignment.aligning.reading import pair_read
 from alignment.aligning.service import alignment_run_create, run_scorer
 from alignment.aligning.storing import AlignedOutcome, store_outcomes
 from alignment.models import AlignedPair, AlignmentRun, CandidateAlignment, DocumentPair, ParagraphAlignment
-from tests.alignment.test_alignment_runs import LEXICAL, TFIDF_CONFIG, stories  # noqa: F401 (a fixture)
+from tests.alignment.conftest import LEXICAL, TFIDF_CONFIG
 
 
 def _as_the_orm_writes(value: object) -> str:

@@ -20,7 +20,7 @@ from alignment.aligning.service import alignment_run_create, run_scorer
 from alignment.aligning.storing import AlignedOutcome, store_outcomes
 from alignment.copying import table_name
 from alignment.models import CandidateAlignment, Document, Sentence
-from tests.alignment.test_alignment_runs import LEXICAL, TFIDF_CONFIG, stories  # noqa: F401 (a fixture)
+from tests.alignment.conftest import LEXICAL, TFIDF_CONFIG
 
 
 def _aligned(run, pair) -> AlignedOutcome:

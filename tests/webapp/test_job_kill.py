@@ -37,8 +37,7 @@ from annotation.models import AnnotationProject
 from annotation.training import adaptation
 from annotation.training import service as training
 from annotation.training.models import AdaptationJob, ModelActivation, ModelVersion, TrainingJob
-from tests.alignment.conftest import big_corpus, python_executable, run_worker, worker_subprocess_env  # noqa: F401 - pytest fixtures used as arguments
-from tests.alignment.test_alignment_runs import LEXICAL, STORIES, TFIDF_CONFIG
+from tests.alignment.conftest import LEXICAL, STORIES, TFIDF_CONFIG, big_corpus, python_executable, run_worker, worker_subprocess_env  # noqa: F401 - pytest fixtures used as arguments
 from tests.alignment.test_mining import PARAPHRASES
 from tests.annotation.gold_set import build_gold_project
 from webapp.webhooks import services as webhooks
