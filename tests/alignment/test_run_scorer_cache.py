@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from alignment.aligning import service
 from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_create, run_scorer
-from tests.alignment.test_alignment_runs import LEXICAL, TFIDF_CONFIG, stories  # noqa: F401 (the fixture)
+from tests.alignment.conftest import LEXICAL, TFIDF_CONFIG
 
 
 def test_the_shards_of_a_run_share_its_scorer_until_what_it_is_built_from_changes(stories, tmp_path, settings, monkeypatch):

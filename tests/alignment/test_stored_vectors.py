@@ -6,7 +6,6 @@ import numpy as np
 
 from alignment.aligning.reading import pair_read, pairs_read, stored_vectors
 from alignment.models import Encoder, Sentence, SentenceEmbedding
-from tests.alignment.test_alignment_runs import stories  # noqa: F401 (a fixture)
 
 
 def test_stored_vectors_come_back_in_the_order_asked_and_none_when_one_is_missing(tram_corpus) -> None:
