@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from models_ml.aligning.crf_config import CRFConfig
-from models_ml.aligning.crf_transitions import NULL_CODES
+from models_ml.aligning.crf_transitions import NULL_CODES, TransitionTables
 
 Group = tuple[list[int], list[int]]  # (complex sentence indices, simple sentence indices)
 
@@ -160,6 +160,7 @@ class NeuralCRF(nn.Module):
         span_weights[:, 0] = 1.0
         self.span_weights = nn.Parameter(span_weights)
         self.span_bias = nn.Parameter(torch.zeros(self.config.max_span))  # (max_span,)
+        self._transition_tables = TransitionTables()  # see transitions()
 
     # ----- model definition -------------------------------------------------------------
 
@@ -184,7 +185,18 @@ class NeuralCRF(nn.Module):
         The FFNN scores each distinct feature vector once (at most n + 3 of them, :mod:`models_ml.aligning.crf_transitions`) and the
         table is filled by lookup: scoring every pair cost (K+1)^2 x hidden multiply-adds, two thirds of a
         2,000-sentence pair's decoding, for the same values.
+
+        Without gradients (decoding) the table depends only on n and the transition FFNN's weights, so the last
+        small tables are kept while the weights stay the same (:class:`~models_ml.aligning.crf_transitions.TransitionTables`):
+        an aligner decodes each paragraph as its own block, and building the table was a quarter of decoding such
+        blocks. Callers must not change the returned table in place.
         """
+        if torch.is_grad_enabled():
+            return self._transition_table(n)
+        weights = (self.transition_hidden.weight, self.transition_hidden.bias, self.transition_out.weight, self.transition_out.bias)
+        return self._transition_tables.table(n, weights, self._transition_table)
+
+    def _transition_table(self, n: int) -> torch.Tensor:
         # transition_codes' gaps, for the spans only: the null row and column are known, and int32 halves the traffic
         first, last = (positions[1:].to(torch.int32) for positions in self.state_positions(n))  # (K,) each: spans only
         gaps = torch.maximum(first[None, :] - last[:, None], first[:, None] - last[None, :]).clamp_(min=0)  # (K, K)

@@ -8,7 +8,14 @@ say which of the two is null. So the features take at most n + 3 distinct values
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import suppress
+
 import torch
+
+TRANSITION_TABLES_KEPT = 64  # transition tables a CRF keeps for decoding, the most recently used ...
+TRANSITION_TABLE_MAX_CELLS = 65_536  # ... of at most this many cells each: at most 16 MiB of float32 in all
 
 
 def transition_features(starts: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
@@ -47,3 +54,38 @@ def transition_codes(
     codes = gap.masked_fill(~prev_null & cur_null, NULL_CODES[False, True])
     codes = codes.masked_fill(prev_null & ~cur_null, NULL_CODES[True, False])
     return codes.masked_fill(prev_null & cur_null, NULL_CODES[True, True])
+
+
+class TransitionTables:
+    """A CRF's transition tables by n, kept while its transition weights are the same tensors at the same version.
+
+    An optimiser step, ``load_state_dict`` and ``to()`` change a weight's version or its storage, and the tables are
+    dropped. The weights' storages are held with the tables, so no other tensor can take their addresses meanwhile.
+    """
+
+    def __init__(self) -> None:
+        self._tables: OrderedDict[int, torch.Tensor] = OrderedDict()  # n -> (K+1, K+1), least recently used first
+        self._version: tuple[tuple[int, int], ...] = ()  # (address, version) of each weight the tables were built from
+        self._storages: list[torch.UntypedStorage] = []
+
+    def table(self, n: int, weights: tuple[torch.Tensor, ...], build: Callable[[int], torch.Tensor]) -> torch.Tensor:
+        """The kept table of n complex sentences, or ``build(n)``, kept when it has at most TRANSITION_TABLE_MAX_CELLS."""
+        version = tuple((weight.data_ptr(), weight._version) for weight in weights)
+        if version != self._version:
+            self._tables.clear()
+            self._version, self._storages = version, [weight.untyped_storage() for weight in weights]
+        table = self._tables.get(n)
+        with suppress(KeyError):  # another thread decoding with the same CRF may have just dropped that table
+            if table is not None:
+                self._tables.move_to_end(n)
+                return table
+            table = build(n)
+            if table.numel() <= TRANSITION_TABLE_MAX_CELLS:
+                self._tables[n] = table
+                if len(self._tables) > TRANSITION_TABLES_KEPT:
+                    self._tables.popitem(last=False)
+        return table
+
+    def kept(self) -> list[int]:
+        """The n of each kept table, least recently used first."""
+        return list(self._tables)

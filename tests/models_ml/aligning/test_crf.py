@@ -16,7 +16,7 @@ from models_ml.aligning.crf import (
     states_to_groups,
     train_crf,
 )
-from models_ml.aligning.crf_transitions import transition_features
+from models_ml.aligning.crf_transitions import TRANSITION_TABLE_MAX_CELLS, TRANSITION_TABLES_KEPT, transition_features
 
 
 def perturbed_crf(max_span: int, seed: int) -> NeuralCRF:
@@ -310,3 +310,43 @@ def test_looked_up_transitions_and_joint_decoding_match_the_plain_computation() 
         states, marginals = crf.decode_with_marginals(sim)
         assert states == crf.decode(sim)
         assert torch.allclose(marginals, crf.marginals(sim), atol=1e-5)
+
+
+def test_decoding_reuses_a_transition_table_only_while_the_weights_are_unchanged() -> None:
+    """Without gradients a table of n complex sentences is built once and kept; an optimiser step, loading other
+    weights and a change of dtype each give a table of the new weights, and with gradients the table is built anew
+    with its graph."""
+    crf = NeuralCRF(CRFConfig(max_span=2, hidden_size=4), seed=5)
+    with torch.no_grad():
+        first = crf.transitions(6)
+        assert crf.transitions(6) is first  # kept
+        assert crf.transitions(7) is not first and crf.transitions(7).shape == (14, 14)  # 13 spans and null
+    with_graph = crf.transitions(6)
+    assert with_graph.requires_grad and with_graph is not first
+    assert torch.equal(with_graph.detach(), first)
+
+    optimizer = torch.optim.SGD(crf.parameters(), lr=0.5)
+    (-with_graph.sum()).backward()
+    optimizer.step()  # changes the transition weights in place
+    with torch.no_grad():
+        stepped = crf.transitions(6)
+        assert not torch.equal(stepped, first)
+        assert torch.equal(stepped, crf._transition_table(6))
+
+    other = NeuralCRF(CRFConfig(max_span=2, hidden_size=4), seed=6)
+    crf.load_state_dict(other.state_dict())
+    with torch.no_grad():
+        assert torch.equal(crf.transitions(6), other.transitions(6))
+        assert crf.double().transitions(6).dtype == torch.float64
+
+
+def test_decoding_keeps_a_bounded_number_of_small_transition_tables() -> None:
+    """The most recently used TRANSITION_TABLES_KEPT tables are kept, none larger than TRANSITION_TABLE_MAX_CELLS."""
+    crf = NeuralCRF(CRFConfig(max_span=3, hidden_size=4), seed=1)
+    with torch.no_grad():
+        for n in range(1, TRANSITION_TABLES_KEPT + 11):
+            crf.transitions(n)
+        crf.transitions(11)  # used again: now the most recent
+        assert crf._transition_tables.kept() == [*range(12, TRANSITION_TABLES_KEPT + 11), 11]  # the oldest ten went
+        big = crf.transitions(100)  # 298 states: 88,804 cells
+        assert big.numel() > TRANSITION_TABLE_MAX_CELLS and 100 not in crf._transition_tables.kept()
