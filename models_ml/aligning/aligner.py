@@ -400,8 +400,8 @@ def _blocks(
     blocks = []
     seen_rows: set[int] = set()
     for group in paragraph_groups:
-        rows = np.flatnonzero(np.isin(simple_par, list(group.simple)))  # (r,)
-        cols = np.flatnonzero(np.isin(complex_par, list(group.complex)))  # (c,)
+        rows = _sentences_of(simple_par, group.simple)  # (r,)
+        cols = _sentences_of(complex_par, group.complex)  # (c,)
         if rows.size == 0 or cols.size == 0:
             continue
         if seen_rows & set(rows.tolist()):
@@ -409,3 +409,11 @@ def _blocks(
         seen_rows.update(rows.tolist())
         blocks.append((rows, cols))
     return blocks
+
+
+def _sentences_of(paragraph_of: np.ndarray, paragraphs: Sequence[int]) -> np.ndarray:
+    """The indices of the sentences in one of ``paragraphs``, ``paragraph_of`` (count,) non-negative: np.isin's
+    answer by a lookup table, about a quarter of its cost on a paragraph group's few entries."""
+    wanted = np.zeros(int(paragraph_of.max(initial=-1)) + 1, dtype=bool)  # (paragraphs,)
+    wanted[[p for p in paragraphs if 0 <= p < wanted.size]] = True
+    return np.flatnonzero(wanted[paragraph_of])

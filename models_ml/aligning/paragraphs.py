@@ -151,12 +151,14 @@ def paragraph_similarities(
     matrix, simple_idx, complex_idx, k, l = _validated_inputs(sim, simple_par, complex_par)
     avg_max = np.zeros((k, l))  # (k, l)
     max_max = np.zeros((k, l))  # (k, l)
+    best = np.empty((matrix.shape[0], l))  # (m, l): each simple sentence's best complex sentence of each paragraph
     for j in range(l):
-        best_in_j = matrix[:, complex_idx == j].max(axis=1)  # (m,) best complex sentence of paragraph j
-        for i in range(k):
-            rows = best_in_j[simple_idx == i]  # (|S_i|,)
-            avg_max[i, j] = rows.mean()
-            max_max[i, j] = rows.max()
+        best[:, j] = matrix[:, complex_idx == j].max(axis=1)
+    for i in range(k):
+        # (l, |S_i|) contiguous: each row is summed as a 1-D mean sums it, so every figure equals one paragraph at a time
+        rows = best[simple_idx == i].T.copy()
+        avg_max[i] = rows.mean(axis=1)
+        max_max[i] = rows.max(axis=1)
     return avg_max, max_max
 
 

@@ -43,6 +43,22 @@ def test_paragraph_similarities_average_of_row_maxima_and_overall_maximum() -> N
     np.testing.assert_allclose(max_max, [[0.4, 0.9], [0.7, 0.6]])
 
 
+
+@pytest.mark.parametrize("seed", range(6))
+def test_paragraph_similarities_equal_one_paragraph_pair_at_a_time_to_the_last_bit(seed: int) -> None:
+    """Paragraphs of up to 300 sentences, in any order (means of 8 or more values are summed pairwise by numpy): the
+    figures equal the mean and max of each paragraph pair's row maxima taken one pair at a time, exactly."""
+    rng = np.random.default_rng(seed)
+    k, l = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+    simple_par = rng.permutation(np.concatenate([np.arange(k), rng.integers(0, k, size=int(rng.integers(0, 300)))]))
+    complex_par = rng.permutation(np.concatenate([np.arange(l), rng.integers(0, l, size=int(rng.integers(0, 40)))]))
+    sim = rng.random((simple_par.size, complex_par.size)) * 10.0 ** rng.integers(-3, 4)
+    avg_max, max_max = paragraph_similarities(sim, simple_par, complex_par)
+    for i in range(k):
+        for j in range(l):
+            best = sim[np.ix_(simple_par == i, complex_par == j)].max(axis=1)  # (|S_i|,)
+            assert avg_max[i, j] == best.mean() and max_max[i, j] == best.max()
+
 def test_relative_position_puts_first_paragraphs_at_distance_zero() -> None:
     distance = relative_position_distance(2, 4)
     assert distance.shape == (2, 4)
