@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +22,8 @@ def setup_django(*, keep: str = "") -> None:
     if not os.environ.get("DATABASE_URL"):
         os.environ["STATE_DIR"] = str(Path(keep).resolve()) if keep else tempfile.mkdtemp(prefix="aligner-bench-")
         os.environ["EMBEDDED_DB_DELETE_ON_EXIT"] = "0" if keep else "1"
+        if not keep:  # registered before the database starts, so it runs after the database's own clean-up at exit
+            atexit.register(shutil.rmtree, os.environ["STATE_DIR"], ignore_errors=True)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
     import django
     from django.core.management import call_command
