@@ -43,7 +43,6 @@ def test_paragraph_similarities_average_of_row_maxima_and_overall_maximum() -> N
     np.testing.assert_allclose(max_max, [[0.4, 0.9], [0.7, 0.6]])
 
 
-
 @pytest.mark.parametrize("seed", range(6))
 def test_paragraph_similarities_equal_one_paragraph_pair_at_a_time_to_the_last_bit(seed: int) -> None:
     """Paragraphs of up to 300 sentences, in any order (means of 8 or more values are summed pairwise by numpy): the
@@ -58,6 +57,7 @@ def test_paragraph_similarities_equal_one_paragraph_pair_at_a_time_to_the_last_b
         for j in range(l):
             best = sim[np.ix_(simple_par == i, complex_par == j)].max(axis=1)  # (|S_i|,)
             assert avg_max[i, j] == best.mean() and max_max[i, j] == best.max()
+
 
 def test_relative_position_puts_first_paragraphs_at_distance_zero() -> None:
     distance = relative_position_distance(2, 4)
