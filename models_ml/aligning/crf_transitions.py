@@ -89,3 +89,7 @@ class TransitionTables:
     def kept(self) -> list[int]:
         """The n of each kept table, least recently used first."""
         return list(self._tables)
+
+    def __reduce__(self) -> tuple[type, tuple]:
+        """A copy or a pickle of the CRF starts with no tables: the storages held would be saved beside the weights."""
+        return TransitionTables, ()

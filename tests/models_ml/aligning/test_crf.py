@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import io
 import itertools
 
 import numpy as np
@@ -350,3 +352,20 @@ def test_decoding_keeps_a_bounded_number_of_small_transition_tables() -> None:
         assert crf._transition_tables.kept() == [*range(12, TRANSITION_TABLES_KEPT + 11), 11]  # the oldest ten went
         big = crf.transitions(100)  # 298 states: 88,804 cells
         assert big.numel() > TRANSITION_TABLE_MAX_CELLS and 100 not in crf._transition_tables.kept()
+
+
+def test_a_crf_with_kept_transition_tables_copies_and_saves_whole_and_the_copy_keeps_none() -> None:
+    """The tables hold their weights' storages; a deep copy (an aligner's twin) and ``torch.save`` of the whole module
+    leave them out, and the copy builds its own."""
+    crf = NeuralCRF(CRFConfig(max_span=2, hidden_size=4), seed=2)
+    with torch.no_grad():
+        table = crf.transitions(5)
+    twin = copy.deepcopy(crf)
+    buffer = io.BytesIO()
+    torch.save(crf, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer, weights_only=False)
+    for copied in (twin, loaded):
+        assert copied._transition_tables.kept() == []
+        with torch.no_grad():
+            assert torch.equal(copied.transitions(5), table)
