@@ -75,15 +75,14 @@ class TransitionTables:
             self._tables.clear()
             self._version, self._storages = version, [weight.untyped_storage() for weight in weights]
         table = self._tables.get(n)
-        with suppress(KeyError):  # another thread decoding with the same CRF may have just dropped that table
-            if table is not None:
-                self._tables.move_to_end(n)
-                return table
+        if table is None:
             table = build(n)
             if table.numel() <= TRANSITION_TABLE_MAX_CELLS:
                 self._tables[n] = table
-                if len(self._tables) > TRANSITION_TABLES_KEPT:
-                    self._tables.popitem(last=False)
+        with suppress(KeyError):  # another thread decoding with the same CRF may have dropped a table meanwhile
+            self._tables.move_to_end(n)
+            if len(self._tables) > TRANSITION_TABLES_KEPT:
+                self._tables.popitem(last=False)
         return table
 
     def kept(self) -> list[int]:
