@@ -359,35 +359,6 @@ class AlignedPair(models.Model):
         return f"{self.pair} in run {self.run_id}"
 
 
-class AlignmentShard(Job):
-    """A share of a large run's pairs, aligned by its own task, so that several workers work on one run.
-
-    A run of more than ``ALIGN_SHARD_PAIRS`` pairs splits its pending pairs into shards of that many
-    (alignment/aligning/shards.py); each shard is a job of the queue "alignment" with its own attempts,
-    heartbeat and time slices, and the run succeeds when its last shard does. A shard stores each pair
-    as an unsharded run does, under the run's row lock, so the run's counters add up across shards.
-    """
-
-    kind = "alignment shard"
-    resumable = True  # a requeued shard skips the pairs the run already stored
-
-    run = models.ForeignKey(AlignmentRun, on_delete=models.CASCADE, related_name="shards")
-    index = models.PositiveIntegerField()
-    pair_ids = models.JSONField(default=list, help_text="The document pairs of this shard (ids), fixed when the run split.")
-
-    class Meta:
-        ordering = ["run", "index"]
-        constraints = [models.UniqueConstraint(fields=["run", "index"], name="alignment_shard_unique")]
-
-    def __str__(self) -> str:
-        return f"shard {self.index} of alignment run {self.run_id}: {self.status}"
-
-    @property
-    def lane_user_id(self) -> int | None:
-        """The run's owner: a run's shards share their owner's lanes, so one big run cannot take every worker."""
-        return AlignmentRun.objects.filter(pk=self.run_id).values_list("created_by_id", flat=True).first()
-
-
 class ParagraphAlignment(models.Model):
     """A group of simple paragraphs aligned to a group of complex paragraphs (indices in each document)."""
 
@@ -442,7 +413,7 @@ class CandidateAlignment(models.Model):
 
 
 # Mining and import jobs live in their own modules; importing them here registers their models with this app.
-from alignment.aligning.models import PairBlock  # noqa: E402, F401 - registers this model with this app
+from alignment.aligning.models import AlignmentShard, PairBlock  # noqa: E402, F401 - registers these models with this app
 from alignment.importing.models import ImportJob, ImportJobFile  # noqa: E402, F401 - registers these models with this app
 from alignment.mining.models import DocumentEmbedding, MinedPair, MiningDocumentVector, MiningJob, MiningSequence, MiningShard  # noqa: E402, F401 - as above
 from alignment.segmenting.models import SegmentEdit  # noqa: E402, F401 - as above
