@@ -279,6 +279,10 @@ class AlignmentRun(Job):
     measure_seconds = models.FloatField(default=0.0, help_text="Time spent computing similarity matrices (encoder included).")
     aligner_seconds = models.FloatField(default=0.0, help_text="Time spent in paragraph alignment and the CRF.")
     busy_seconds = models.FloatField(default=0.0, help_text="Wall time of the pairs done, writes included.")
+    waiting_for = models.ForeignKey(
+        EmbeddingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The corpus's embedding run this run (or a shard of it) last waited for, instead of encoding the same sentences itself.",
+    )  # fmt: skip
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
 
     class Meta:
@@ -291,6 +295,14 @@ class AlignmentRun(Job):
     def queue_priority(self) -> int:
         """A run of a few pairs (a pair page's "Align this pair again") goes before bulk work: someone is waiting for it."""
         return INTERACTIVE_PRIORITY if self.pairs_total <= INTERACTIVE_PAIRS else 0
+
+    def waiting_note(self) -> str:
+        """The corpus's embedding run this run waits for (alignment/aligning/embedding_wait.py), while it does."""
+        waiting = self.waiting_for if self.waiting_for_id and self.is_active else None
+        if waiting is None or not waiting.is_active:
+            return ""
+        done = f" ({waiting.embedded_sentences:,} of {waiting.total_sentences:,} sentences so far)" if waiting.total_sentences else ""
+        return f"waiting for the corpus's embedding{done}, so that no sentence is encoded twice"
 
     @property
     def percent(self) -> int:

@@ -127,7 +127,8 @@ def demo_corpus_import(*, owner) -> tuple[Corpus, ImportReport]:
     if selectors.corpus_needs_embedding(corpus, settings.ENCODER_MODEL):
         services.embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)
     if not corpus.alignment_runs.exists():
-        # Queued after the embedding job, so the worker aligns with the stored vectors.
+        # Queued after the embedding job; a second worker waits for it (alignment/aligning/embedding_wait.py), so the
+        # demo aligns with the stored vectors.
         alignment_run_create(corpus=corpus, aligner_config={"encoder": settings.ENCODER_MODEL}, model_dir=settings.ALIGNER_MODEL_DIR)
     return corpus, report
 

@@ -15,6 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import QuerySet
 
+from alignment.aligning.embedding_wait import wait_for_embedding
 from alignment.aligning.pipeline import read_ahead
 from alignment.aligning.reading import PairRead, pair_sides, stored_vectors
 from alignment.aligning.scoring import NonFiniteScores, PairOutcome, PairScorer, SideSentences
@@ -200,7 +201,8 @@ def alignment_run_execute(
     More than ALIGN_SHARD_PAIRS pending pairs are split into shards, each its own task (shards.py).
     Found "running" (its worker died) it resumes, or fails after JOB_MAX_ATTEMPTS (Job.pickup).
     ``time_slice`` (in a worker): between pairs, once it has run out, the run gives its worker
-    to other jobs and continues later (alignment/jobs/slices.py).
+    to other jobs and continues later (alignment/jobs/slices.py). While the corpus's embedding run is still to store
+    its pairs' vectors, it waits for that run instead of encoding them itself (embedding_wait.py).
     """
     run = AlignmentRun.objects.get(pk=run_id)
     pickup = run.pickup()
@@ -215,7 +217,9 @@ def alignment_run_execute(
             from alignment.aligning.shards import shards_start
 
             return shards_start(run, list(pending.values_list("pk", flat=True)))
-        if not align_pending(run, run, pending, run_scorer(run, build_measure, device), time_slice):
+        scorer = run_scorer(run, build_measure, device)
+        wait_for_embedding(run, scorer, list(pending.values_list("pk", flat=True)), time_slice)
+        if not align_pending(run, run, pending, scorer, time_slice):
             run.mark_cancelled()
             run_finished.send(sender=AlignmentRun, run=run)
             return run

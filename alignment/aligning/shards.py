@@ -24,6 +24,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import transaction
 
+from alignment.aligning.embedding_wait import wait_for_embedding
 from alignment.aligning.service import align_pending, run_finish, run_scorer
 from alignment.jobs.database import database_lost
 from alignment.jobs.enqueue import enqueue_once_on_commit
@@ -73,7 +74,9 @@ def alignment_shard_execute(
         return shard
     try:
         pending = run.pairs.filter(pk__in=shard.pair_ids).exclude(aligned_pairs__run_id=run.pk).order_by("pk")
-        if not align_pending(run, shard, pending, run_scorer(run, build_measure, device), time_slice):
+        scorer = run_scorer(run, build_measure, device)
+        wait_for_embedding(run, scorer, shard.pair_ids, time_slice)
+        if not align_pending(run, shard, pending, scorer, time_slice):
             return _stop(run, shard)
     except Exception as exc:
         if not database_lost(exc):  # a lost database leaves the shard running: the task's retry resumes it

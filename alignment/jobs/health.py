@@ -83,8 +83,9 @@ def job_wait(job: Job) -> JobWait | None:
     """Why a queued job has not started: plain words at first, the reason once it waited JOB_WAIT_NOTE_SECONDS; None unless queued."""
     if job.status != JobStatus.QUEUED:
         return None
+    note = job.waiting_note() if job.yielded else ""  # it gave its worker back to wait for another job
     if job.yielded:
-        default = JobWait("waiting for its turn: it gave its worker to other jobs and continues where it stopped")
+        default = JobWait(note or "waiting for its turn: it gave its worker to other jobs and continues where it stopped")
     else:
         default = JobWait("waiting for a worker")
     task = _queued_task(job.procrastinate_job_id) if job.procrastinate_job_id else None
@@ -96,6 +97,8 @@ def job_wait(job: Job) -> JobWait | None:
             f" (the last one was seen {timezone.localtime(presence.newest_heartbeat):%Y-%m-%d %H:%M})" if presence.newest_heartbeat else ""
         )
         return JobWait(f"No worker is running{seen}, so this job cannot start. Start one with", START_COMMAND, urgent=True)
+    if note:
+        return default
     waited = f"Queued {_seconds(task.waited_seconds)} ago"
     workers = f"{presence.alive} worker{'s' if presence.alive != 1 else ''} running"
     if task.lane_busy:

@@ -95,6 +95,10 @@ class Job(models.Model):
         """Procrastinate priority (higher runs first): small interactive jobs go before bulk work."""
         return 0
 
+    def waiting_note(self) -> str:
+        """What this job waits for before it can go on, in words (its card says it); "" when nothing but a worker."""
+        return ""
+
     def _transition(self, from_statuses: tuple[str, ...], **values: Any) -> bool:
         """One conditional UPDATE; on success the changed fields are re-read into ``self``."""
         won = type(self)._base_manager.filter(pk=self.pk, status__in=from_statuses).update(**values) > 0

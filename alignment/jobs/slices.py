@@ -27,6 +27,20 @@ class SliceOver(BaseException):
     """
 
 
+class WaitFor(SliceOver):
+    """The job should not run yet (an alignment run waits for its corpus's embedding run,
+    :mod:`alignment.aligning.embedding_wait`): it gives its worker back like a slice that ran out, and its continuation
+    is queued ``seconds`` later at :data:`WAITING_PRIORITY`, below every job's own priority, so that in its owner's
+    lane (a Procrastinate lock, which runs a higher priority first) it holds back none of the jobs it waits for."""
+
+    def __init__(self, seconds: float, reason: str) -> None:
+        super().__init__(reason)
+        self.seconds = seconds
+
+
+WAITING_PRIORITY = -1  # below every kind's queue_priority (0 for bulk work, more for a page someone waits at)
+
+
 class TimeSlice:
     """How long a task may keep its worker: :meth:`over` once ``seconds`` have passed (never when 0)."""
 

@@ -5,7 +5,8 @@ Sync tasks run on worker threads: each is treated like a request, so Django clos
 what happens to the job:
 
 * :class:`~alignment.jobs.slices.SliceOver` (its time slice ran out between committed steps): the
-  row goes back to ``queued`` and its continuation is deferred in the same transaction;
+  row goes back to ``queued`` and its continuation is deferred in the same transaction; one that waits for another
+  job (:class:`~alignment.jobs.slices.WaitFor`) is deferred a few seconds later, at the lowest priority;
 * a lost database (a restart, a dropped connection): nothing is marked, since nothing can be
   written and the job did nothing wrong; :class:`~alignment.jobs.database.DatabaseLost` makes
   Procrastinate retry the task JOB_DATABASE_RETRY_SECONDS later, and the retry finds the row
@@ -32,7 +33,7 @@ from procrastinate.contrib.django import app
 from alignment.jobs.database import DatabaseLost, database_lost
 from alignment.jobs.enqueue import defer_in_transaction
 from alignment.jobs.models import Job
-from alignment.jobs.slices import SliceOver
+from alignment.jobs.slices import WAITING_PRIORITY, SliceOver, WaitFor
 
 logger = logging.getLogger(__name__)
 
@@ -48,9 +49,9 @@ def job_task(
             close_old_connections()
             try:
                 return func(**kwargs)
-            except SliceOver:
+            except SliceOver as over:
                 if model is not None and id_arg in kwargs:
-                    _continue_later(model, kwargs[id_arg], name, kwargs)
+                    _continue_later(model, kwargs[id_arg], name, kwargs, _waiting_options(over))
                 return None
             except Exception as exc:
                 if database_lost(exc):
@@ -77,9 +78,16 @@ def job_task(
     return decorate
 
 
-def _continue_later(model: type[Job], job_id: int, task_name: str, task_kwargs: dict[str, Any]) -> None:
+def _continue_later(model: type[Job], job_id: int, task_name: str, task_kwargs: dict[str, Any], options: dict[str, Any]) -> None:
     """Queue the job again behind what was queued meanwhile; a job cancelled in the meantime stays cancelled."""
     with transaction.atomic():
         job = model._base_manager.select_for_update().get(pk=job_id)
         if job.mark_yielded():
-            defer_in_transaction(task_name, job, **task_kwargs)
+            defer_in_transaction(task_name, job, options=options, **task_kwargs)
+
+
+def _waiting_options(over: SliceOver) -> dict[str, Any]:
+    """Procrastinate options of a continuation: a job that waits (:class:`WaitFor`) comes back later, at the lowest priority."""
+    if not isinstance(over, WaitFor):
+        return {}
+    return {"schedule_in": {"seconds": over.seconds}, "priority": WAITING_PRIORITY}

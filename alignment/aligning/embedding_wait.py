@@ -1,0 +1,63 @@
+"""An alignment run waits for its corpus's embedding run instead of encoding the same sentences itself.
+
+An import queues an embedding run and an alignment run over the new pairs together. With the two workers the app
+runs by default, the alignment started beside the embedding, found its pairs' vectors missing and encoded them
+itself: every sentence was encoded twice, once by each run, and each run had one core instead of two
+(docs/benchmarks.md, "An import's embedding and alignment"). Now a run, or a shard of one, whose measures read stored
+vectors, and whose pairs still have a sentence without a vector of its encoder while an embedding run of that
+encoder is queued or running on its corpus, gives its worker back (:class:`~alignment.jobs.slices.WaitFor`) and
+looks again ``ALIGN_EMBEDDING_WAIT_SECONDS`` later, below every other job's priority, so that the embedding's own
+tasks go first, in its owner's lane too. It records the run it waits for (``AlignmentRun.waiting_for``), which the
+run's card shows.
+
+Never waited for: the embedding outside a worker (a command's ``--now`` or a test runs the run to its end), by a run
+of a few pairs (``INTERACTIVE_PAIRS``: someone waits at a page for it) or one whose measures read no stored vector
+(lexical ones), and an embedding run that failed or was cancelled. These encode what is missing themselves, as
+before. The check is three queries over the task's pairs, at most ``ALIGN_SHARD_PAIRS`` of them.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db.models import Exists, OuterRef
+
+from alignment.aligning.scoring import PairScorer
+from alignment.jobs.models import ACTIVE_STATUSES
+from alignment.jobs.slices import TimeSlice, WaitFor
+from alignment.models import INTERACTIVE_PAIRS, AlignmentRun, DocumentPair, EmbeddingRun, Sentence, SentenceEmbedding
+from models_ml.aligning.aligner_config import LEARNED
+
+
+def embedding_to_wait_for(run: AlignmentRun, scorer: PairScorer, pair_ids: list[int]) -> EmbeddingRun | None:
+    """The embedding run that will store vectors ``pair_ids``' sentences lack and the run would encode itself; None
+    when there is none or the run does not wait (see the module docstring)."""
+    if run.pairs_total <= INTERACTIVE_PAIRS or not pair_ids or not reads_stored_vectors(scorer):
+        return None
+    encoder = scorer.aligner.config.encoder
+    embedding = EmbeddingRun.objects.filter(corpus_id=run.corpus_id, encoder_name=encoder, status__in=ACTIVE_STATUSES).first()
+    if embedding is None:
+        return None
+    documents = DocumentPair.objects.filter(pk__in=pair_ids).values_list("simple_document_id", "complex_document_id")
+    has_vector = SentenceEmbedding.objects.filter(sentence=OuterRef("pk"), encoder__name=encoder)
+    missing = Sentence.objects.filter(document_id__in=[document for pair in documents for document in pair]).filter(~Exists(has_vector))
+    return embedding if missing.exists() else None
+
+
+def reads_stored_vectors(scorer: PairScorer) -> bool:
+    """Whether the scorer reads the stored sentence vectors (cosine, or a learned scorer with the encoder's feature)."""
+    return "embedding_cosine" in scorer.measures or (LEARNED in scorer.measures and scorer.aligner.uses_encoder)
+
+
+def wait_for_embedding(run: AlignmentRun, scorer: PairScorer, pair_ids: list[int], time_slice: TimeSlice | None) -> None:
+    """Raise :class:`~alignment.jobs.slices.WaitFor` when the run should wait (:func:`embedding_to_wait_for`), after
+    recording what for; otherwise forget an earlier wait, so that the run's card no longer shows it. Only in a worker
+    (``time_slice`` given): a run started outside one (``manage.py align --now``, a test) runs to its end, and nothing
+    would pick it up again."""
+    embedding = embedding_to_wait_for(run, scorer, pair_ids) if time_slice is not None else None
+    if embedding is None:
+        AlignmentRun.objects.filter(pk=run.pk, waiting_for__isnull=False).update(waiting_for=None)
+        return
+    AlignmentRun.objects.filter(pk=run.pk).update(waiting_for=embedding)
+    raise WaitFor(
+        settings.ALIGN_EMBEDDING_WAIT_SECONDS, f"alignment run {run.pk} waits for embedding run {embedding.pk} to store its vectors"
+    )

@@ -1,0 +1,151 @@
+"""An alignment run waits for its corpus's embedding run instead of encoding the same sentences itself.
+
+An import queues both runs at once; with two workers the alignment used to encode every sentence the embedding run
+was encoding at the same time (alignment/aligning/embedding_wait.py).
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+from django.utils import timezone
+from procrastinate.contrib.django.models import ProcrastinateJob
+
+from alignment import services
+from alignment.aligning.embedding_wait import embedding_to_wait_for
+from alignment.aligning.measures import run_measure
+from alignment.aligning.service import alignment_run_create, alignment_run_execute, run_scorer
+from alignment.importing.readers import ImportOptions
+from alignment.importing.service import corpus_import_files
+from alignment.jobs.enqueue import defer
+from alignment.jobs.slices import WAITING_PRIORITY
+from alignment.models import AlignmentRun, EmbeddingRun
+from alignment.services import EMBED_TASK, corpus_get_or_create
+from tests.alignment.conftest import LEXICAL, STORIES, TFIDF_CONFIG
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def six_pairs(owner):
+    """The three stories twice: six pairs, one more than a run someone waits for at a page (INTERACTIVE_PAIRS)."""
+    corpus, _ = corpus_get_or_create(name="Six stories", language="en", owner=owner)
+    files = [
+        (f"{name}{copy}-{level}.txt", text.encode())
+        for copy in range(2)
+        for name, texts in STORIES.items()
+        for level, text in zip(("adv", "ele"), texts)
+    ]
+    report = corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit"))
+    assert not report.errors, report.errors
+    assert corpus.pairs.count() == 6
+    return corpus
+
+
+def test_a_run_queued_before_the_corpus_embedding_waits_for_it_and_encodes_nothing(six_pairs, run_worker, settings):
+    settings.ALIGN_EMBEDDING_WAIT_SECONDS = 0  # one worker: the embedding runs in between, then the waiting run
+    run = alignment_run_create(corpus=six_pairs)  # queued first, so the worker takes it first
+    embedding = services.embedding_run_create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL)
+    run_worker()
+    run.refresh_from_db(), embedding.refresh_from_db()
+    assert embedding.status == EmbeddingRun.Status.SUCCEEDED, embedding.error
+    assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
+    assert run.pairs_done == 6
+    assert run.encoder_seconds == 0.0, "every vector came from the embedding run"
+    assert run.slices == 1, "it gave its worker back once, to the embedding"
+    assert run.waiting_for_id is None, "forgotten once it aligned"
+
+
+def test_a_waiting_run_comes_back_later_below_every_priority_and_holds_back_nothing_of_its_lane(
+    six_pairs, owner, client, run_worker, settings
+):
+    settings.JOB_USER_CONCURRENCY = 1  # every job of the owner in one lane (one Procrastinate lock)
+    embedding = EmbeddingRun.objects.create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL, created_by=owner)  # its task later
+    run = alignment_run_create(corpus=six_pairs, created_by=owner)
+    run_worker()
+    run.refresh_from_db()
+    assert (run.status, run.yielded, run.waiting_for_id, run.pairs_done) == (AlignmentRun.Status.QUEUED, True, embedding.pk, 0)
+    task = ProcrastinateJob.objects.get(task_name="alignment.align_pairs", status="todo")
+    assert (task.priority, task.lock) == (WAITING_PRIORITY, f"user-{owner.pk}-0")
+    assert task.scheduled_at > timezone.now() + timedelta(seconds=settings.ALIGN_EMBEDDING_WAIT_SECONDS - 2)
+    client.force_login(owner)
+    page = html.unescape(client.get(reverse("alignment:alignment_run_detail", args=[run.pk])).content.decode())
+    assert "waiting for the corpus's embedding, so that no sentence is encoded twice" in page
+
+    defer(EMBED_TASK, embedding, run_id=embedding.pk)  # in the same lane, after the waiting run's task
+    run_worker()
+    embedding.refresh_from_db(), run.refresh_from_db()
+    assert embedding.status == EmbeddingRun.Status.SUCCEEDED, "the waiting run, earlier in the lane, held it back"
+    assert run.status == AlignmentRun.Status.QUEUED, "its task comes back later"
+    page = html.unescape(client.get(reverse("alignment:alignment_run_detail", args=[run.pk])).content.decode())
+    assert "waiting for the corpus" not in page, "the embedding run is done"
+    assert "it gave its worker to other jobs" in page
+
+    with connection.cursor() as cursor:  # its time has come
+        cursor.execute("UPDATE procrastinate_jobs SET scheduled_at = now() WHERE id = %s", [task.pk])
+    run_worker()
+    run.refresh_from_db()
+    assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
+    assert (run.encoder_seconds, run.waiting_for_id, run.slices) == (0.0, None, 1)
+
+
+def test_a_run_waits_only_for_vectors_its_pairs_lack_from_an_embedding_run_still_to_come(six_pairs, run_worker, settings):
+    pairs = list(six_pairs.pairs.order_by("pk"))
+    bulk = alignment_run_create(corpus=six_pairs)
+    few = alignment_run_create(corpus=six_pairs, pairs=pairs[:5])
+    lexical = alignment_run_create(corpus=six_pairs, aligner_config=TFIDF_CONFIG, measures=LEXICAL)
+    embedding = EmbeddingRun.objects.create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL)
+    ids = [pair.pk for pair in pairs]
+
+    def waits_for(run: AlignmentRun, pair_ids: list[int] = ids) -> EmbeddingRun | None:
+        return embedding_to_wait_for(run, run_scorer(run, run_measure, ""), pair_ids)
+
+    assert waits_for(bulk) == embedding
+    assert waits_for(few, ids[:5]) is None, "someone waits at a page for a run of a few pairs: it encodes them itself"
+    assert waits_for(lexical) is None, "lexical measures read no vector"
+    embedding.mark_cancelled()
+    assert waits_for(bulk) is None, "a cancelled embedding run stores nothing more"
+
+    done = services.embedding_run_create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL)
+    run_worker(["embedding"])
+    done.refresh_from_db()
+    assert done.status == EmbeddingRun.Status.SUCCEEDED
+    another = EmbeddingRun.objects.create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL)  # for documents added later
+    assert waits_for(bulk) is None, "every sentence of its pairs has a vector"
+    assert another.status == EmbeddingRun.Status.QUEUED
+
+
+def test_the_shards_of_a_run_wait_and_go_on_by_themselves_once_the_embedding_run_is_cancelled(
+    six_pairs, owner, client, run_worker, settings
+):
+    settings.ALIGN_SHARD_PAIRS = 3  # two shards
+    embedding = EmbeddingRun.objects.create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL, status=EmbeddingRun.Status.RUNNING)
+    run = alignment_run_create(corpus=six_pairs, created_by=owner)
+    run_worker()
+    run.refresh_from_db()
+    assert (run.status, run.waiting_for_id, run.pairs_done) == (AlignmentRun.Status.RUNNING, embedding.pk, 0)
+    assert sorted(run.shards.values_list("status", "yielded")) == [(AlignmentRun.Status.QUEUED, True)] * 2
+    client.force_login(owner)
+    page = html.unescape(client.get(reverse("alignment:alignment_run_detail", args=[run.pk])).content.decode())
+    assert "Some of its shards are waiting for the corpus's embedding, so that no sentence is encoded twice" in page
+
+    embedding.mark_cancelled()  # it will store no more vectors: the shards encode what is missing themselves
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE procrastinate_jobs SET scheduled_at = now() WHERE task_name = 'alignment.align_shard' AND status = 'todo'")
+    run_worker()
+    run.refresh_from_db()
+    assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
+    assert run.pairs_done == 6 and run.encoder_seconds > 0
+    assert run.waiting_for_id is None
+
+
+def test_a_run_started_outside_a_worker_runs_to_its_end_without_waiting(six_pairs, settings):
+    EmbeddingRun.objects.create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL)  # queued, never run here
+    run = alignment_run_create(corpus=six_pairs)
+    run = alignment_run_execute(run_id=run.pk, build_measure=run_measure)  # as `manage.py align --now` runs it: no time slice
+    assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
+    assert run.pairs_done == 6 and run.encoder_seconds > 0 and run.waiting_for_id is None
