@@ -7,12 +7,15 @@ sentence in its original context.
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import F, Q
 from pgvector.django import VectorField
 
-from alignment.jobs.models import Job, shard_summary
+from alignment.jobs.models import FINISHED_STATUSES, Job, shard_summary
 
 
 class Corpus(models.Model):
@@ -213,6 +216,15 @@ class EmbeddingRun(Job):
         if not self.total_sentences:
             return 100 if self.status == self.Status.SUCCEEDED else 0
         return min(100, round(100 * self.embedded_sentences / self.total_sentences))
+
+    def _transition(self, from_statuses: tuple[str, ...], **values: Any) -> bool:
+        """As every job's; once the run has finished (committed), alignment runs that wait for it go on at once."""
+        won = super()._transition(from_statuses, **values)
+        if won and values.get("status") in FINISHED_STATUSES:
+            from alignment.aligning.embedding_wait import waiting_runs_wake  # it reads the alignment runs defined below
+
+            transaction.on_commit(functools.partial(waiting_runs_wake, self.pk))
+        return won
 
 
 class EmbeddingShard(Job):

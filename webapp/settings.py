@@ -332,8 +332,9 @@ ALIGN_BLOCK_MAX_COLS = envint("ALIGN_BLOCK_MAX_COLS", 384)
 # several workers (on several hosts) align one run at once; a user's shards still share that user's JOB_USER_CONCURRENCY lanes.
 ALIGN_SHARD_PAIRS = envint("ALIGN_SHARD_PAIRS", 50)
 # An alignment run whose pairs' vectors the corpus's embedding run has still to store waits for it instead of encoding
-# them itself, and looks again this many seconds later (alignment/aligning/embedding_wait.py).
-ALIGN_EMBEDDING_WAIT_SECONDS = envint("ALIGN_EMBEDDING_WAIT_SECONDS", 5)
+# them itself: the embedding run's end brings it forward, and it looks again this many seconds later anyway
+# (alignment/aligning/embedding_wait.py).
+ALIGN_EMBEDDING_WAIT_SECONDS = envint("ALIGN_EMBEDDING_WAIT_SECONDS", 30)
 # Likewise an embedding run with more than EMBEDDING_SHARD_SENTENCES sentences to embed (EmbeddingShard).
 EMBEDDING_SHARD_SENTENCES = envint("EMBEDDING_SHARD_SENTENCES", 5_000)
 # The embedding job's HNSW index build gets the maintenance_work_mem its graph needs (about 3 kB a 384-dimensional

@@ -10,7 +10,6 @@ import html
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 from procrastinate.contrib.django.models import ProcrastinateJob
@@ -77,20 +76,13 @@ def test_a_waiting_run_comes_back_later_below_every_priority_and_holds_back_noth
     assert "waiting for the corpus's embedding, so that no sentence is encoded twice" in page
 
     defer(EMBED_TASK, embedding, run_id=embedding.pk)  # in the same lane, after the waiting run's task
-    run_worker()
+    run_worker()  # the embedding, then the alignment, brought forward by the embedding's end
     embedding.refresh_from_db(), run.refresh_from_db()
     assert embedding.status == EmbeddingRun.Status.SUCCEEDED, "the waiting run, earlier in the lane, held it back"
-    assert run.status == AlignmentRun.Status.QUEUED, "its task comes back later"
-    page = html.unescape(client.get(reverse("alignment:alignment_run_detail", args=[run.pk])).content.decode())
-    assert "waiting for the corpus" not in page, "the embedding run is done"
-    assert "it gave its worker to other jobs" in page
-
-    with connection.cursor() as cursor:  # its time has come
-        cursor.execute("UPDATE procrastinate_jobs SET scheduled_at = now() WHERE id = %s", [task.pk])
-    run_worker()
-    run.refresh_from_db()
-    assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
+    assert run.status == AlignmentRun.Status.SUCCEEDED, "brought forward when the embedding run finished, not 30 s later"
     assert (run.encoder_seconds, run.waiting_for_id, run.slices) == (0.0, None, 1)
+    page = html.unescape(client.get(reverse("alignment:alignment_run_detail", args=[run.pk])).content.decode())
+    assert "waiting for the corpus" not in page
 
 
 def test_a_run_waits_only_for_vectors_its_pairs_lack_from_an_embedding_run_still_to_come(six_pairs, run_worker, settings):
@@ -133,9 +125,8 @@ def test_the_shards_of_a_run_wait_and_go_on_by_themselves_once_the_embedding_run
     page = html.unescape(client.get(reverse("alignment:alignment_run_detail", args=[run.pk])).content.decode())
     assert "Some of its shards are waiting for the corpus's embedding, so that no sentence is encoded twice" in page
 
-    embedding.mark_cancelled()  # it will store no more vectors: the shards encode what is missing themselves
-    with connection.cursor() as cursor:
-        cursor.execute("UPDATE procrastinate_jobs SET scheduled_at = now() WHERE task_name = 'alignment.align_shard' AND status = 'todo'")
+    embedding.mark_cancelled()  # it will store no more vectors: the shards, brought forward, encode what is missing themselves
+    assert ProcrastinateJob.objects.filter(task_name="alignment.align_shard", status="todo", scheduled_at__lte=timezone.now()).count() == 2
     run_worker()
     run.refresh_from_db()
     assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
