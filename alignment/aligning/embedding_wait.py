@@ -10,7 +10,9 @@ looks again ``ALIGN_EMBEDDING_WAIT_SECONDS`` later, below every other job's prio
 tasks go first, in its owner's lane too. It records the run it waits for (``AlignmentRun.waiting_for``), which the
 run's card shows, and when that run finishes (succeeded, failed or cancelled) the waiting tasks are brought forward
 (:func:`waiting_runs_wake`): a 10,000-pair run's 200 shards do not look again every few seconds while a corpus of
-half a million sentences embeds, and none waits past the embedding's end for its next look.
+half a million sentences embeds, and do not wait past the embedding's end for their next look. (A task that checked
+just before the end and is queued again just after it misses the wake-up; its next look, at most
+``ALIGN_EMBEDDING_WAIT_SECONDS`` later, finds the vectors.)
 
 Never waited for: the embedding outside a worker (a command's ``--now`` or a test runs the run to its end), by a run
 of a few pairs (``INTERACTIVE_PAIRS``: someone waits at a page for it) or one whose measures read no stored vector
