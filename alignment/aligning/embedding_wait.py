@@ -29,9 +29,11 @@ from django.db.models import Exists, OuterRef
 from alignment.aligning.models import AlignmentShard
 from alignment.aligning.scoring import PairScorer
 from alignment.jobs.models import ACTIVE_STATUSES, JobStatus
-from alignment.jobs.slices import TimeSlice, WaitFor
+from alignment.jobs.slices import WAITING_PRIORITY, TimeSlice, WaitFor
 from alignment.models import INTERACTIVE_PAIRS, AlignmentRun, DocumentPair, EmbeddingRun, Sentence, SentenceEmbedding
 from models_ml.aligning.aligner_config import LEARNED
+
+BULK_PRIORITY = 0  # AlignmentRun.queue_priority of a run of more than INTERACTIVE_PAIRS, the only runs that wait
 
 
 def embedding_to_wait_for(run: AlignmentRun, scorer: PairScorer, pair_ids: list[int]) -> EmbeddingRun | None:
@@ -71,7 +73,8 @@ def wait_for_embedding(run: AlignmentRun, scorer: PairScorer, pair_ids: list[int
 
 def waiting_runs_wake(embedding_id: int) -> int:
     """Bring forward the waiting tasks of the alignment runs (and their shards) that wait for embedding run
-    ``embedding_id``, which has finished: a worker takes them at its next poll. The number of tasks brought forward."""
+    ``embedding_id``, which has finished: a worker takes them at its next poll, at bulk work's priority again (a run
+    of a few pairs never waits), not behind everyone's bulk work. The number of tasks brought forward."""
     runs = dict(
         AlignmentRun.objects.filter(waiting_for_id=embedding_id, status__in=ACTIVE_STATUSES).values_list("pk", "procrastinate_job_id")
     )
@@ -81,6 +84,7 @@ def waiting_runs_wake(embedding_id: int) -> int:
     tasks = [task for task in [*runs.values(), *shards.values_list("procrastinate_job_id", flat=True)] if task is not None]
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE procrastinate_jobs SET scheduled_at = now() WHERE id = ANY(%s) AND status = 'todo' AND scheduled_at > now()", [tasks]
+            "UPDATE procrastinate_jobs SET scheduled_at = now(), priority = %s WHERE id = ANY(%s) AND status = 'todo' AND priority = %s",
+            [BULK_PRIORITY, tasks, WAITING_PRIORITY],
         )
         return cursor.rowcount

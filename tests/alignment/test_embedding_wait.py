@@ -126,7 +126,8 @@ def test_the_shards_of_a_run_wait_and_go_on_by_themselves_once_the_embedding_run
     assert "Some of its shards are waiting for the corpus's embedding, so that no sentence is encoded twice" in page
 
     embedding.mark_cancelled()  # it will store no more vectors: the shards, brought forward, encode what is missing themselves
-    assert ProcrastinateJob.objects.filter(task_name="alignment.align_shard", status="todo", scheduled_at__lte=timezone.now()).count() == 2
+    woken = ProcrastinateJob.objects.filter(task_name="alignment.align_shard", status="todo", scheduled_at__lte=timezone.now())
+    assert list(woken.values_list("priority", flat=True)) == [0, 0], "at bulk work's priority again, not behind everyone's"
     run_worker()
     run.refresh_from_db()
     assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
