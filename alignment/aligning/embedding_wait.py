@@ -17,20 +17,20 @@ just before the end and is queued again just after it misses the wake-up; its ne
 Never waited for: the embedding outside a worker (a command's ``--now`` or a test runs the run to its end), by a run
 of a few pairs (``INTERACTIVE_PAIRS``: someone waits at a page for it) or one whose measures read no stored vector
 (lexical ones), and an embedding run that failed or was cancelled. These encode what is missing themselves, as
-before. The check is three queries over the task's pairs, at most ``ALIGN_SHARD_PAIRS`` of them.
+before. The check is at most five small queries over the task's pairs, at most ``ALIGN_SHARD_PAIRS`` of them.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Exists, OuterRef
 
 from alignment.aligning.models import AlignmentShard
 from alignment.aligning.scoring import PairScorer
 from alignment.jobs.models import ACTIVE_STATUSES, JobStatus
 from alignment.jobs.slices import WAITING_PRIORITY, TimeSlice, WaitFor
-from alignment.models import INTERACTIVE_PAIRS, AlignmentRun, DocumentPair, EmbeddingRun, Sentence, SentenceEmbedding
+from alignment.models import INTERACTIVE_PAIRS, AlignmentRun, DocumentPair, EmbeddingRun, Encoder
+from alignment.services import sentences_missing_embedding
 from models_ml.aligning.aligner_config import LEARNED
 
 BULK_PRIORITY = 0  # AlignmentRun.queue_priority of a run of more than INTERACTIVE_PAIRS, the only runs that wait
@@ -46,9 +46,8 @@ def embedding_to_wait_for(run: AlignmentRun, scorer: PairScorer, pair_ids: list[
     if embedding is None:
         return None
     documents = DocumentPair.objects.filter(pk__in=pair_ids).values_list("simple_document_id", "complex_document_id")
-    has_vector = SentenceEmbedding.objects.filter(sentence=OuterRef("pk"), encoder__name=encoder)
-    missing = Sentence.objects.filter(document_id__in=[document for pair in documents for document in pair]).filter(~Exists(has_vector))
-    return embedding if missing.exists() else None
+    missing = sentences_missing_embedding(corpus=run.corpus, encoder=Encoder.objects.filter(name=encoder).first())
+    return embedding if missing.filter(document_id__in=[document for pair in documents for document in pair]).exists() else None
 
 
 def reads_stored_vectors(scorer: PairScorer) -> bool:
