@@ -335,6 +335,9 @@ ALIGN_SHARD_PAIRS = envint("ALIGN_SHARD_PAIRS", 50)
 # them itself: the embedding run's end brings it forward, and it looks again this many seconds later anyway
 # (alignment/aligning/embedding_wait.py).
 ALIGN_EMBEDDING_WAIT_SECONDS = envint("ALIGN_EMBEDDING_WAIT_SECONDS", 30)
+# ... but not for an embedding run that was queued this long ago and never started, or stored no batch for this long
+# (no worker takes the embedding queue, or its worker is gone): the alignment then encodes what it lacks itself.
+ALIGN_EMBEDDING_WAIT_LIMIT_SECONDS = envint("ALIGN_EMBEDDING_WAIT_LIMIT_SECONDS", 300)
 # Likewise an embedding run with more than EMBEDDING_SHARD_SENTENCES sentences to embed (EmbeddingShard).
 EMBEDDING_SHARD_SENTENCES = envint("EMBEDDING_SHARD_SENTENCES", 5_000)
 # The embedding job's HNSW index build gets the maintenance_work_mem its graph needs (about 3 kB a 384-dimensional

@@ -14,6 +14,11 @@ half a million sentences embeds, and do not wait past the embedding's end for th
 just before the end and is queued again just after it misses the wake-up; its next look, at most
 ``ALIGN_EMBEDDING_WAIT_SECONDS`` later, finds the vectors.)
 
+A run waits only for an embedding run that shows life: queued, or storing a batch, within
+``ALIGN_EMBEDDING_WAIT_LIMIT_SECONDS`` (:func:`embedding_alive`). One that has been queued longer and never started,
+or stored nothing for that long (no worker takes the ``embedding`` queue, or its worker is gone), would otherwise
+hold the alignment for as long as nobody noticed; the run then encodes what it lacks itself, as before.
+
 Never waited for: the embedding outside a worker (a command's ``--now`` or a test runs the run to its end), by a run
 of a few pairs (``INTERACTIVE_PAIRS``: someone waits at a page for it) or one whose measures read no stored vector
 (lexical ones), and an embedding run that failed or was cancelled. These encode what is missing themselves, as
@@ -22,8 +27,11 @@ before. The check is at most five small queries over the task's pairs, at most `
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from alignment.aligning.models import AlignmentShard
 from alignment.aligning.scoring import PairScorer
@@ -43,11 +51,18 @@ def embedding_to_wait_for(run: AlignmentRun, scorer: PairScorer, pair_ids: list[
         return None
     encoder = scorer.aligner.config.encoder
     embedding = EmbeddingRun.objects.filter(corpus_id=run.corpus_id, encoder_name=encoder, status__in=ACTIVE_STATUSES).first()
-    if embedding is None:
+    if embedding is None or not embedding_alive(embedding):
         return None
     documents = DocumentPair.objects.filter(pk__in=pair_ids).values_list("simple_document_id", "complex_document_id")
     missing = sentences_missing_embedding(corpus=run.corpus, encoder=Encoder.objects.filter(name=encoder).first())
     return embedding if missing.filter(document_id__in=[document for pair in documents for document in pair]).exists() else None
+
+
+def embedding_alive(embedding: EmbeddingRun) -> bool:
+    """Whether ``embedding`` was queued, or stored a batch of vectors (its heartbeat, in any of its shards), within
+    ``ALIGN_EMBEDDING_WAIT_LIMIT_SECONDS``: a run waits no longer for one that makes no progress."""
+    last = max(moment for moment in (embedding.created_at, embedding.heartbeat_at) if moment is not None)
+    return timezone.now() - last <= timedelta(seconds=settings.ALIGN_EMBEDDING_WAIT_LIMIT_SECONDS)
 
 
 def reads_stored_vectors(scorer: PairScorer) -> bool:

@@ -111,6 +111,27 @@ def test_a_run_waits_only_for_vectors_its_pairs_lack_from_an_embedding_run_still
     assert another.status == EmbeddingRun.Status.QUEUED
 
 
+def test_a_run_waits_no_longer_for_an_embedding_run_that_shows_no_progress(six_pairs, run_worker, settings):
+    embedding = services.embedding_run_create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL)  # its task on `embedding`
+    run = alignment_run_create(corpus=six_pairs)
+    waits_for = lambda: embedding_to_wait_for(run, run_scorer(run, run_measure, ""), list(six_pairs.pairs.values_list("pk", flat=True)))  # noqa: E731
+    limit = timedelta(seconds=settings.ALIGN_EMBEDDING_WAIT_LIMIT_SECONDS)
+    assert waits_for() == embedding, "queued just now"
+    EmbeddingRun.objects.filter(pk=embedding.pk).update(created_at=timezone.now() - limit - timedelta(seconds=5))
+    assert waits_for() is None, "queued longer than the limit and never started: no worker takes its queue"
+    EmbeddingRun.objects.filter(pk=embedding.pk).update(heartbeat_at=timezone.now() - limit + timedelta(seconds=30))
+    assert waits_for() == embedding, "it stored a batch within the limit"
+    EmbeddingRun.objects.filter(pk=embedding.pk).update(heartbeat_at=timezone.now() - limit - timedelta(seconds=5))
+    assert waits_for() is None, "nothing stored for longer than the limit: its worker is gone"
+
+    run_worker(["alignment"])  # no worker takes the embedding queue
+    run.refresh_from_db(), embedding.refresh_from_db()
+    assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
+    assert (run.pairs_done, run.slices, run.waiting_for_id) == (6, 0, None)
+    assert run.encoder_seconds > 0, "it encoded what it lacked itself"
+    assert embedding.status == EmbeddingRun.Status.QUEUED, "left to a worker of its queue, which stores only what is still missing"
+
+
 def test_the_shards_of_a_run_wait_and_go_on_by_themselves_once_the_embedding_run_is_cancelled(
     six_pairs, owner, client, run_worker, settings
 ):
