@@ -233,6 +233,7 @@ class EmbeddingShard(Job):
 
     kind = "embedding shard"
     resumable = True  # a requeued shard embeds only the sentences still without a vector
+    spreads = True  # its user's spare lanes too (alignment/jobs/enqueue.py)
 
     run = models.ForeignKey(EmbeddingRun, on_delete=models.CASCADE, related_name="shards")
     index = models.PositiveIntegerField()

@@ -1,6 +1,6 @@
 """An import's two jobs as it queues them, beside the same two jobs one after the other, on the same worker processes.
 
-    .venv/bin/python bench/import_jobs.py [--pairs 300] [--workers 2] [--rounds 1]
+    .venv/bin/python bench/import_jobs.py [--pairs 300] [--workers 2] [--rounds 1] [--user]
 
 An import queues an embedding run over its corpus and an alignment run over its new pairs at once
 (``import_jobs_queue``). The bench imports --pairs document pairs (recombined from OneStopEnglish when
@@ -13,9 +13,10 @@ two corpora, and times on ``--workers`` Procrastinate worker processes (every qu
 
 Printed per round: each way's wall time and pairs per second, their ratio, the alignment run's encoder seconds (the
 sentences it encoded itself, having found no stored vector) and the workers' CPU seconds. ``--rounds N`` alternates
-which way goes first. The jobs have no user, as the demo's and the commands' have none; a person's import runs in
-their lanes (``JOB_USER_CONCURRENCY``, one by default), one job at a time. Measured figures are in docs/benchmarks.md
-("An import's embedding and alignment").
+which way goes first. The jobs have no user, as the demo's and the commands' have none; with ``--user`` they are the
+bench owner's, as a person's import from the browser is: they then run in that user's lane (``JOB_USER_CONCURRENCY``,
+one by default), and the runs' shards also in the spare lanes that the workers alive allow (``JOB_SPARE_LANES``).
+Measured figures are in docs/benchmarks.md ("An import's embedding and alignment").
 """
 
 from __future__ import annotations
@@ -76,16 +77,16 @@ def run_until_done(workers: int, steps: list) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def together(corpus, report, workers: int) -> tuple[float, float, int]:
+def together(corpus, report, workers: int, user) -> tuple[float, float, int]:
     """Both runs queued as the import queues them, the workers started after, as a worker picks up an import's jobs."""
     from alignment.importing.workflow import import_jobs_queue
 
-    jobs = import_jobs_queue(corpus=corpus, report=report, created_by=None)
+    jobs = import_jobs_queue(corpus=corpus, report=report, created_by=user)
     wall, cpu = run_until_done(workers, [lambda: [jobs.embedding_run, jobs.alignment_run]])
     return wall, cpu, jobs.alignment_run.pk
 
 
-def one_after_the_other(corpus, workers: int) -> tuple[float, float, int]:
+def one_after_the_other(corpus, workers: int, user) -> tuple[float, float, int]:
     """The embedding run queued first and the alignment run once it has finished, on the same workers."""
     from django.conf import settings
 
@@ -96,8 +97,8 @@ def one_after_the_other(corpus, workers: int) -> tuple[float, float, int]:
     wall, cpu = run_until_done(
         workers,
         [
-            lambda: [embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL)],
-            lambda: alignment.append(alignment_run_for_new_pairs(corpus=corpus)) or alignment,
+            lambda: [embedding_run_create(corpus=corpus, encoder_name=settings.ENCODER_MODEL, created_by=user)],
+            lambda: alignment.append(alignment_run_for_new_pairs(corpus=corpus, created_by=user)) or alignment,
         ],
     )
     return wall, cpu, alignment[0].pk
@@ -108,6 +109,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=300)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--user", action="store_true", help="the jobs are the bench owner's, as an import from the browser")
     args = parser.parse_args()
     setup_django()
     import corpus_scale
@@ -121,14 +123,20 @@ def main() -> None:
     )  # exported (for ONNX) here first, so that the workers read the cache
     owner = bench_owner()
     files = corpus_scale.corpus_files(args.pairs * 2 * args.rounds, corpus_scale.source_articles("auto"))
-    print(f"{args.pairs:,} pairs a corpus; {args.workers} worker process(es); {os.cpu_count()} cores", flush=True)
+    user = owner if args.user else None
+    lanes = f"the jobs the user's (JOB_USER_CONCURRENCY {settings.JOB_USER_CONCURRENCY}, JOB_SPARE_LANES {settings.JOB_SPARE_LANES})"
+    print(
+        f"{args.pairs:,} pairs a corpus; {args.workers} worker process(es); {os.cpu_count()} cores; "
+        f"{lanes if user else 'the jobs without a user'}",
+        flush=True,
+    )
     for number in range(args.rounds):
         chunk = files[2 * args.pairs * 2 * number : 2 * args.pairs * 2 * (number + 1)]
         queued, report = import_corpus(f"Queued {number}", chunk[: 2 * args.pairs], owner)
         sequential, _ = import_corpus(f"Sequential {number}", chunk[2 * args.pairs :], owner)
         ways = [
-            ("import's way", functools.partial(together, queued, report, args.workers)),
-            ("one after the other", functools.partial(one_after_the_other, sequential, args.workers)),
+            ("import's way", functools.partial(together, queued, report, args.workers, user)),
+            ("one after the other", functools.partial(one_after_the_other, sequential, args.workers, user)),
         ]
         results = {}
         for name, way in ways if number % 2 == 0 else ways[::-1]:

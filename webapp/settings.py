@@ -279,6 +279,11 @@ JOB_MAX_ATTEMPTS = envint("JOB_MAX_ATTEMPTS", 3)
 # and imports, embedding and alignment runs give their worker to queued jobs after this many seconds of work.
 JOB_USER_CONCURRENCY = envint("JOB_USER_CONCURRENCY", 1)
 JOB_SLICE_SECONDS = envint("JOB_SLICE_SECONDS", 20)
+# ... and the shards of one user's run also use up to this many workers nobody else needs, in spare lanes below
+# everyone's priority (0: none), alignment/jobs/enqueue.py.
+JOB_SPARE_LANES = envint("JOB_SPARE_LANES", 8)
+if JOB_SPARE_LANES < 0:
+    raise ImproperlyConfigured(f"JOB_SPARE_LANES={JOB_SPARE_LANES}: a number of lanes, 0 for none.")
 # A job whose database connection broke is retried this many seconds later, this many times (alignment/jobs/wrapper.py).
 JOB_DATABASE_RETRY_SECONDS = envint("JOB_DATABASE_RETRY_SECONDS", 5)
 JOB_DATABASE_RETRIES = envint("JOB_DATABASE_RETRIES", 10)

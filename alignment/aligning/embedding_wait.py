@@ -35,13 +35,12 @@ from django.utils import timezone
 
 from alignment.aligning.models import AlignmentShard
 from alignment.aligning.scoring import PairScorer
+from alignment.jobs.enqueue import BULK_PRIORITY, SPARE_LANES_LIKE, SPARE_PRIORITY
 from alignment.jobs.models import ACTIVE_STATUSES, JobStatus
 from alignment.jobs.slices import WAITING_PRIORITY, TimeSlice, WaitFor
 from alignment.models import INTERACTIVE_PAIRS, AlignmentRun, DocumentPair, EmbeddingRun, Encoder
 from alignment.services import sentences_missing_embedding
 from models_ml.aligning.aligner_config import LEARNED
-
-BULK_PRIORITY = 0  # AlignmentRun.queue_priority of a run of more than INTERACTIVE_PAIRS, the only runs that wait
 
 
 def embedding_to_wait_for(run: AlignmentRun, scorer: PairScorer, pair_ids: list[int]) -> EmbeddingRun | None:
@@ -88,7 +87,7 @@ def wait_for_embedding(run: AlignmentRun, scorer: PairScorer, pair_ids: list[int
 def waiting_runs_wake(embedding_id: int) -> int:
     """Bring forward the waiting tasks of the alignment runs (and their shards) that wait for embedding run
     ``embedding_id``, which has finished: a worker takes them at its next poll, at bulk work's priority again (a run
-    of a few pairs never waits), not behind everyone's bulk work. The number of tasks brought forward."""
+    of a few pairs never waits; a shard in a spare lane at that lane's), not behind everyone's bulk work. The number of tasks brought forward."""
     runs = dict(
         AlignmentRun.objects.filter(waiting_for_id=embedding_id, status__in=ACTIVE_STATUSES).values_list("pk", "procrastinate_job_id")
     )
@@ -98,7 +97,8 @@ def waiting_runs_wake(embedding_id: int) -> int:
     tasks = [task for task in [*runs.values(), *shards.values_list("procrastinate_job_id", flat=True)] if task is not None]
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE procrastinate_jobs SET scheduled_at = now(), priority = %s WHERE id = ANY(%s) AND status = 'todo' AND priority = %s",
-            [BULK_PRIORITY, tasks, WAITING_PRIORITY],
+            "UPDATE procrastinate_jobs SET scheduled_at = now(), priority = CASE WHEN lock LIKE %s THEN %s ELSE %s END "
+            "WHERE id = ANY(%s) AND status = 'todo' AND priority = %s",
+            [SPARE_LANES_LIKE, SPARE_PRIORITY, BULK_PRIORITY, tasks, WAITING_PRIORITY],
         )
         return cursor.rowcount

@@ -49,6 +49,7 @@ class AlignmentShard(Job):
 
     kind = "alignment shard"
     resumable = True  # a requeued shard skips the pairs the run already stored
+    spreads = True  # its user's spare lanes too (alignment/jobs/enqueue.py)
 
     run = models.ForeignKey(AlignmentRun, on_delete=models.CASCADE, related_name="shards")
     index = models.PositiveIntegerField()

@@ -10,6 +10,15 @@ of that user's JOB_USER_CONCURRENCY *lanes*: a Procrastinate ``lock`` named ``us
 with the fewest of the user's waiting and running jobs, so a user never has more than
 JOB_USER_CONCURRENCY jobs running, however many workers are free, and the other workers stay
 free for everyone else. Jobs without a user (commands, the demo, webhooks) take no lane.
+**Spare lanes.** The shards of one user's run (embedding, alignment) also use workers nobody else needs: they are
+spread over the user's lanes and ``JOB_SPARE_LANES`` spare ones (8), round robin by their index, so that one user's
+run takes up to that many more workers than fair share gives it. A shard in a spare lane (``user-<id>-spare-<k>``) waits at
+:data:`SPARE_PRIORITY`, below every job's own priority, so that any other job queued meanwhile goes first, in its own
+lane; and when one of the user's own lanes runs empty, the task that ends there moves the oldest shard waiting in a
+spare lane into it (:func:`spare_lane_promote`), so that the user keeps the workers fair share gives them while
+other people's work fills the rest. On two workers a user's import then uses both when nobody else queues anything.
+(A fixed number, not the workers alive when a shard is queued: workers that start together with queued work register
+one after the other, and the first shards were spread over one lane.)
 **Priority**: a kind's :attr:`~alignment.jobs.models.Job.queue_priority` (higher first), so a
 one-pair alignment does not wait behind a queue of bulk work.
 """
@@ -40,15 +49,66 @@ def lane_lock(user_id: int) -> str:
     return min(names, key=lambda name: (busy.get(name, 0), name))
 
 
+SPARE_PRIORITY = -1  # a shard in a spare lane: after every job's own priority (0 for bulk work), before a waiting task's
+BULK_PRIORITY = 0  # a bulk job's own priority (AlignmentRun.queue_priority beyond INTERACTIVE_PAIRS, every shard's)
+
+
+def _own_lanes(user_id: int) -> list[str]:
+    return [f"user-{user_id}-{lane}" for lane in range(max(1, int(settings.JOB_USER_CONCURRENCY)))]
+
+
+def _spare_prefix(user_id: int) -> str:
+    return f"user-{user_id}-spare-"
+
+
+SPARE_LANES_LIKE = "user-%-spare-%"  # every user's spare lanes, as a LIKE pattern
+
+
+def spare_lane(user_id: int, index: int) -> str | None:
+    """The spare lane of a user's shard number ``index`` (round robin over the own lanes and the spare ones); None
+    when its turn falls on one of the user's own lanes."""
+    own = max(1, int(settings.JOB_USER_CONCURRENCY))
+    turn = index % (own + max(0, int(settings.JOB_SPARE_LANES)))
+    return f"{_spare_prefix(user_id)}{turn - own}" if turn >= own else None
+
+
 def queue_options(job: Job | None, options: dict | None) -> dict:
-    """Procrastinate ``configure`` options for ``job``: its lane and priority, unless ``options`` name their own."""
+    """Procrastinate ``configure`` options for ``job``: its lane and priority, unless ``options`` name their own. A
+    shard (a kind that ``spreads``) may take a spare lane, at :data:`SPARE_PRIORITY` at most."""
     chosen = dict(options or {})
     if job is None:
         return chosen
-    if "lock" not in chosen and job.lane_user_id is not None and int(settings.JOB_USER_CONCURRENCY) > 0:
-        chosen["lock"] = lane_lock(job.lane_user_id)
+    user_id = job.lane_user_id if "lock" not in chosen and int(settings.JOB_USER_CONCURRENCY) > 0 else None
+    if user_id is not None:
+        spare = spare_lane(user_id, int(job.index)) if job.spreads else None
+        chosen["lock"] = spare or lane_lock(user_id)
+        if spare:
+            chosen["priority"] = min(chosen.get("priority", job.queue_priority), SPARE_PRIORITY)
     chosen.setdefault("priority", job.queue_priority)
     return chosen
+
+
+def spare_lane_promote(user_id: int, ending_task: int | None) -> int:
+    """For each of the user's own lanes that holds no task but ``ending_task`` (the one that ends now), move the oldest
+    shard of the user's that waits in a spare lane into it, at bulk priority: a user whose own lanes ran empty keeps
+    their fair share while other people's jobs go before the spare lanes. The number of tasks moved."""
+    own = _own_lanes(user_id)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT lock FROM procrastinate_jobs WHERE lock = ANY(%s) AND status IN ('todo', 'doing') AND id <> %s",
+            [own, ending_task or 0],
+        )
+        busy = {row[0] for row in cursor.fetchall()}
+        moved = 0
+        for lane in [name for name in own if name not in busy]:
+            cursor.execute(
+                "UPDATE procrastinate_jobs SET lock = %s, priority = %s WHERE id = (SELECT id FROM procrastinate_jobs "
+                "WHERE lock LIKE %s AND status = 'todo' AND priority = %s AND (scheduled_at IS NULL OR scheduled_at <= now()) "
+                "ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)",
+                [lane, BULK_PRIORITY, f"{_spare_prefix(user_id)}%", SPARE_PRIORITY],
+            )
+            moved += cursor.rowcount
+    return moved
 
 
 def defer(task_name: str, job: Job | None = None, *, options: dict | None = None, **task_kwargs: Any) -> int:

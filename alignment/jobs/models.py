@@ -64,6 +64,7 @@ class Job(models.Model):
     kind: ClassVar[str] = "job"  # shown on the job card
     resumable: ClassVar[bool] = True  # whether a requeued task may continue from the committed progress
     retries_itself: ClassVar[bool] = False  # attempts count the kind's own retries (a webhook's sends), not worker restarts
+    spreads: ClassVar[bool] = False  # a shard of a run (with an ``index``): may take its user's spare lanes (enqueue.py)
 
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
     attempts = models.PositiveIntegerField(default=0, help_text="Times a worker started this job (a requeue after a crash counts).")

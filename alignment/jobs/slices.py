@@ -38,7 +38,7 @@ class WaitFor(SliceOver):
         self.seconds = seconds
 
 
-WAITING_PRIORITY = -1  # below every kind's queue_priority (0 for bulk work, more for a page someone waits at)
+WAITING_PRIORITY = -2  # below every kind's queue_priority (0 for bulk work, more for a page someone waits at) and spare lanes' (-1)
 
 
 class TimeSlice:

@@ -15,6 +15,9 @@ what happens to the job:
   task ends with one log line instead of a traceback;
 * any other exception marks the job failed with its reason (services usually did so already;
   the conditional update then changes nothing) and is re-raised so Procrastinate records it too.
+
+Whatever the outcome, a user's shard that ends leaves the user's own lane filled from their spare lanes, if it would
+run empty (:func:`~alignment.jobs.enqueue.spare_lane_promote`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from procrastinate import RetryStrategy
 from procrastinate.contrib.django import app
 
 from alignment.jobs.database import DatabaseLost, database_lost
-from alignment.jobs.enqueue import defer_in_transaction
+from alignment.jobs.enqueue import defer_in_transaction, spare_lane_promote
 from alignment.jobs.models import Job
 from alignment.jobs.slices import WAITING_PRIORITY, SliceOver, WaitFor
 
@@ -47,7 +50,9 @@ def job_task(
         @functools.wraps(func)
         def run(**kwargs: Any) -> Any:
             close_old_connections()
+            lane = None
             try:
+                lane = _spread_lane(model, kwargs.get(id_arg))  # in here: a lost database is retried as below
                 return func(**kwargs)
             except SliceOver as over:
                 if model is not None and id_arg in kwargs:
@@ -68,6 +73,8 @@ def job_task(
                         job.mark_failed_by(exc)
                 raise
             finally:
+                if lane is not None:
+                    _refill_own_lane(*lane)
                 close_old_connections()
 
         retry = RetryStrategy(
@@ -76,6 +83,24 @@ def job_task(
         return app.task(name=name, queue=queue, retry=retry, **task_options)(run)
 
     return decorate
+
+
+def _spread_lane(model: type[Job] | None, job_id: Any) -> tuple[int, int | None] | None:
+    """(its user, this task) for a shard that may take its user's spare lanes, read as the task starts; None otherwise."""
+    if model is None or not model.spreads or job_id is None or int(settings.JOB_USER_CONCURRENCY) <= 0:
+        return None
+    job = model._base_manager.filter(pk=job_id).first()
+    user_id = job.lane_user_id if job is not None else None
+    return None if user_id is None else (user_id, job.procrastinate_job_id)
+
+
+def _refill_own_lane(user_id: int, ending_task: int | None) -> None:
+    """As a shard's task ends: a shard waiting in a spare lane moves into the user's own lane if it runs empty
+    (:func:`~alignment.jobs.enqueue.spare_lane_promote`). Its error is logged, never raised over the task's own."""
+    try:
+        spare_lane_promote(user_id, ending_task)
+    except Exception as exc:  # a lost database: the task's own outcome is what counts
+        logger.warning("could not move a shard of user %s into their own lane: %s", user_id, exc)
 
 
 def _continue_later(model: type[Job], job_id: int, task_name: str, task_kwargs: dict[str, Any], options: dict[str, Any]) -> None:

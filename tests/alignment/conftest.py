@@ -50,6 +50,22 @@ def stories(owner):
 
 
 @pytest.fixture
+def six_pairs(owner):
+    """The three stories twice: six pairs, one more than a run someone waits for at a page (INTERACTIVE_PAIRS)."""
+    corpus, _ = corpus_get_or_create(name="Six stories", language="en", owner=owner)
+    files = [
+        (f"{name}{copy}-{level}.txt", text.encode())
+        for copy in range(2)
+        for name, texts in STORIES.items()
+        for level, text in zip(("adv", "ele"), texts)
+    ]
+    report = corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit"))
+    assert not report.errors, report.errors
+    assert corpus.pairs.count() == 6
+    return corpus
+
+
+@pytest.fixture
 def run_worker(transactional_db):
     """Run an in-process worker until the queue is empty (``wait=False``).
 

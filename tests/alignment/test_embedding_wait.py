@@ -18,31 +18,13 @@ from alignment import services
 from alignment.aligning.embedding_wait import embedding_to_wait_for
 from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_create, alignment_run_execute, run_scorer
-from alignment.importing.readers import ImportOptions
-from alignment.importing.service import corpus_import_files
-from alignment.jobs.enqueue import defer
+from alignment.jobs.enqueue import SPARE_PRIORITY, defer
 from alignment.jobs.slices import WAITING_PRIORITY
 from alignment.models import AlignmentRun, EmbeddingRun
-from alignment.services import EMBED_TASK, corpus_get_or_create
-from tests.alignment.conftest import LEXICAL, STORIES, TFIDF_CONFIG
+from alignment.services import EMBED_TASK
+from tests.alignment.conftest import LEXICAL, TFIDF_CONFIG
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def six_pairs(owner):
-    """The three stories twice: six pairs, one more than a run someone waits for at a page (INTERACTIVE_PAIRS)."""
-    corpus, _ = corpus_get_or_create(name="Six stories", language="en", owner=owner)
-    files = [
-        (f"{name}{copy}-{level}.txt", text.encode())
-        for copy in range(2)
-        for name, texts in STORIES.items()
-        for level, text in zip(("adv", "ele"), texts)
-    ]
-    report = corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit"))
-    assert not report.errors, report.errors
-    assert corpus.pairs.count() == 6
-    return corpus
 
 
 def test_a_run_queued_before_the_corpus_embedding_waits_for_it_and_encodes_nothing(six_pairs, run_worker, settings):
@@ -136,6 +118,7 @@ def test_the_shards_of_a_run_wait_and_go_on_by_themselves_once_the_embedding_run
     six_pairs, owner, client, run_worker, settings
 ):
     settings.ALIGN_SHARD_PAIRS = 3  # two shards
+    settings.JOB_SPARE_LANES = 1  # the second one in the owner's spare lane
     embedding = EmbeddingRun.objects.create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL, status=EmbeddingRun.Status.RUNNING)
     run = alignment_run_create(corpus=six_pairs, created_by=owner)
     run_worker()
@@ -148,7 +131,8 @@ def test_the_shards_of_a_run_wait_and_go_on_by_themselves_once_the_embedding_run
 
     embedding.mark_cancelled()  # it will store no more vectors: the shards, brought forward, encode what is missing themselves
     woken = ProcrastinateJob.objects.filter(task_name="alignment.align_shard", status="todo", scheduled_at__lte=timezone.now())
-    assert list(woken.values_list("priority", flat=True)) == [0, 0], "at bulk work's priority again, not behind everyone's"
+    woken = woken.order_by("id").values_list("lock", "priority")
+    assert list(woken) == [(f"user-{owner.pk}-0", 0), (f"user-{owner.pk}-spare-0", SPARE_PRIORITY)], "their lanes' priorities again"
     run_worker()
     run.refresh_from_db()
     assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
