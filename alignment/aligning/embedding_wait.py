@@ -8,8 +8,9 @@ vectors, and whose pairs still have a sentence without a vector of its encoder w
 encoder is queued or running on its corpus, gives its worker back (:class:`~alignment.jobs.slices.WaitFor`) and
 looks again ``ALIGN_EMBEDDING_WAIT_SECONDS`` later, below every other job's priority, so that the embedding's own
 tasks go first, in its owner's lane too. It records the run it waits for (``AlignmentRun.waiting_for``), which the
-run's card shows, and when that run finishes (succeeded, failed or cancelled) the waiting tasks are brought forward
-(:func:`waiting_runs_wake`): a 10,000-pair run's 200 shards do not look again every few seconds while a corpus of
+run's card shows, and when that run finishes (succeeded, failed or cancelled) the waiting tasks of the corpus's
+alignment runs are brought forward (:func:`waiting_runs_wake`; found by the corpus, since a shard that went on while
+another of its run still waited once cleared the record, and the waiting one then slept to its next look): a 10,000-pair run's 200 shards do not look again every few seconds while a corpus of
 half a million sentences embeds, and do not wait past the embedding's end for their next look. (A task that checked
 just before the end and is queued again just after it misses the wake-up; its next look, at most
 ``ALIGN_EMBEDDING_WAIT_SECONDS`` later, finds the vectors.)
@@ -69,14 +70,18 @@ def reads_stored_vectors(scorer: PairScorer) -> bool:
     return "embedding_cosine" in scorer.measures or (LEARNED in scorer.measures and scorer.aligner.uses_encoder)
 
 
-def wait_for_embedding(run: AlignmentRun, scorer: PairScorer, pair_ids: list[int], time_slice: TimeSlice | None) -> None:
+def wait_for_embedding(
+    run: AlignmentRun, scorer: PairScorer, pair_ids: list[int], time_slice: TimeSlice | None, *, shard: bool = False
+) -> None:
     """Raise :class:`~alignment.jobs.slices.WaitFor` when the run should wait (:func:`embedding_to_wait_for`), after
-    recording what for; otherwise forget an earlier wait, so that the run's card no longer shows it. Only in a worker
-    (``time_slice`` given): a run started outside one (``manage.py align --now``, a test) runs to its end, and nothing
-    would pick it up again."""
+    recording what for; otherwise the run's own task forgets an earlier wait, so that the run's card no longer shows it
+    (a ``shard`` that goes on does not: another shard of the run may still wait; the card's line ends with the
+    embedding run). Only in a worker (``time_slice`` given): a run started outside one (``manage.py align --now``, a
+    test) runs to its end, and nothing would pick it up again."""
     embedding = embedding_to_wait_for(run, scorer, pair_ids) if time_slice is not None else None
     if embedding is None:
-        AlignmentRun.objects.filter(pk=run.pk, waiting_for__isnull=False).update(waiting_for=None)
+        if not shard:
+            AlignmentRun.objects.filter(pk=run.pk, waiting_for__isnull=False).update(waiting_for=None)
         return
     AlignmentRun.objects.filter(pk=run.pk).update(waiting_for=embedding)
     raise WaitFor(
@@ -85,12 +90,13 @@ def wait_for_embedding(run: AlignmentRun, scorer: PairScorer, pair_ids: list[int
 
 
 def waiting_runs_wake(embedding_id: int) -> int:
-    """Bring forward the waiting tasks of the alignment runs (and their shards) that wait for embedding run
+    """Bring forward the waiting tasks of the active alignment runs (and their shards) of the corpus of embedding run
     ``embedding_id``, which has finished: a worker takes them at its next poll, at bulk work's priority again (a run
-    of a few pairs never waits; a shard in a spare lane at that lane's), not behind everyone's bulk work. The number of tasks brought forward."""
-    runs = dict(
-        AlignmentRun.objects.filter(waiting_for_id=embedding_id, status__in=ACTIVE_STATUSES).values_list("pk", "procrastinate_job_id")
-    )
+    of a few pairs never waits; a shard in a spare lane at that lane's), not behind everyone's bulk work. Found by the
+    corpus and the waiting priority, not by the run's record of its wait, which a run's own task clears when it goes
+    on. (A task woken that still lacks vectors, from another embedding run, waits again.) The number brought forward."""
+    corpus_id = EmbeddingRun.objects.filter(pk=embedding_id).values_list("corpus_id", flat=True).first()
+    runs = dict(AlignmentRun.objects.filter(corpus_id=corpus_id, status__in=ACTIVE_STATUSES).values_list("pk", "procrastinate_job_id"))
     if not runs:
         return 0
     shards = AlignmentShard.objects.filter(run_id__in=list(runs), status=JobStatus.QUEUED, yielded=True)

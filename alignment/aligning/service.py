@@ -232,8 +232,9 @@ def alignment_run_execute(
 
 
 def run_finish(run: AlignmentRun) -> AlignmentRun:
-    """Mark the run succeeded and tell the listeners, once: only the call whose transition wins sends the signals."""
-    won = run.mark_succeeded()
+    """Mark the run succeeded and tell the listeners, once: only the call whose transition wins sends the signals. A
+    wait for the corpus's embedding that its shards recorded is forgotten (embedding_wait.py)."""
+    won = run.mark_succeeded(waiting_for=None)
     finished = AlignmentRun.objects.get(pk=run.pk)
     if won:
         run_succeeded.send(sender=AlignmentRun, run=finished)

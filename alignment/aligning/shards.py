@@ -75,7 +75,7 @@ def alignment_shard_execute(
     try:
         pending = run.pairs.filter(pk__in=shard.pair_ids).exclude(aligned_pairs__run_id=run.pk).order_by("pk")
         scorer = run_scorer(run, build_measure, device)
-        wait_for_embedding(run, scorer, shard.pair_ids, time_slice)
+        wait_for_embedding(run, scorer, shard.pair_ids, time_slice, shard=True)
         if not align_pending(run, shard, pending, scorer, time_slice):
             return _stop(run, shard)
     except Exception as exc:

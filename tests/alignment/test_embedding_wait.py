@@ -20,7 +20,7 @@ from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_create, alignment_run_execute, run_scorer
 from alignment.jobs.enqueue import SPARE_PRIORITY, defer
 from alignment.jobs.slices import WAITING_PRIORITY
-from alignment.models import AlignmentRun, EmbeddingRun
+from alignment.models import AlignmentRun, EmbeddingRun, SentenceEmbedding
 from alignment.services import EMBED_TASK
 from tests.alignment.conftest import LEXICAL, TFIDF_CONFIG
 
@@ -138,6 +138,26 @@ def test_the_shards_of_a_run_wait_and_go_on_by_themselves_once_the_embedding_run
     assert run.status == AlignmentRun.Status.SUCCEEDED, run.error
     assert run.pairs_done == 6 and run.encoder_seconds > 0
     assert run.waiting_for_id is None
+
+
+def test_a_waiting_shard_is_brought_forward_though_another_shard_of_its_run_went_on_meanwhile(six_pairs, run_worker, settings):
+    settings.ALIGN_SHARD_PAIRS = 3  # two shards: the first one's pairs lack their vectors, the second one's have them
+    full = services.embedding_run_create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL)
+    run_worker(["embedding"])
+    full.refresh_from_db()
+    assert full.status == EmbeddingRun.Status.SUCCEEDED
+    first = list(six_pairs.pairs.order_by("pk"))[:3]
+    documents = [document for pair in first for document in (pair.complex_document_id, pair.simple_document_id)]
+    SentenceEmbedding.objects.filter(sentence__document_id__in=documents).delete()  # sentences imported since, say
+    embedding = EmbeddingRun.objects.create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL, status=EmbeddingRun.Status.RUNNING)
+    run = alignment_run_create(corpus=six_pairs)
+    run_worker(["alignment"])  # the first shard waits, the second one aligns
+    run.refresh_from_db()
+    assert sorted(run.shards.values_list("index", "status")) == [(0, "queued"), (1, "succeeded")]
+
+    embedding.mark_succeeded()  # its end brings the waiting shard forward
+    waiting = ProcrastinateJob.objects.get(task_name="alignment.align_shard", status="todo")
+    assert waiting.scheduled_at <= timezone.now() and waiting.priority == 0, "not left to its next look, 30 s later"
 
 
 def test_a_run_started_outside_a_worker_runs_to_its_end_without_waiting(six_pairs, settings):
