@@ -92,6 +92,7 @@ def embedding_shard_execute(
         EmbeddingRun.objects.select_for_update().get(pk=run.pk)  # the last two shards may finish together
         last = not EmbeddingShard.objects.filter(run=run).exclude(status=EmbeddingShard.Status.SUCCEEDED).exists()
     if last:
+        run.wake_alignment()  # every vector is stored: waiting alignment goes on during the index build
         try:
             encoder_index_ensure(encoder=encoder_row, run=run)
         except RunStopped:  # cancelled during the build: the vectors are all stored, a retry builds the index

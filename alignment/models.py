@@ -221,10 +221,14 @@ class EmbeddingRun(Job):
         """As every job's; once the run has finished (committed), alignment runs that wait for it go on at once."""
         won = super()._transition(from_statuses, **values)
         if won and values.get("status") in FINISHED_STATUSES:
-            from alignment.aligning.embedding_wait import waiting_runs_wake  # it reads the alignment runs defined below
-
-            transaction.on_commit(functools.partial(waiting_runs_wake, self.pk))
+            self.wake_alignment()
         return won
+
+    def wake_alignment(self) -> None:
+        """Once committed, the waiting tasks of the corpus's alignment runs go on: its vectors are stored, or it ended."""
+        from alignment.aligning.embedding_wait import waiting_runs_wake  # it reads the alignment runs defined below
+
+        transaction.on_commit(functools.partial(waiting_runs_wake, self.pk))
 
 
 class EmbeddingShard(Job):

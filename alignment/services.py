@@ -402,6 +402,7 @@ def embedding_run_execute(
         encoder_row = encoder_get_or_create(name=run.encoder_name, dimensions=encoder.dimensions)
         missing = sentences_missing_embedding(corpus=run.corpus, encoder=encoder_row)
         embed_missing(run, run, encoder, encoder_row, missing, batch_size, encode_batch_size, time_slice)
+        run.wake_alignment()  # every vector is stored: waiting alignment goes on during the index build
         encoder_index_ensure(encoder=encoder_row, run=run)
     except RunStopped:  # cancelled: what was stored stays, the worker is free
         return EmbeddingRun.objects.get(pk=run.pk)

@@ -160,6 +160,27 @@ def test_a_waiting_shard_is_brought_forward_though_another_shard_of_its_run_went
     assert waiting.scheduled_at <= timezone.now() and waiting.priority == 0, "not left to its next look, 30 s later"
 
 
+def test_a_waiting_run_goes_on_once_every_vector_is_stored_not_after_the_index_build(six_pairs, run_worker, settings, monkeypatch):
+    from alignment import embedding_shards
+
+    settings.EMBEDDING_SHARD_SENTENCES = 10  # shards, whose last one builds the encoder's index and ends the run
+    run = alignment_run_create(corpus=six_pairs)  # queued first: it waits
+    embedding = services.embedding_run_create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL)
+    seen = []
+    build = embedding_shards.encoder_index_ensure
+
+    def index_build(**kwargs):  # the real build, after a look at the waiting run's task
+        task = ProcrastinateJob.objects.get(pk=AlignmentRun.objects.get(pk=run.pk).procrastinate_job_id)
+        seen.append((task.status, task.priority, task.scheduled_at <= timezone.now()))
+        return build(**kwargs)
+
+    monkeypatch.setattr(embedding_shards, "encoder_index_ensure", index_build)
+    run_worker()
+    run.refresh_from_db(), embedding.refresh_from_db()
+    assert seen == [("todo", 0, True)], "brought forward before the index build, at bulk work's priority"
+    assert (embedding.status, run.status, run.encoder_seconds) == ("succeeded", "succeeded", 0.0)
+
+
 def test_a_run_started_outside_a_worker_runs_to_its_end_without_waiting(six_pairs, settings):
     EmbeddingRun.objects.create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL)  # queued, never run here
     run = alignment_run_create(corpus=six_pairs)
