@@ -8,12 +8,13 @@ vectors, and whose pairs still have a sentence without a vector of its encoder w
 encoder is queued or running on its corpus, gives its worker back (:class:`~alignment.jobs.slices.WaitFor`) and
 looks again ``ALIGN_EMBEDDING_WAIT_SECONDS`` later, below every other job's priority, so that the embedding's own
 tasks go first, in its owner's lane too. It records the run it waits for (``AlignmentRun.waiting_for``), which the
-run's card shows, and when that run finishes (succeeded, failed or cancelled) the waiting tasks of the corpus's
-alignment runs are brought forward (:func:`waiting_runs_wake`; found by the corpus, since a shard that went on while
-another of its run still waited once cleared the record, and the waiting one then slept to its next look): a 10,000-pair run's 200 shards do not look again every few seconds while a corpus of
-half a million sentences embeds, and do not wait past the embedding's end for their next look. (A task that checked
-just before the end and is queued again just after it misses the wake-up; its next look, at most
-``ALIGN_EMBEDDING_WAIT_SECONDS`` later, finds the vectors.)
+run's card shows. Once that run has stored every vector (before its index build), and again when it finishes
+(succeeded, failed or cancelled), the waiting tasks of its corpus's alignment runs are brought forward
+(:func:`waiting_runs_wake`, which finds them by the corpus: a shard that goes on must not hide another one that still
+waits): a 10,000-pair run's 200 shards do not look again every few seconds while a corpus of half a million
+sentences embeds, and do not wait past the vectors' storing for their next look. (A task that checked just before
+the wake-up and is queued again just after it misses it; its next look, at most ``ALIGN_EMBEDDING_WAIT_SECONDS``
+later, finds the vectors.)
 
 A run waits only for an embedding run that shows life: queued, or storing a batch, within
 ``ALIGN_EMBEDDING_WAIT_LIMIT_SECONDS`` (:func:`embedding_alive`). One that has been queued longer and never started,
@@ -91,7 +92,7 @@ def wait_for_embedding(
 
 def waiting_runs_wake(embedding_id: int) -> int:
     """Bring forward the waiting tasks of the active alignment runs (and their shards) of the corpus of embedding run
-    ``embedding_id``, which has finished: a worker takes them at its next poll, at bulk work's priority again (a run
+    ``embedding_id``, which has stored every vector or finished: a worker takes them at its next poll, at bulk work's priority again (a run
     of a few pairs never waits; a shard in a spare lane at that lane's), not behind everyone's bulk work. Found by the
     corpus and the waiting priority, not by the run's record of its wait, which a run's own task clears when it goes
     on. (A task woken that still lacks vectors, from another embedding run, waits again.) The number brought forward."""
