@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
+from django.conf import settings
 
 from alignment.importing.language import LANGUAGE_DETECT
 from alignment.importing.layout import PARAGRAPH_MODE_LABELS
@@ -70,6 +73,13 @@ class CorpusImportForm(forms.Form):
         "readability; Preview shows which side will be complex.",
     )  # fmt: skip
     files = MultipleFileField(help_text="One or more files.")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["files"].help_text = (
+            f"One or more files: at most {settings.IMPORT_MAX_FILES:,} in one upload, "
+            f"{settings.IMPORT_MAX_FILE_BYTES / 2**20:g} MiB each and {settings.IMPORT_MAX_REQUEST_BYTES / 2**20:g} MiB in all."
+        )
 
     def import_options(self, *, max_file_bytes: int) -> ImportOptions:
         """The reading options of a valid form (ValueError when they are refused)."""

@@ -39,18 +39,20 @@ class ImportUploadLimit(FileUploadHandler):
     It passes every chunk on unchanged to the default handlers; ``refusal`` says why it stopped.
     """
 
-    def __init__(self, request: HttpRequest, *, max_file_bytes: int, max_request_bytes: int) -> None:
+    def __init__(self, request: HttpRequest, *, max_file_bytes: int, max_request_bytes: int, max_files: int = 0) -> None:
         super().__init__(request)
         self.max_file_bytes = max_file_bytes
         self.max_request_bytes = max_request_bytes
+        self.max_files = max_files  # 0: no bound of its own
         self.received_bytes = 0  # over all files: what the parser handed to the handlers
         self.file_bytes = 0
+        self.files = 0
         self.refusal: str | None = None
 
     @classmethod
-    def install(cls, request: HttpRequest, *, max_file_bytes: int, max_request_bytes: int) -> ImportUploadLimit:
+    def install(cls, request: HttpRequest, *, max_file_bytes: int, max_request_bytes: int, max_files: int = 0) -> ImportUploadLimit:
         """Put a limit first in ``request``'s handlers; call it before anything reads ``request.POST``."""
-        handler = cls(request, max_file_bytes=max_file_bytes, max_request_bytes=max_request_bytes)
+        handler = cls(request, max_file_bytes=max_file_bytes, max_request_bytes=max_request_bytes, max_files=max_files)
         request.upload_handlers.insert(0, handler)
         return handler
 
@@ -63,6 +65,12 @@ class ImportUploadLimit(FileUploadHandler):
     def new_file(self, *args, **kwargs) -> None:
         super().new_file(*args, **kwargs)
         self.file_bytes = 0
+        self.files += 1
+        if self.max_files and self.files > self.max_files:
+            self._refuse(
+                f"the upload has more than {self.max_files:,} files, the limit for one import; nothing was imported. "
+                "Import them in parts (into the same corpus), or a folder with manage.py import_corpus"
+            )
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
         self.file_bytes += len(raw_data)
@@ -87,12 +95,13 @@ def import_upload_guard(request: HttpRequest) -> ImportUploadLimit:
 
     The limit's ``refusal`` is set at once when the request announces a body over
     ``IMPORT_MAX_REQUEST_BYTES`` (answer 413 then: the body is never read, whoever parses it),
-    and later, while the body streams in, when one file passes ``IMPORT_MAX_FILE_BYTES`` or
-    the whole upload passes ``IMPORT_MAX_REQUEST_BYTES``. ``request`` may be DRF's request,
+    and later, while the body streams in, when one file passes ``IMPORT_MAX_FILE_BYTES``,
+    the whole upload passes ``IMPORT_MAX_REQUEST_BYTES`` or it has more than ``IMPORT_MAX_FILES`` files. ``request`` may be DRF's request,
     which hands ``META`` and ``upload_handlers`` through to Django's.
     """
     limit = ImportUploadLimit.install(
-        request, max_file_bytes=settings.IMPORT_MAX_FILE_BYTES, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES
-    )
+        request, max_file_bytes=settings.IMPORT_MAX_FILE_BYTES, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES,
+        max_files=settings.IMPORT_MAX_FILES,
+    )  # fmt: skip
     limit.refusal = upload_too_large(request, max_request_bytes=settings.IMPORT_MAX_REQUEST_BYTES)
     return limit

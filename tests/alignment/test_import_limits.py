@@ -172,6 +172,25 @@ def test_an_upload_within_the_limits_still_imports(client, owner, settings):
     assert response.status_code == 302 and [(f.name, len(f.content)) for f in job.staged_files.all()] == [("Tram-adv.txt", len(SAMPLE_ADV))]
 
 
+def test_an_upload_of_more_files_than_the_limit_is_refused_naming_it(client, owner, settings):
+    settings.IMPORT_MAX_FILES = 3
+    client.force_login(owner)
+    files = [SimpleUploadedFile(f"Story{k}-adv.txt", SAMPLE_ADV.encode()) for k in range(4)]
+    response = client.post(reverse("alignment:corpus_import"), _import_form(r"^(?P<id>.+)-(?P<level>[^-]+)$", files))
+    assert response.status_code == 413
+    assert "the upload has more than 3 files, the limit for one import; nothing was imported" in response.content.decode()
+    assert response.wsgi_request.upload_handlers[0].files == 4, "stopped at the fourth file"
+    assert not Document.objects.exists() and not ImportJob.objects.exists()
+
+
+def test_an_upload_of_a_whole_corpus_in_files_is_not_refused_by_djangos_own_count(client, owner):
+    client.force_login(owner)
+    files = [SimpleUploadedFile(f"Story{k}-{level}.txt", b"One sentence.") for k in range(75) for level in ("adv", "ele")]
+    response = client.post(reverse("alignment:corpus_import"), _import_form(r"^(?P<id>.+)-(?P<level>[^-]+)$", files))
+    assert response.status_code == 302, "150 files: over Django's default of 100, which answered a bare 400"
+    assert ImportJob.objects.get().staged_files.count() == 150
+
+
 # --- sentence splitting of long paragraphs ------------------------------------------------------
 
 

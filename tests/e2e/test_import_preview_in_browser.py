@@ -77,3 +77,17 @@ def test_an_upload_over_the_limit_shows_the_413_message_in_the_preview_panel(pag
     expect(page.locator("#import-preview")).to_contain_text("Big-adv.txt: the file is over the limit of 1,000 bytes; nothing was imported")
     shot(page, "H2-preview-413.png", full_page=True)
     assert not ImportJob.objects.exists()
+
+
+def test_an_upload_of_more_files_than_the_limit_shows_the_limit_on_the_import_page(page: Page, live_server, owner, settings):
+    settings.IMPORT_MAX_FILES = 2
+    _login(page, live_server, "owner", "owner-pass-123")
+    page.goto(live_server.url + "/corpora/import/")
+    expect(page.get_by_text("at most 2 in one upload")).to_be_visible()  # said before anyone uploads
+    page.get_by_label("Corpus name").fill("Too many")
+    files = [{"name": f"Tram{k}-adv.txt", "mimeType": "text/plain", "buffer": ONE_PER_LINE.encode()} for k in range(3)]
+    page.get_by_label("Files").set_input_files(files)
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(page.get_by_text("the upload has more than 2 files, the limit for one import; nothing was imported")).to_be_visible()
+    shot(page, "H2-import-too-many-files.png", full_page=True)
+    assert not ImportJob.objects.exists()

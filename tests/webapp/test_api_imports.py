@@ -151,6 +151,15 @@ def test_a_file_over_the_limit_is_413_after_reading_at_most_one_chunk_past_it(ow
 
 
 @pytest.mark.django_db
+def test_more_files_than_the_limit_is_413_naming_it(owner, settings):
+    settings.IMPORT_MAX_FILES = 2
+    response = _post(_client(owner), [SimpleUploadedFile(f"Story{k}-adv.txt", SAMPLE_ADV.encode()) for k in range(3)])
+    assert response.status_code == 413
+    assert response.json()["detail"].startswith("the upload has more than 2 files, the limit for one import; nothing was imported")
+    assert _nothing_stored()
+
+
+@pytest.mark.django_db
 def test_a_request_announcing_too_many_bytes_is_413_before_its_body_is_read(owner, settings):
     settings.IMPORT_MAX_REQUEST_BYTES = 1_000
     response = _post(_client(owner), [SimpleUploadedFile("Tram-adv.txt", SAMPLE_ADV.encode() * 5)])

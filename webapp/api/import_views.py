@@ -33,7 +33,9 @@ class UploadTooLarge(APIException):
 
 
 class UploadRefusalSerializer(serializers.Serializer):
-    detail = serializers.CharField(help_text="Which limit the upload passed (IMPORT_MAX_FILE_BYTES or IMPORT_MAX_REQUEST_BYTES).")
+    detail = serializers.CharField(
+        help_text="Which limit the upload passed (IMPORT_MAX_FILE_BYTES, IMPORT_MAX_REQUEST_BYTES or IMPORT_MAX_FILES)."
+    )
 
 
 def _with_form_defaults(data: QueryDict) -> QueryDict:
@@ -63,7 +65,7 @@ def _form_errors(form: CorpusImportForm) -> dict[str, list[str]]:
         responses={
             202: ImportJobSerializer,
             400: OpenApiResponse(description="Bad input, or a corpus you may not add to; the body names the field."),
-            413: OpenApiResponse(UploadRefusalSerializer, description="A file or the whole upload is over its limit; nothing stored."),
+            413: OpenApiResponse(UploadRefusalSerializer, description="A file or the whole upload is over its limit, or it has too many files; nothing stored."),
         },
     ),
 )  # fmt: skip
