@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -100,6 +104,50 @@ def worker_subprocess_env() -> dict[str, str]:
 @pytest.fixture
 def python_executable() -> str:
     return sys.executable
+
+
+@contextmanager
+def worker_processes(env: dict[str, str], log_dir: Path, prefix: str, count: int = 2) -> Iterator[list[subprocess.Popen]]:
+    """``count`` real ``manage.py procrastinate worker`` processes (named ``<prefix>-<n>``, logs in ``log_dir``), once
+    each has registered with Procrastinate; stopped (SIGTERM, then waited for) when the block ends."""
+    newest = _newest_worker_id()
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "manage.py", "procrastinate", "worker", "--name", f"{prefix}-{n}"],
+            env=env,
+            cwd=REPO_ROOT,
+            stdout=open(log_dir / f"worker-{n}.log", "w"),  # noqa: SIM115 - the child writes to it until the end
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        for n in range(1, count + 1)
+    ]
+    try:
+        wait_with_workers("the workers to start", lambda: _newest_worker_id(after=newest) == count, workers, timeout=180)
+        yield workers
+    finally:
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.wait(timeout=60)
+
+
+def _newest_worker_id(*, after: int | None = None) -> int:
+    """The newest Procrastinate worker's id; with ``after``, how many workers registered since that id."""
+    with connection.cursor() as cursor:
+        if after is None:
+            cursor.execute("SELECT coalesce(max(id), 0) FROM procrastinate_workers")
+        else:
+            cursor.execute("SELECT count(*) FROM procrastinate_workers WHERE id > %s", [after])
+        return cursor.fetchone()[0]
+
+
+def wait_with_workers(what: str, condition: Callable[[], bool], workers: list[subprocess.Popen], timeout: float) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` when a worker exits or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert all(w.poll() is None for w in workers), f"a worker exited while waiting for {what}"
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.1)
 
 
 def synthetic_sentences(count: int) -> list[str]:

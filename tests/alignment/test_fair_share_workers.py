@@ -8,13 +8,10 @@ on the other worker within seconds.
 
 from __future__ import annotations
 
-import subprocess
 import time
 
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connection
 from procrastinate.contrib.django.models import ProcrastinateJob
 
 from alignment.aligning.service import alignment_run_create
@@ -24,7 +21,7 @@ from alignment.importing.readers import ImportOptions
 from alignment.importing.service import corpus_import_files
 from alignment.models import AlignmentRun
 from alignment.services import corpus_get_or_create
-from tests.alignment.conftest import synthetic_sentences
+from tests.alignment.conftest import synthetic_sentences, wait_with_workers, worker_processes
 from tests.conftest import SAMPLE_ADV, SAMPLE_ELE
 from tests.markers import PROCESS_LEVEL
 
@@ -39,29 +36,7 @@ def _large_import(user, name: str) -> ImportJob:
     return import_job_create(user=user, corpus_name=name, language="en", pairing="all", options=options, files=files)
 
 
-def _newest_worker_id() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT coalesce(max(id), 0) FROM procrastinate_workers")
-        return cursor.fetchone()[0]
-
-
-def _workers_after(worker_id: int) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM procrastinate_workers WHERE id > %s", [worker_id])
-        return cursor.fetchone()[0]
-
-
-def _wait(what: str, condition, workers: list[subprocess.Popen], timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert all(w.poll() is None for w in workers), f"a worker exited while waiting for {what}"
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.2)
-
-
-def test_while_a_runs_two_large_imports_bs_one_pair_alignment_starts_within_30_s(
-    owner, worker_subprocess_env, python_executable, tmp_path
-) -> None:
+def test_while_a_runs_two_large_imports_bs_one_pair_alignment_starts_within_30_s(owner, worker_subprocess_env, tmp_path) -> None:
     anna = get_user_model().objects.create_user("anna", password="anna-pass-123")
     bruno = owner
     corpus, _ = corpus_get_or_create(name="Bruno's", language="en", owner=bruno)
@@ -69,22 +44,10 @@ def test_while_a_runs_two_large_imports_bs_one_pair_alignment_starts_within_30_s
         corpus=corpus, files=[("Tram-adv.txt", SAMPLE_ADV.encode()), ("Tram-ele.txt", SAMPLE_ELE.encode())],
         options=ImportOptions(format="text"),
     )  # fmt: skip
-    before = _newest_worker_id()
     env = {**worker_subprocess_env, "JOB_TEST_STEP_DELAY_MS": "3000", "LOG_LEVEL": "WARNING"}  # 40 files x 3 s: 2 min per import
-    workers = [
-        subprocess.Popen(
-            [python_executable, "manage.py", "procrastinate", "worker", "--name", f"test-worker-{n}"],
-            env=env,
-            cwd=settings.BASE_DIR,
-            stdout=open(tmp_path / f"worker-{n}.log", "w"),  # noqa: SIM115 - the child writes to it until the end
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        for n in (1, 2)
-    ]
-    try:
-        _wait("both workers", lambda: _workers_after(before) == 2, workers)
+    with worker_processes(env, tmp_path, "test-worker") as workers:
         imports = [_large_import(anna, "Anna big"), _large_import(anna, "Anna bigger")]
-        _wait("A's first import", lambda: ImportJob.objects.get(pk=imports[0].pk).status == "running", workers)
+        wait_with_workers("A's first import", lambda: ImportJob.objects.get(pk=imports[0].pk).status == "running", workers, timeout=180)
         time.sleep(2)  # the idle worker had its chance at A's second import
         run = alignment_run_create(corpus=corpus, pairs=list(corpus.pairs.all()), aligner_config={"measure": "jaccard"}, created_by=bruno)
         deadline = time.monotonic() + B_MUST_START_WITHIN_SECONDS
@@ -96,8 +59,3 @@ def test_while_a_runs_two_large_imports_bs_one_pair_alignment_starts_within_30_s
         assert statuses[imports[1].pk] == "queued"
         second_task = ProcrastinateJob.objects.get(pk=ImportJob.objects.get(pk=imports[1].pk).procrastinate_job_id)
         assert second_task.status == "todo", "A's second import waits in A's lane instead of taking the other worker"
-    finally:
-        for worker in workers:
-            worker.terminate()
-        for worker in workers:
-            worker.wait(timeout=60)

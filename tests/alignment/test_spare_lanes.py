@@ -11,19 +11,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connection
 from procrastinate.contrib.django.models import ProcrastinateJob
 
 from alignment.aligning.service import alignment_run_create
 from alignment.aligning.shards import shards_start
 from alignment.jobs.enqueue import SPARE_PRIORITY, spare_lane_promote
 from alignment.models import AlignmentRun, AlignmentShard
-from tests.alignment.conftest import LEXICAL, TFIDF_CONFIG
+from tests.alignment.conftest import LEXICAL, TFIDF_CONFIG, wait_with_workers, worker_processes
 from tests.markers import process_level
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,50 +95,24 @@ def test_a_bad_spare_lanes_setting_stops_the_settings_naming_it(value, says) -> 
 
 @process_level
 def test_on_two_workers_a_users_run_uses_both_and_another_users_run_queued_later_goes_before_its_spare_shards(
-    six_pairs, owner, worker_subprocess_env, python_executable, tmp_path
+    six_pairs, owner, worker_subprocess_env, tmp_path
 ) -> None:
     bruno = get_user_model().objects.create_user("bruno", password="bruno-pass-123")
     env = {**worker_subprocess_env, "JOB_TEST_STEP_DELAY_MS": "1500", "LOG_LEVEL": "WARNING", "ALIGN_SHARD_PAIRS": "1"}
     env.pop("JOB_SPARE_LANES", None)  # the default
-    workers = [
-        subprocess.Popen(
-            [python_executable, "manage.py", "procrastinate", "worker", "--name", f"spare-worker-{n}"],
-            env=env,
-            cwd=settings.BASE_DIR,
-            stdout=open(tmp_path / f"worker-{n}.log", "w"),  # noqa: SIM115 - the child writes to it until the end
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        for n in (1, 2)
-    ]
-    try:
-        _wait("both workers", lambda: _workers_alive() == 2, workers)
+    with worker_processes(env, tmp_path, "spare-worker") as workers:
         run = alignment_run_create(corpus=six_pairs, aligner_config=TFIDF_CONFIG, measures=LEXICAL, created_by=owner)
-        _wait("two of the owner's shards at once", lambda: _shards(run, "running") == 2, workers)  # one lane a user before
+        wait_with_workers(
+            "two of the owner's shards at once", lambda: _shards(run, "running") == 2, workers, timeout=90
+        )  # one lane a user before
         other = alignment_run_create(corpus=six_pairs, aligner_config=TFIDF_CONFIG, measures=LEXICAL, created_by=bruno)
-        _wait("the other user's run", lambda: AlignmentRun.objects.get(pk=other.pk).started_at is not None, workers)
+        wait_with_workers("the other user's run", lambda: AlignmentRun.objects.get(pk=other.pk).started_at is not None, workers, timeout=90)
         assert _shards(run, "queued") > 0, "it started on the first worker free, before the owner's remaining shards"
-        _wait("both runs", lambda: not AlignmentRun.objects.filter(status__in=["queued", "running"]).exists(), workers)
+        wait_with_workers(
+            "both runs", lambda: not AlignmentRun.objects.filter(status__in=["queued", "running"]).exists(), workers, timeout=90
+        )
         assert set(AlignmentRun.objects.values_list("status", flat=True)) == {"succeeded"}
-    finally:
-        for worker in workers:
-            worker.terminate()
-        for worker in workers:
-            worker.wait(timeout=60)
-
-
-def _workers_alive() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat >= now() - interval '30 seconds'")
-        return cursor.fetchone()[0]
 
 
 def _shards(run: AlignmentRun, status: str) -> int:
     return AlignmentShard.objects.filter(run=run, status=status).count()
-
-
-def _wait(what: str, condition, workers: list[subprocess.Popen], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert all(w.poll() is None for w in workers), f"a worker exited while waiting for {what}"
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.1)
