@@ -66,11 +66,11 @@ def form_error(form: forms.Form, error: Exception) -> None:
     form.add_error(answer.field if answer.field in form.fields else None, answer.message)
 
 
-def bad_request(request: HttpRequest, reason: str) -> HttpResponse:
-    """400 naming what is wrong: JSON for the API and for pages' scripts (which ask for JSON), else the site's error
-    page with ``reason`` (escaped: a reason may quote the input)."""
+def bad_request(request: HttpRequest, reason: str, *, status: int = 400) -> HttpResponse:
+    """400 (or ``status``: 413 for a body over its bound) naming what is wrong: JSON for the API and for pages' scripts
+    (which ask for JSON), else the site's error page with ``reason`` (escaped: a reason may quote the input)."""
     if request.path.startswith("/api/"):
-        return JsonResponse({"detail": reason}, status=400)
+        return JsonResponse({"detail": reason}, status=status)
     if "application/json" in request.headers.get("Accept", ""):
-        return JsonResponse({"error": reason}, status=400)
-    return HttpResponse(render_to_string("400.html", {"reason": reason}, request=request), status=400)
+        return JsonResponse({"error": reason}, status=status)
+    return HttpResponse(render_to_string("400.html", {"reason": reason, "status": status}, request=request), status=status)

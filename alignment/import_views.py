@@ -14,10 +14,11 @@ from alignment.forms import CorpusImportForm, CorpusImportPreviewForm
 from alignment.importing.jobs import import_job_cancel, import_job_create
 from alignment.importing.models import ImportJob
 from alignment.importing.preview import ImportPreview, import_preview
-from alignment.importing.uploads import ImportUploadLimit, import_upload_guard
+from alignment.importing.uploads import ImportUploadLimit, import_upload_guard, takes_uploads
 from alignment.level_order import corpus_readability, level_order_constraints
 
 
+@takes_uploads
 @csrf_exempt  # the CSRF check reads the body, so it runs in _corpus_import, after the upload limit is installed
 @require_http_methods(["GET", "POST"])
 def corpus_import(request: HttpRequest) -> HttpResponse:
@@ -58,6 +59,7 @@ def _corpus_import_page(
     return render(request, "alignment/corpus_import.html", context, status=status)
 
 
+@takes_uploads
 @csrf_exempt  # as corpus_import: the CSRF check runs in _corpus_import_preview, after the upload limit is installed
 @require_POST
 def corpus_import_preview(request: HttpRequest) -> HttpResponse:

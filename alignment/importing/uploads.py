@@ -11,15 +11,33 @@ passes its limit, so at most one chunk past the limit is ever held. The
 :func:`import_upload_guard` is the one way in, for the Import page, its preview and the
 REST API alike: it installs the limit with the settings' sizes before anything reads the
 body (DRF parses ``request.data`` lazily, through the same upload handlers), and the
-limit's ``refusal`` then says whether to answer 413.
+limit's ``refusal`` then says whether to answer 413. Such a view is marked with :func:`takes_uploads`: every
+other view's body is bounded by ``DATA_UPLOAD_MAX_MEMORY_SIZE`` before it runs (webapp/lib/input_guard.py).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.http import HttpRequest, QueryDict
 from django.utils.datastructures import MultiValueDict
+
+View = TypeVar("View", bound=Callable)
+
+
+def takes_uploads(view: View) -> View:
+    """Mark a view (a function, or a DRF view's class) whose body an upload guard bounds, by
+    ``IMPORT_MAX_REQUEST_BYTES``, instead of the ``DATA_UPLOAD_MAX_MEMORY_SIZE`` every other view's body is held to."""
+    view.takes_uploads = True  # type: ignore[attr-defined]
+    return view
+
+
+def view_takes_uploads(view: Callable) -> bool:
+    """Whether a resolved view was marked with :func:`takes_uploads` (DRF's ``as_view`` keeps the class as ``cls``)."""
+    return bool(getattr(view, "takes_uploads", False) or getattr(getattr(view, "cls", None), "takes_uploads", False))
 
 
 def upload_too_large(request: HttpRequest, *, max_request_bytes: int) -> str | None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation.models import AnnotationProject
+from annotation.models import AnnotationProject, ItemEvent
 from tests.webapp.api_support import api_world, fast_password_hashing  # noqa: F401 - pytest fixtures used as arguments
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -114,3 +116,52 @@ def test_junk_in_the_mined_pair_search_is_the_sites_400_page_naming_the_field(cl
 def test_a_huge_page_number_in_the_mined_pair_browser_shows_the_last_page(client, owner, empty_mining_job):
     client.force_login(owner)
     assert client.get(f"/mining/{empty_mining_job.pk}/", {"page": "9" * 40}).status_code == 200
+
+
+# --- a body over its bound ------------------------------------------------------------------------
+# Django held a form or JSON body to DATA_UPLOAD_MAX_MEMORY_SIZE only as a view read it (a bare 400, a traceback in the
+# log), and a multipart body's files not at all: a file posted to any page streamed to the disk, however large.
+
+
+def test_a_json_body_over_the_bound_is_a_413_naming_it_and_nothing_is_stored(api_world, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 2_000
+    projects = AnnotationProject.objects.count()
+    body = f'{{"name": "Big", "corpus": {api_world.corpus.pk}, "guidelines": "{"x" * 3_000}"}}'
+    response = _post_raw(api_world, body)
+    assert response.status_code == 413, response.content
+    detail = response.json()["detail"]
+    assert f"the request's body is {len(body):,} bytes, over the limit of 2,000 bytes" in detail
+    assert "DATA_UPLOAD_MAX_MEMORY_SIZE" in detail and "nothing was read or stored" in detail
+    assert AnnotationProject.objects.count() == projects
+    assert _post_raw(api_world, body.replace("x" * 3_000, "short")).status_code == 201  # the same within the bound is stored
+
+
+def test_a_file_posted_to_a_page_over_the_bound_is_refused_unread(client, api_world, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 2_000
+    client.force_login(api_world.users["anna"])
+    url = reverse("annotation:item_event_save", args=[api_world.project.pk, api_world.pair.pk])
+    form = lambda: {"kind": "comment", "text": "hi", "junk": SimpleUploadedFile("junk.bin", b"y" * 50_000)}  # noqa: E731
+    response = client.post(url, form(), HTTP_ACCEPT="application/json")
+    assert response.status_code == 413 and "over the limit of 2,000 bytes" in response.json()["error"]
+    assert "_files" not in response.wsgi_request.__dict__, "the multipart body was never parsed"
+    assert not ItemEvent.objects.exists()
+    page = client.post(url, form())  # a browser's form: the site's error page
+    assert page.status_code == 413 and b"The request is too large" in page.content and b"Error 413" in page.content
+
+
+def _import_form(text: str) -> dict:
+    return {"corpus_name": "Big", "language": "en", "format": "text", "paragraph_mode": "blank", "pairing": "all",
+            "filename_pattern": r"^(?P<id>.+)-(?P<level>[^-]+)$",
+            "files": [SimpleUploadedFile("Tram-adv.txt", text.encode()), SimpleUploadedFile("Tram-ele.txt", text.encode())]}  # fmt: skip
+
+
+@pytest.mark.parametrize("view", ["alignment:corpus_import_preview", "api:import-list"])
+def test_the_imports_take_bodies_past_that_bound_up_to_their_own(client, owner, settings, view):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 2_000
+    client.force_login(owner)
+    text = "A tram runs here. " * 300  # two files of 5,400 bytes: past the request bound, within the import's
+    response = client.post(reverse(view), _import_form(text))
+    assert response.status_code in (200, 202), response.content[:500]
+    settings.IMPORT_MAX_REQUEST_BYTES = 5_000
+    refused = client.post(reverse(view), _import_form(text))
+    assert refused.status_code == 413 and "over the limit of 5,000 bytes for one import" in refused.content.decode()

@@ -72,6 +72,7 @@ def _form_errors(form: CorpusImportForm) -> dict[str, list[str]]:
 class ImportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
     serializer_class = ImportJobSerializer
     parser_classes = [MultiPartParser]
+    takes_uploads = True  # its body is bounded by the import's upload guard, not by DATA_UPLOAD_MAX_MEMORY_SIZE
     ordering_fields = ["id", "created_at", "status"]
     lookup_value_regex = ID
     upload_limit: ImportUploadLimit | None = None
