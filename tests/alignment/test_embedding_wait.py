@@ -160,10 +160,14 @@ def test_a_waiting_shard_is_brought_forward_though_another_shard_of_its_run_went
     assert waiting.scheduled_at <= timezone.now() and waiting.priority == 0, "not left to its next look, 30 s later"
 
 
-def test_a_waiting_run_goes_on_once_every_vector_is_stored_not_after_the_index_build(six_pairs, run_worker, settings, monkeypatch):
+@pytest.mark.parametrize("shard_sentences", [10, 100_000], ids=["in shards", "in one task"])
+def test_a_waiting_run_goes_on_once_every_vector_is_stored_not_after_the_index_build(
+    six_pairs, run_worker, settings, monkeypatch, shard_sentences
+):
     from alignment import embedding_shards
 
-    settings.EMBEDDING_SHARD_SENTENCES = 10  # shards, whose last one builds the encoder's index and ends the run
+    # In shards, the last one builds the encoder's index and ends the run; in one task, the run's own task does.
+    settings.EMBEDDING_SHARD_SENTENCES = shard_sentences
     run = alignment_run_create(corpus=six_pairs)  # queued first: it waits
     embedding = services.embedding_run_create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL)
     seen = []
@@ -175,6 +179,7 @@ def test_a_waiting_run_goes_on_once_every_vector_is_stored_not_after_the_index_b
         return build(**kwargs)
 
     monkeypatch.setattr(embedding_shards, "encoder_index_ensure", index_build)
+    monkeypatch.setattr(services, "encoder_index_ensure", index_build)
     run_worker()
     run.refresh_from_db(), embedding.refresh_from_db()
     assert seen == [("todo", 0, True)], "brought forward before the index build, at bulk work's priority"

@@ -4,7 +4,10 @@ sentence splitting, and JSONL lines the database could not store."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import time
 from io import StringIO
 
@@ -189,6 +192,12 @@ def test_an_upload_of_a_whole_corpus_in_files_is_not_refused_by_djangos_own_coun
     response = client.post(reverse("alignment:corpus_import"), _import_form(r"^(?P<id>.+)-(?P<level>[^-]+)$", files))
     assert response.status_code == 302, "150 files: over Django's default of 100, which answered a bare 400"
     assert ImportJob.objects.get().staged_files.count() == 150
+
+
+def test_a_files_limit_under_one_stops_the_settings_naming_it():
+    env = {**os.environ, "IMPORT_MAX_FILES": "0", "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}
+    result = subprocess.run([sys.executable, "-c", "import webapp.settings"], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and "IMPORT_MAX_FILES=0: at least 1 file in one upload" in result.stderr
 
 
 # --- sentence splitting of long paragraphs ------------------------------------------------------
