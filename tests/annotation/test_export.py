@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -13,9 +14,10 @@ from django.test import override_settings
 from annotation import services
 from annotation.export import service as export
 from annotation.export.models import ExportJob
-from annotation.export.selection import ExportDataError
+from annotation.export.selection import ExportDataError, IsoTime
 from annotation.export.signals import export_finished
 from annotation.export.writers import WikiManualWriter
+from annotation.models import LabelEvent
 from annotation.training.snapshot import gold_items
 from tests.annotation.gold_set import build_gold_project
 
@@ -109,6 +111,19 @@ def test_jsonl_carries_full_provenance(gold_project, owner) -> None:
     assert aligned["aligner"]["run_id"] == project.suggestion_run_id
     assert aligned["aligner"]["model_version"] == project.suggestion_run.model_version
     assert set(aligned["aligner"]["scores"]) == {"jaccard", "tfidf_cosine"} and aligned["aligner"]["measure"] == "jaccard"
+
+
+def test_the_times_postgresql_writes_are_the_ones_isoformat_wrote(gold_project, owner) -> None:
+    """The export reads its label, adjudication and verification times already formatted (IsoTime), as
+    ``datetime.isoformat()`` wrote them: UTC, microseconds only when there are any."""
+    project, _ = gold_project
+    events = LabelEvent.objects.filter(project=project)
+    moments = ["2026-12-02T04:18:45+00:00", "2026-12-02T04:18:45.500000+00:00", "1999-01-01T23:59:59.000001+05:30"]
+    for pk, moment in zip(events.values_list("pk", flat=True), moments, strict=False):
+        events.filter(pk=pk).update(created_at=datetime.fromisoformat(moment))
+    pairs = list(events.values_list("created_at", IsoTime("created_at")))
+    assert len(pairs) >= 3 and all(written == moment.isoformat() for moment, written in pairs)
+    assert {written for _, written in pairs} >= {moments[0], moments[1], "1999-01-01T18:29:59.000001+00:00"}
 
 
 def test_reexport_is_byte_identical_and_parquet_loads_with_datasets(gold_project, owner, tmp_path) -> None:
