@@ -90,6 +90,29 @@ def wait_for_embedding(
     )
 
 
+def running_wait_line(run: AlignmentRun) -> str:
+    """What a running run's card says while the run, or shards of it, wait for the corpus's embedding run; "" when
+    none does. A shard that goes on leaves the run's record of the wait standing (another may still wait), so a run
+    with shards counts those whose tasks wait (queued again at ``WAITING_PRIORITY``): one query, while the record stands."""
+    note = run.waiting_note()
+    if not note:
+        return ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE j.status = 'todo' AND j.priority = %s) FROM {AlignmentShard._meta.db_table} AS s "
+            "LEFT JOIN procrastinate_jobs AS j ON j.id = s.procrastinate_job_id WHERE s.run_id = %s",
+            [WAITING_PRIORITY, run.pk],
+        )
+        total, waiting = cursor.fetchone()
+    if not total:
+        return f"{note[0].upper()}{note[1:]}."
+    if not waiting:
+        return ""  # the record stands until the embedding run ends, but no shard waits any more
+    if waiting == total:
+        return f"{'Its shard is' if total == 1 else f'All {total} of its shards are'} {note}."
+    return f"{waiting} of its {total} shards {'is' if waiting == 1 else 'are'} {note}; the others go on meanwhile."
+
+
 def waiting_runs_wake(embedding_id: int) -> int:
     """Bring forward the waiting tasks of the active alignment runs (and their shards) of the corpus of embedding run
     ``embedding_id``, which has stored every vector or finished: a worker takes them at its next poll, at bulk work's priority again (a run

@@ -15,7 +15,7 @@ from django.utils import timezone
 from procrastinate.contrib.django.models import ProcrastinateJob
 
 from alignment import services
-from alignment.aligning.embedding_wait import embedding_to_wait_for
+from alignment.aligning.embedding_wait import embedding_to_wait_for, waiting_runs_wake
 from alignment.aligning.measures import run_measure
 from alignment.aligning.service import alignment_run_create, alignment_run_execute, run_scorer
 from alignment.jobs.enqueue import SPARE_PRIORITY, defer
@@ -127,7 +127,7 @@ def test_the_shards_of_a_run_wait_and_go_on_by_themselves_once_the_embedding_run
     assert sorted(run.shards.values_list("status", "yielded")) == [(AlignmentRun.Status.QUEUED, True)] * 2
     client.force_login(owner)
     page = html.unescape(client.get(reverse("alignment:alignment_run_detail", args=[run.pk])).content.decode())
-    assert "Some of its shards are waiting for the corpus's embedding, so that no sentence is encoded twice" in page
+    assert "All 2 of its shards are waiting for the corpus's embedding, so that no sentence is encoded twice." in page
 
     embedding.mark_cancelled()  # it will store no more vectors: the shards, brought forward, encode what is missing themselves
     woken = ProcrastinateJob.objects.filter(task_name="alignment.align_shard", status="todo", scheduled_at__lte=timezone.now())
@@ -140,7 +140,9 @@ def test_the_shards_of_a_run_wait_and_go_on_by_themselves_once_the_embedding_run
     assert run.waiting_for_id is None
 
 
-def test_a_waiting_shard_is_brought_forward_though_another_shard_of_its_run_went_on_meanwhile(six_pairs, run_worker, settings):
+def test_a_waiting_shard_is_brought_forward_though_another_shard_of_its_run_went_on_meanwhile(
+    six_pairs, owner, client, run_worker, settings
+):
     settings.ALIGN_SHARD_PAIRS = 3  # two shards: the first one's pairs lack their vectors, the second one's have them
     full = services.embedding_run_create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL)
     run_worker(["embedding"])
@@ -154,10 +156,29 @@ def test_a_waiting_shard_is_brought_forward_though_another_shard_of_its_run_went
     run_worker(["alignment"])  # the first shard waits, the second one aligns
     run.refresh_from_db()
     assert sorted(run.shards.values_list("index", "status")) == [(0, "queued"), (1, "succeeded")]
+    client.force_login(owner)
+    url = reverse("alignment:alignment_run_detail", args=[run.pk])
+    line = "1 of its 2 shards is waiting for the corpus's embedding, so that no sentence is encoded twice; the others go on meanwhile."
+    assert line in html.unescape(client.get(url).content.decode()), "the shard that went on is not counted as waiting"
 
     embedding.mark_succeeded()  # its end brings the waiting shard forward
     waiting = ProcrastinateJob.objects.get(task_name="alignment.align_shard", status="todo")
     assert waiting.scheduled_at <= timezone.now() and waiting.priority == 0, "not left to its next look, 30 s later"
+    assert "waiting for the corpus's embedding" not in html.unescape(client.get(url).content.decode())
+
+
+def test_the_cards_line_ends_once_no_shard_waits_though_the_embedding_run_goes_on(six_pairs, owner, client, run_worker, settings):
+    settings.ALIGN_SHARD_PAIRS = 3  # two shards, both waiting
+    embedding = EmbeddingRun.objects.create(corpus=six_pairs, encoder_name=settings.ENCODER_MODEL, status=EmbeddingRun.Status.RUNNING)
+    run = alignment_run_create(corpus=six_pairs, created_by=owner)
+    run_worker(["alignment"])
+    client.force_login(owner)
+    url = reverse("alignment:alignment_run_detail", args=[run.pk])
+    assert "All 2 of its shards are waiting" in html.unescape(client.get(url).content.decode())
+    assert waiting_runs_wake(embedding.pk) == 2  # its two shards, brought forward (as once every vector is stored)
+    run.refresh_from_db()
+    assert run.waiting_for_id == embedding.pk, "the record stands while the embedding run goes on"
+    assert "waiting for the corpus's embedding" not in html.unescape(client.get(url).content.decode())
 
 
 @pytest.mark.parametrize("shard_sentences", [10, 100_000], ids=["in shards", "in one task"])
