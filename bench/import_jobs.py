@@ -15,7 +15,7 @@ Printed per round: each way's wall time and pairs per second, their ratio, the a
 sentences it encoded itself, having found no stored vector) and the workers' CPU seconds. ``--rounds N`` alternates
 which way goes first. The jobs have no user, as the demo's and the commands' have none; with ``--user`` they are the
 bench owner's, as a person's import from the browser is: they then run in that user's lane (``JOB_USER_CONCURRENCY``,
-one by default), and the runs' shards also in the spare lanes that the workers alive allow (``JOB_SPARE_LANES``).
+one by default), and the runs' shards also in up to ``JOB_SPARE_LANES`` spare lanes below everyone's priority.
 Measured figures are in docs/benchmarks.md ("An import's embedding and alignment").
 """
 

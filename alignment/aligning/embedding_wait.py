@@ -119,8 +119,8 @@ def waiting_runs_wake(embedding_id: int) -> int:
     of a few pairs never waits; a shard in a spare lane at that lane's), not behind everyone's bulk work. Found by the
     corpus and the waiting priority, not by the run's record of its wait, which a run's own task clears when it goes
     on. (A task woken that still lacks vectors, from another embedding run, waits again.) The number brought forward."""
-    corpus_id = EmbeddingRun.objects.filter(pk=embedding_id).values_list("corpus_id", flat=True).first()
-    runs = dict(AlignmentRun.objects.filter(corpus_id=corpus_id, status__in=ACTIVE_STATUSES).values_list("pk", "procrastinate_job_id"))
+    corpus = EmbeddingRun.objects.filter(pk=embedding_id).values("corpus_id")
+    runs = dict(AlignmentRun.objects.filter(corpus_id__in=corpus, status__in=ACTIVE_STATUSES).values_list("pk", "procrastinate_job_id"))
     if not runs:
         return 0
     shards = AlignmentShard.objects.filter(run_id__in=list(runs), status=JobStatus.QUEUED, yielded=True)

@@ -36,10 +36,14 @@ from django.db.models import Q
 from alignment.jobs.models import Job
 
 
+def _own_lanes(user_id: int) -> list[str]:
+    """The user's JOB_USER_CONCURRENCY lanes (at least one), by their Procrastinate lock."""
+    return [f"user-{user_id}-{lane}" for lane in range(max(1, int(settings.JOB_USER_CONCURRENCY)))]
+
+
 def lane_lock(user_id: int) -> str:
     """The least busy of the user's lanes (its Procrastinate lock), counting their waiting and running jobs."""
-    lanes = max(1, int(settings.JOB_USER_CONCURRENCY))
-    names = [f"user-{user_id}-{lane}" for lane in range(lanes)]
+    names = _own_lanes(user_id)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT lock, count(*) FROM procrastinate_jobs WHERE lock = ANY(%s) AND status IN ('todo', 'doing') GROUP BY lock",
@@ -53,10 +57,6 @@ SPARE_PRIORITY = -1  # a shard in a spare lane: after every job's own priority (
 BULK_PRIORITY = 0  # a bulk job's own priority (AlignmentRun.queue_priority beyond INTERACTIVE_PAIRS, every shard's)
 
 
-def _own_lanes(user_id: int) -> list[str]:
-    return [f"user-{user_id}-{lane}" for lane in range(max(1, int(settings.JOB_USER_CONCURRENCY)))]
-
-
 def _spare_prefix(user_id: int) -> str:
     return f"user-{user_id}-spare-"
 
@@ -67,7 +67,7 @@ SPARE_LANES_LIKE = "user-%-spare-%"  # every user's spare lanes, as a LIKE patte
 def spare_lane(user_id: int, index: int) -> str | None:
     """The spare lane of a user's shard number ``index`` (round robin over the own lanes and the spare ones); None
     when its turn falls on one of the user's own lanes."""
-    own = max(1, int(settings.JOB_USER_CONCURRENCY))
+    own = len(_own_lanes(user_id))
     turn = index % (own + max(0, int(settings.JOB_SPARE_LANES)))
     return f"{_spare_prefix(user_id)}{turn - own}" if turn >= own else None
 

@@ -41,30 +41,30 @@ STORIES = {
 }
 
 
-@pytest.fixture
-def stories(owner):
-    """Three short two-level stories imported presplit into the corpus "Stories" (three pairs)."""
-    corpus, _ = corpus_get_or_create(name="Stories", language="en", owner=owner)
-    files = []
-    for name, (adv, ele) in STORIES.items():
-        files += [(f"{name}-adv.txt", adv.encode()), (f"{name}-ele.txt", ele.encode())]
+def _stories_corpus(owner, name: str, copies: int):
+    """STORIES imported presplit ``copies`` times into the corpus ``name`` (a number after each story's name past one copy)."""
+    corpus, _ = corpus_get_or_create(name=name, language="en", owner=owner)
+    files = [
+        (f"{story}{copy if copies > 1 else ''}-{level}.txt", text.encode())
+        for copy in range(copies)
+        for story, texts in STORIES.items()
+        for level, text in zip(("adv", "ele"), texts)
+    ]
     report = corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit"))
     assert not report.errors, report.errors
     return corpus
 
 
 @pytest.fixture
+def stories(owner):
+    """Three short two-level stories imported presplit into the corpus "Stories" (three pairs)."""
+    return _stories_corpus(owner, "Stories", 1)
+
+
+@pytest.fixture
 def six_pairs(owner):
     """The three stories twice: six pairs, one more than a run someone waits for at a page (INTERACTIVE_PAIRS)."""
-    corpus, _ = corpus_get_or_create(name="Six stories", language="en", owner=owner)
-    files = [
-        (f"{name}{copy}-{level}.txt", text.encode())
-        for copy in range(2)
-        for name, texts in STORIES.items()
-        for level, text in zip(("adv", "ele"), texts)
-    ]
-    report = corpus_import_files(corpus=corpus, files=files, options=ImportOptions(format="presplit"))
-    assert not report.errors, report.errors
+    corpus = _stories_corpus(owner, "Six stories", 2)
     assert corpus.pairs.count() == 6
     return corpus
 
